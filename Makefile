@@ -1,0 +1,45 @@
+# berth: `make up` runs a single-node cluster, `make test` runs every test.
+SHELL := /bin/bash
+export PATH := /usr/local/go/bin:$(PATH)
+
+BIN      := $(CURDIR)/bin
+BERTH    := $(BIN)/berth
+GOFLAGS_BUILD := -trimpath
+TEST_TIMEOUT  ?= 28m
+
+.PHONY: all deps build vet test unit bench up clean
+
+all: build
+
+## deps: install the node prerequisites (containerd, runc, CNI plugins, busybox, iptables) when missing
+deps:
+	@./hack/deps.sh
+
+## build: the berth binary in bin/
+build:
+	go build $(GOFLAGS_BUILD) -o $(BERTH) ./cmd/berth
+
+vet:
+	go vet ./...
+
+## test: every test, unit and integration, against real containerd
+test: deps build vet
+	BERTH_BIN=$(BERTH) go test -count=1 -timeout $(TEST_TIMEOUT) -v ./... 2>&1 | ./hack/testsummary.sh
+
+## unit: the tests that need no runtime (fast feedback while editing)
+unit: build
+	BERTH_BIN=$(BERTH) go test -count=1 -short ./...
+
+## bench: benchmarks, printed as tables
+bench: deps build
+	BERTH_BIN=$(BERTH) go test -run '^$$' -bench . -benchtime 1x ./...
+
+## up: a single-node cluster on this machine (embedded etcd, real containerd)
+up: deps build
+	@if ! $(BERTH) up --help >/dev/null 2>&1; then \
+	  echo "make up: 'berth up' does not exist yet: it needs the agent (issue 3) and the control plane (issues 4-6)." >&2; \
+	  echo "make up: what works today: $(BERTH) version" >&2; $(BERTH) version; exit 1; fi
+	$(BERTH) up
+
+clean:
+	rm -rf $(BIN)
