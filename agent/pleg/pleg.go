@@ -1,0 +1,139 @@
+// Package pleg is the pod lifecycle event generator: it relists the runtime
+// every period (every second by default), compares each pod's sandboxes and
+// containers with the previous relist, and reports the pods that changed, so
+// their workers sync within a period of a container exiting. Where the
+// runtime streams CRI container events (containerd 1.7+; not 1.6), it reports
+// them at once as well and the relist only backs them up.
+package pleg
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"strings"
+	"time"
+
+	"k8s.io/apimachinery/pkg/types"
+
+	"berth/agent/podruntime"
+	"berth/agent/podstate"
+	"berth/cri"
+	"berth/internal/errdefs"
+)
+
+// Config configures a PLEG.
+type Config struct {
+	// Reader relists the runtime; required.
+	Reader *podruntime.Reader
+	// CRI, when set, is asked for container events.
+	CRI *cri.Client
+	// Period of the relist; default 1 s.
+	Period time.Duration
+	// Changed is called with each pod whose runtime state changed; required.
+	Changed func(uid types.UID)
+	// Relisted is called after every relist with every pod the runtime
+	// holds (for adoption and orphan clean-up); optional. It must not keep
+	// the map.
+	Relisted func(pods map[types.UID]*podstate.Pod)
+	Logger   *slog.Logger
+}
+
+// PLEG detects runtime changes.
+type PLEG struct {
+	cfg  Config
+	last map[types.UID]string
+}
+
+// New validates cfg and returns a PLEG; Run starts it.
+func New(cfg Config) (*PLEG, error) {
+	if cfg.Reader == nil || cfg.Changed == nil {
+		return nil, fmt.Errorf("pleg: Config.Reader and Config.Changed are required: %w", errdefs.ErrInvalidArgument)
+	}
+	if cfg.Period <= 0 {
+		cfg.Period = time.Second
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	return &PLEG{cfg: cfg, last: map[types.UID]string{}}, nil
+}
+
+// Run relists until ctx ends.
+func (p *PLEG) Run(ctx context.Context) error {
+	if p.cfg.CRI != nil {
+		go p.events(ctx)
+	}
+	t := time.NewTicker(p.cfg.Period)
+	defer t.Stop()
+	for {
+		if err := p.Relist(ctx); err != nil && ctx.Err() == nil {
+			p.cfg.Logger.Warn("relisting the runtime failed", "err", err)
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-t.C:
+		}
+	}
+}
+
+// Relist lists the runtime once and reports what changed since the last time.
+func (p *PLEG) Relist(ctx context.Context) error {
+	pods, err := p.cfg.Reader.All(ctx)
+	if err != nil {
+		return err
+	}
+	now := make(map[types.UID]string, len(pods))
+	for uid, pod := range pods {
+		now[uid] = fingerprint(pod)
+	}
+	for uid, fp := range now {
+		if p.last[uid] != fp {
+			p.cfg.Changed(uid)
+		}
+	}
+	for uid := range p.last {
+		if _, ok := now[uid]; !ok {
+			p.cfg.Changed(uid)
+		}
+	}
+	p.last = now
+	if p.cfg.Relisted != nil {
+		p.cfg.Relisted(pods)
+	}
+	return nil
+}
+
+// fingerprint is a pod's sandboxes and containers with their states; it
+// changes whenever one appears, goes or changes state.
+func fingerprint(p *podstate.Pod) string {
+	parts := make([]string, 0, len(p.Sandboxes)+len(p.Containers))
+	for _, s := range p.Sandboxes {
+		parts = append(parts, fmt.Sprintf("s:%s:%t:%s", s.ID, s.Ready, strings.Join(s.IPs, ",")))
+	}
+	for _, c := range p.Containers {
+		parts = append(parts, fmt.Sprintf("c:%s:%d", c.ID, c.State))
+	}
+	slices.Sort(parts)
+	return strings.Join(parts, ";")
+}
+
+// events reports container events as they come, when the runtime has them.
+func (p *PLEG) events(ctx context.Context) {
+	ch, err := p.cfg.CRI.GetContainerEvents(ctx)
+	if errors.Is(err, errdefs.ErrUnimplemented) {
+		p.cfg.Logger.Info("the runtime has no container events; relisting only", "period", p.cfg.Period)
+		return
+	}
+	if err != nil {
+		p.cfg.Logger.Warn("container events unavailable; relisting only", "err", err)
+		return
+	}
+	for ev := range ch {
+		if uid := ev.GetPodSandboxStatus().GetMetadata().GetUid(); uid != "" {
+			p.cfg.Changed(types.UID(uid))
+		}
+	}
+}

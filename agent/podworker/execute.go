@@ -1,0 +1,260 @@
+package podworker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"berth/agent/containerconfig"
+	"berth/agent/images"
+	"berth/agent/lifecycle"
+	"berth/agent/podstate"
+	"berth/agent/sandboxconfig"
+	"berth/agent/status"
+)
+
+// execute applies a plan, in this order:
+//
+//  1. KillPod: stop every running container (in parallel, within the grace
+//     period), then every ready sandbox. When no sandbox is to be created,
+//     that is all.
+//  2. ContainersToKill: stop them (in parallel, within the grace period).
+//  3. CreateSandbox: wait for a start slot, make the log directory, run the
+//     sandbox. A failure ends the sync.
+//  4. InitToStart: pull, create and start the next init container, and end
+//     the sync (the next one runs when it exits).
+//  5. ContainersToStart, in spec order: pull, create, start; a failure of
+//     one is recorded for its status and does not stop the others.
+//
+// It returns when a failed step should be retried (zero: at the next sync).
+func (w *worker) execute(ctx context.Context, log *slog.Logger, pod *v1.Pod, rt *podstate.Pod, plan *lifecycle.Plan) time.Time {
+	cfg := &w.m.cfg
+	grace := gracePeriod(pod, rt)
+	if plan.KillPod {
+		if err := w.killPod(ctx, rt, grace); err != nil {
+			log.Warn("stopping the pod failed", "err", err)
+			return cfg.Clock.Now().Add(time.Second)
+		}
+		if !plan.CreateSandbox {
+			return time.Time{}
+		}
+	}
+	if len(plan.ContainersToKill) > 0 {
+		ids := make([]string, 0, len(plan.ContainersToKill))
+		for _, k := range plan.ContainersToKill {
+			log.Info("stopping container", "container", k.Name, "id", k.ID, "reason", k.Reason)
+			ids = append(ids, k.ID)
+		}
+		if err := w.stopContainers(ctx, ids, grace); err != nil {
+			log.Warn("stopping containers failed", "err", err)
+			return cfg.Clock.Now().Add(time.Second)
+		}
+	}
+	if plan.InitToStart == nil && len(plan.ContainersToStart) == 0 && !plan.CreateSandbox {
+		return time.Time{}
+	}
+	sbOpts := cfg.SandboxOptions
+	sbOpts.Attempt = plan.Attempt
+	sandboxCfg, err := sandboxconfig.Build(pod, sbOpts)
+	if err != nil {
+		log.Error("the pod's sandbox config cannot be built", "err", err)
+		for _, c := range pod.Spec.Containers {
+			w.failures[c.Name] = status.Failure{Reason: ReasonCreateContainerConfigError, Message: err.Error()}
+		}
+		return time.Time{}
+	}
+	sandboxID := plan.SandboxID
+	var podIPs []string
+	if sb := rt.LatestSandbox(); sb != nil && !plan.CreateSandbox {
+		podIPs = sb.IPs
+	}
+	if plan.CreateSandbox {
+		if !w.m.gate.acquire(ctx) {
+			return time.Time{}
+		}
+		defer w.m.gate.release()
+		if cfg.NetworkReady != nil && !pod.Spec.HostNetwork {
+			if err := cfg.NetworkReady(); err != nil {
+				log.Warn("waiting for the pod network", "err", err)
+				return cfg.Clock.Now().Add(time.Second)
+			}
+		}
+		if dir := sandboxCfg.GetLogDirectory(); dir != "" {
+			if err := os.MkdirAll(dir, 0o755); err != nil {
+				log.Error("making the pod's log directory failed", "dir", dir, "err", err)
+				return cfg.Clock.Now().Add(time.Second)
+			}
+		}
+		id, err := cfg.CRI.RunPodSandbox(ctx, sandboxCfg, cfg.RuntimeHandler)
+		if err != nil {
+			log.Error("creating the pod sandbox failed", "err", err)
+			return cfg.Clock.Now().Add(time.Second)
+		}
+		log.Debug("sandbox running", "sandbox", id, "attempt", plan.Attempt)
+		sandboxID = id
+		// The pod's IPs feed the containers' downward-API variables.
+		if st, err := cfg.CRI.PodSandboxStatus(ctx, id, false); err == nil {
+			podIPs = podstate.SandboxFromCRI(&runtimeapi.PodSandbox{Id: id}, st.GetStatus()).IPs
+		}
+	}
+	var retry time.Time
+	earliest := func(t time.Time) {
+		if !t.IsZero() && (retry.IsZero() || t.Before(retry)) {
+			retry = t
+		}
+	}
+	if plan.InitToStart != nil {
+		earliest(w.startContainer(ctx, log, pod, sandboxID, sandboxCfg, podIPs, plan.InitToStart))
+		return retry
+	}
+	for i := range plan.ContainersToStart {
+		earliest(w.startContainer(ctx, log, pod, sandboxID, sandboxCfg, podIPs, &plan.ContainersToStart[i]))
+	}
+	return retry
+}
+
+// startContainer pulls, creates and starts one container, recording a
+// failure for its status; it returns when a failure should be retried.
+func (w *worker) startContainer(ctx context.Context, log *slog.Logger, pod *v1.Pod, sandboxID string, sandboxCfg *runtimeapi.PodSandboxConfig, podIPs []string, s *lifecycle.Start) time.Time {
+	cfg := &w.m.cfg
+	c := s.Container
+	log = log.With("container", c.Name)
+	res, err := cfg.Images.EnsureImage(ctx, images.Request{PodUID: pod.UID, Image: c.Image, PullPolicy: c.ImagePullPolicy, SandboxConfig: sandboxCfg})
+	for _, ev := range res.Events {
+		log.Debug(ev.Message, "event", ev.Reason)
+	}
+	if err != nil {
+		var ie *images.Error
+		if !errors.As(err, &ie) {
+			ie = &images.Error{Reason: "ErrImagePull", Message: err.Error()}
+		}
+		log.Warn("image not available", "image", c.Image, "reason", ie.Reason, "message", ie.Message)
+		w.failures[c.Name] = status.Failure{Reason: ie.Reason, Message: ie.Message}
+		if ie.RetryAfter > 0 {
+			return cfg.Clock.Now().Add(ie.RetryAfter)
+		}
+		return time.Time{}
+	}
+	opts := cfg.ContainerOptions
+	opts.RestartCount = s.RestartCount
+	opts.ImageRef = res.ImageRef
+	opts.PodIPs = podIPs
+	if err == nil && c.TerminationMessagePath != "" {
+		opts.TerminationMessageHostPath, err = w.terminationMessageFile(pod, c, s.RestartCount)
+	}
+	if err == nil {
+		err = w.imageUser(ctx, pod, c, res.ImageRef, &opts)
+	}
+	var ccfg *runtimeapi.ContainerConfig
+	if err == nil {
+		ccfg, err = containerconfig.Build(pod, c, opts)
+	}
+	if err != nil {
+		log.Error("the container's config cannot be built", "err", err)
+		w.failures[c.Name] = status.Failure{Reason: ReasonCreateContainerConfigError, Message: err.Error()}
+		return time.Time{}
+	}
+	id, err := cfg.CRI.CreateContainer(ctx, sandboxID, ccfg, sandboxCfg)
+	if err != nil {
+		log.Error("creating the container failed", "err", err)
+		w.failures[c.Name] = status.Failure{Reason: ReasonCreateContainerError, Message: err.Error()}
+		return cfg.Clock.Now().Add(time.Second)
+	}
+	if !s.BackOffSince.IsZero() {
+		cfg.BackOff.Next(s.BackOffKey, s.BackOffSince)
+	}
+	if err := cfg.CRI.StartContainer(ctx, id); err != nil {
+		log.Error("starting the container failed", "id", id, "err", err)
+		w.failures[c.Name] = status.Failure{Reason: ReasonRunContainerError, Message: err.Error()}
+		return time.Time{}
+	}
+	delete(w.failures, c.Name)
+	log.Debug("container started", "id", id, "restartCount", s.RestartCount)
+	return time.Time{}
+}
+
+// imageUser reads the image's configured user when the container's
+// runAsNonRoot check or runAsUser default needs it.
+func (w *worker) imageUser(ctx context.Context, pod *v1.Pod, c *v1.Container, imageRef string, opts *containerconfig.Options) error {
+	sc := containerconfig.EffectiveSecurityContext(pod, c)
+	if sc == nil || sc.RunAsUser != nil {
+		return nil
+	}
+	img, err := w.m.cfg.CRI.ImageStatus(ctx, imageRef)
+	if err != nil || img == nil {
+		return err
+	}
+	if img.GetUid() != nil {
+		uid := img.GetUid().GetValue()
+		opts.ImageUID = &uid
+	}
+	opts.ImageUser = img.GetUsername()
+	return nil
+}
+
+// terminationMessageFile makes the host file a container writes its
+// termination message into, as the kubelet does
+// (<root>/pods/<uid>/containers/<name>/<restart>).
+func (w *worker) terminationMessageFile(pod *v1.Pod, c *v1.Container, restartCount int) (string, error) {
+	dir := filepath.Join(w.m.cfg.RootDir, "pods", string(pod.UID), "containers", c.Name)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", fmt.Errorf("termination message file for container %q: %w", c.Name, err)
+	}
+	path := filepath.Join(dir, strconv.Itoa(restartCount))
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o666)
+	if err != nil {
+		return "", fmt.Errorf("termination message file for container %q: %w", c.Name, err)
+	}
+	f.Close()
+	// The mode is set explicitly: the umask must not keep a non-root user
+	// from writing its message.
+	if err := os.Chmod(path, 0o666); err != nil {
+		return "", fmt.Errorf("termination message file for container %q: %w", c.Name, err)
+	}
+	return path, nil
+}
+
+// killPod stops the pod's running containers, then its ready sandboxes.
+func (w *worker) killPod(ctx context.Context, rt *podstate.Pod, grace time.Duration) error {
+	var ids []string
+	for _, c := range rt.Running() {
+		ids = append(ids, c.ID)
+	}
+	if err := w.stopContainers(ctx, ids, grace); err != nil {
+		return err
+	}
+	for _, sb := range rt.Sandboxes {
+		if !sb.Ready {
+			continue
+		}
+		if err := w.m.cfg.CRI.StopPodSandbox(ctx, sb.ID); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// stopContainers stops containers in parallel: SIGTERM (or the image's stop
+// signal), then SIGKILL once grace has passed.
+func (w *worker) stopContainers(ctx context.Context, ids []string, grace time.Duration) error {
+	var wg sync.WaitGroup
+	errs := make([]error, len(ids))
+	for i, id := range ids {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[i] = w.m.cfg.CRI.StopContainer(ctx, id, grace)
+		}()
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}

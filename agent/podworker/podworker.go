@@ -1,0 +1,275 @@
+// Package podworker runs pods: one worker goroutine per pod, so each pod is
+// handled serially and pods in parallel. A worker syncs its pod whenever it
+// is told something changed (a new spec, the PLEG, a back-off expiring): it
+// reads what the runtime holds for the pod, asks agent/lifecycle for a plan,
+// executes it over CRI, garbage-collects the pod's dead containers and
+// sandboxes, and hands the pod's status to the status manager. A pod that is
+// removed is terminated — containers stopped within the grace period, then
+// removed with the sandbox, logs and per-pod files — and its worker ends.
+//
+// The worker alone decides whether a pod's containers may run; sandbox
+// creation is bounded across pods, first come first served.
+package podworker
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"runtime"
+	"sync"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/clock"
+
+	"berth/agent/backoff"
+	"berth/agent/containerconfig"
+	"berth/agent/images"
+	"berth/agent/podruntime"
+	"berth/agent/podstate"
+	"berth/agent/sandboxconfig"
+	"berth/agent/status"
+	"berth/cri"
+	"berth/internal/errdefs"
+)
+
+// Waiting reasons of start failures, as upstream writes them.
+const (
+	ReasonCreateContainerConfigError = "CreateContainerConfigError"
+	ReasonCreateContainerError       = "CreateContainerError"
+	ReasonRunContainerError          = "RunContainerError"
+)
+
+// Config configures a Manager. CRI, Reader, Status, BackOff, Images,
+// SandboxOptions.PodLogDir and RootDir are required.
+type Config struct {
+	CRI     *cri.Client
+	Reader  *podruntime.Reader
+	Status  *status.Manager
+	BackOff *backoff.Tracker
+
+	// Images makes container images present (pull policy, back-off).
+	Images *images.Puller
+	// SandboxOptions are the node's settings for sandbox configs
+	// (agent/sandboxconfig); the worker sets Attempt.
+	SandboxOptions sandboxconfig.Options
+	// ContainerOptions are the node's settings for container configs
+	// (agent/containerconfig: NodeName, HostIPs, MemoryCapacity, CgroupV2,
+	// …); the worker sets the per-container fields.
+	ContainerOptions containerconfig.Options
+
+	// NetworkReady reports why pod networking cannot be set up yet (nil:
+	// ready); pods that are not host-network wait for it. Nil means ready.
+	NetworkReady func() error
+	// PodCleanup removes what the node keeps for a pod outside the runtime
+	// (cgroups); called once the pod's containers and sandboxes are gone.
+	// Nil means nothing.
+	PodCleanup func(uid types.UID, pod *v1.Pod) error
+
+	// RootDir holds per-pod files (termination message files) under
+	// <RootDir>/pods/<uid>.
+	RootDir string
+	// RuntimeHandler is passed to RunPodSandbox (empty: the default).
+	RuntimeHandler string
+	// RuntimeName prefixes container IDs in status; default "containerd".
+	RuntimeName string
+	// HostIP is the node's address, shown in pod status.
+	HostIP string
+	// QOSClass computes a pod's QoS class for its status (agent/qos).
+	QOSClass func(*v1.Pod) v1.PodQOSClass
+	// MaxStarts bounds the pod starts in flight; default 2 × CPUs.
+	MaxStarts int
+	// Resync is the period of a pod's sync without any change; default 10 s.
+	Resync time.Duration
+	// Clock is the time source; default the real clock.
+	Clock clock.Clock
+	// Logger; default discards.
+	Logger *slog.Logger
+}
+
+func (c *Config) validate() error {
+	for _, f := range []struct {
+		name string
+		ok   bool
+	}{
+		{"CRI", c.CRI != nil}, {"Reader", c.Reader != nil}, {"Status", c.Status != nil}, {"BackOff", c.BackOff != nil},
+		{"Images", c.Images != nil}, {"SandboxOptions.PodLogDir", c.SandboxOptions.PodLogDir != ""}, {"RootDir", c.RootDir != ""},
+	} {
+		if !f.ok {
+			return fmt.Errorf("podworker: Config.%s is required: %w", f.name, errdefs.ErrInvalidArgument)
+		}
+	}
+	if c.MaxStarts < 0 {
+		return fmt.Errorf("podworker: Config.MaxStarts must not be negative, got %d: %w", c.MaxStarts, errdefs.ErrInvalidArgument)
+	}
+	if c.MaxStarts == 0 {
+		c.MaxStarts = 2 * runtime.NumCPU()
+	}
+	if c.Resync <= 0 {
+		c.Resync = 10 * time.Second
+	}
+	if c.Clock == nil {
+		c.Clock = clock.RealClock{}
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	if c.RuntimeName == "" {
+		c.RuntimeName = "containerd"
+	}
+	if c.QOSClass == nil {
+		c.QOSClass = func(*v1.Pod) v1.PodQOSClass { return "" }
+	}
+	return nil
+}
+
+// Manager owns the pod workers.
+type Manager struct {
+	cfg   Config
+	gate  *startGate
+	ctx   context.Context
+	ready chan struct{}
+
+	mu      sync.Mutex
+	workers map[types.UID]*worker
+	wg      sync.WaitGroup
+}
+
+// New validates cfg and returns a manager; Run starts it.
+func New(cfg Config) (*Manager, error) {
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	return &Manager{cfg: cfg, gate: newStartGate(cfg.MaxStarts), ready: make(chan struct{}), workers: map[types.UID]*worker{}}, nil
+}
+
+// Run serves until ctx ends, then waits for the workers to stop. Stopping
+// the manager leaves the pods running: a restarted agent adopts them.
+func (m *Manager) Run(ctx context.Context) error {
+	m.mu.Lock()
+	m.ctx = ctx
+	close(m.ready)
+	m.mu.Unlock()
+	<-ctx.Done()
+	m.wg.Wait()
+	return nil
+}
+
+// Update sets the desired pod: a new pod gets a worker, a known one a new
+// spec. It returns at once.
+func (m *Manager) Update(pod *v1.Pod) {
+	for {
+		w := m.worker(pod.UID, true)
+		if w == nil {
+			return
+		}
+		w.mu.Lock()
+		if w.dead {
+			w.mu.Unlock()
+			continue
+		}
+		if w.terminating {
+			w.readd = pod // runs again once the termination is complete
+		} else {
+			w.pod = pod
+		}
+		w.mu.Unlock()
+		w.poke()
+		return
+	}
+}
+
+// Remove terminates the pod: its worker stops and removes everything the pod
+// holds, then ends. It returns at once.
+func (m *Manager) Remove(uid types.UID) {
+	w := m.worker(uid, false)
+	if w == nil {
+		return
+	}
+	w.mu.Lock()
+	w.terminating = true
+	w.readd = nil
+	w.mu.Unlock()
+	w.poke()
+}
+
+// RemoveOrphan terminates a pod the runtime holds but no source knows (left
+// over from a previous run): its containers are stopped with the grace
+// period recorded on them.
+func (m *Manager) RemoveOrphan(uid types.UID) {
+	for {
+		w := m.worker(uid, true)
+		if w == nil {
+			return
+		}
+		w.mu.Lock()
+		if w.dead {
+			w.mu.Unlock()
+			continue
+		}
+		if w.pod == nil {
+			w.terminating = true
+		}
+		w.mu.Unlock()
+		w.poke()
+		return
+	}
+}
+
+// Wake asks the pod's worker to sync (the runtime changed).
+func (m *Manager) Wake(uid types.UID) {
+	if w := m.worker(uid, false); w != nil {
+		w.poke()
+	}
+}
+
+// Known reports whether a worker runs for uid.
+func (m *Manager) Known(uid types.UID) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	_, ok := m.workers[uid]
+	return ok
+}
+
+// worker returns uid's worker, creating it when create is set.
+func (m *Manager) worker(uid types.UID, create bool) *worker {
+	<-m.ready
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if w, ok := m.workers[uid]; ok {
+		return w
+	}
+	if !create || m.ctx.Err() != nil {
+		return nil
+	}
+	w := &worker{m: m, uid: uid, wake: make(chan struct{}, 1), failures: map[string]status.Failure{}}
+	m.workers[uid] = w
+	m.wg.Add(1)
+	go func() {
+		defer m.wg.Done()
+		w.run(m.ctx)
+	}()
+	return w
+}
+
+// gracePeriod is the pod's termination grace period, or the one recorded on
+// its containers when the spec is unknown; upstream's minimum of 2 s (a zero
+// grace period is a forced kill only on deletion, which static pods lack).
+func gracePeriod(pod *v1.Pod, rt *podstate.Pod) time.Duration {
+	secs := int64(v1.DefaultTerminationGracePeriodSeconds)
+	switch {
+	case pod != nil && pod.DeletionGracePeriodSeconds != nil:
+		secs = *pod.DeletionGracePeriodSeconds
+	case pod != nil && pod.Spec.TerminationGracePeriodSeconds != nil:
+		secs = *pod.Spec.TerminationGracePeriodSeconds
+	case rt != nil:
+		for _, c := range rt.Containers {
+			if c.GracePeriod != nil {
+				secs = *c.GracePeriod
+				break
+			}
+		}
+	}
+	return time.Duration(max(secs, 2)) * time.Second
+}

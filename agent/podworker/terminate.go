@@ -1,0 +1,77 @@
+package podworker
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+
+	v1 "k8s.io/api/core/v1"
+
+	"berth/agent/backoff"
+	"berth/agent/sandboxconfig"
+	"berth/cri"
+)
+
+// terminate stops and removes everything the pod holds — containers within
+// the grace period, then sandboxes, log directory, per-pod files, back-off
+// history, status — and reports whether all of it is gone. Every step is
+// idempotent, so a failed termination is simply run again.
+func (w *worker) terminate(ctx context.Context, pod *v1.Pod) bool {
+	cfg := &w.m.cfg
+	log := cfg.Logger.With("uid", w.uid)
+	if pod != nil {
+		log = log.With("pod", pod.Namespace+"/"+pod.Name)
+	}
+	rt, err := cfg.Reader.Pod(ctx, w.uid)
+	if err != nil {
+		log.Warn("reading the pod's runtime state failed", "err", err)
+		return false
+	}
+	grace := gracePeriod(pod, rt)
+	if len(rt.Running()) > 0 {
+		log.Info("stopping pod", "gracePeriod", grace)
+	}
+	if err := w.killPod(ctx, rt, grace); err != nil {
+		log.Warn("stopping the pod failed", "err", err)
+		return false
+	}
+	var errs []error
+	for _, c := range rt.Containers {
+		errs = append(errs, cfg.CRI.RemoveContainer(ctx, c.ID))
+	}
+	for _, sb := range rt.Sandboxes {
+		errs = append(errs, cfg.CRI.RemovePodSandbox(ctx, sb.ID))
+	}
+	if err := errors.Join(errs...); err != nil {
+		log.Warn("removing the pod's containers failed", "err", err)
+		return false
+	}
+	cfg.Reader.Forget(rt)
+	name, ns := rt.Name, rt.Namespace
+	if pod != nil {
+		name, ns = pod.Name, pod.Namespace
+	}
+	if name != "" {
+		errs = append(errs, os.RemoveAll(sandboxconfig.LogDirectory(cfg.SandboxOptions.PodLogDir, ns, name, w.uid)))
+	}
+	errs = append(errs, os.RemoveAll(filepath.Join(cfg.RootDir, "pods", string(w.uid))))
+	if cfg.PodCleanup != nil {
+		errs = append(errs, cfg.PodCleanup(w.uid, pod))
+	}
+	if err := errors.Join(errs...); err != nil {
+		log.Warn("cleaning up after the pod failed", "err", err)
+		return false
+	}
+	if pod != nil {
+		for _, list := range [][]v1.Container{pod.Spec.InitContainers, pod.Spec.Containers} {
+			for i := range list {
+				cfg.BackOff.Forget(backoff.Key(string(w.uid), list[i].Name, cri.ContainerHash(&list[i])))
+			}
+		}
+	}
+	cfg.Status.Delete(w.uid)
+	log.Info("pod removed")
+	return true
+}
+

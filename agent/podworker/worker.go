@@ -1,0 +1,151 @@
+package podworker
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"berth/agent/lifecycle"
+	"berth/agent/podstate"
+	"berth/agent/status"
+)
+
+// worker handles one pod. Its fields under mu are written by the manager
+// (desired state) and read by the worker's goroutine; the rest belong to
+// the goroutine alone.
+type worker struct {
+	m    *Manager
+	uid  types.UID
+	wake chan struct{}
+
+	mu          sync.Mutex
+	pod         *v1.Pod // desired; nil for an orphan
+	terminating bool
+	readd       *v1.Pod // re-added while terminating
+	dead        bool    // the worker ended; callers must make a new one
+
+	failures map[string]status.Failure // last start failure per container
+	seq      uint64
+}
+
+func (w *worker) poke() {
+	select {
+	case w.wake <- struct{}{}:
+	default:
+	}
+}
+
+func (w *worker) desired() (*v1.Pod, bool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.pod, w.terminating
+}
+
+func (w *worker) run(ctx context.Context) {
+	cfg := &w.m.cfg
+	timer := cfg.Clock.NewTimer(0)
+	defer timer.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-w.wake:
+		case <-timer.C():
+		}
+		pod, terminating := w.desired()
+		var next time.Duration
+		if terminating {
+			if !w.terminate(ctx, pod) {
+				next = time.Second // retry what failed
+			} else if !w.finishTermination() {
+				return
+			}
+		} else if pod != nil {
+			next = w.sync(ctx, pod)
+		} else {
+			continue // an orphan about to be marked terminating
+		}
+		if !timer.Stop() {
+			select {
+			case <-timer.C():
+			default:
+			}
+		}
+		timer.Reset(next)
+	}
+}
+
+// finishTermination ends the worker (false) — removing it from the manager
+// under both locks, so that an Update either lands before and is seen here
+// or finds no worker and makes a new one — unless the pod was added again
+// while it terminated: then it runs again (true).
+func (w *worker) finishTermination() bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.readd == nil {
+		w.m.mu.Lock()
+		defer w.m.mu.Unlock()
+		if w.m.workers[w.uid] == w {
+			delete(w.m.workers, w.uid)
+		}
+		w.dead = true
+		return false
+	}
+	w.pod, w.readd, w.terminating = w.readd, nil, false
+	w.failures = map[string]status.Failure{}
+	w.poke()
+	return true
+}
+
+// sync brings the runtime one step towards the pod's spec and publishes the
+// pod's status; it returns when to sync again without news.
+func (w *worker) sync(ctx context.Context, pod *v1.Pod) time.Duration {
+	cfg := &w.m.cfg
+	log := cfg.Logger.With("pod", pod.Namespace+"/"+pod.Name, "uid", pod.UID)
+	rt, err := cfg.Reader.Pod(ctx, pod.UID)
+	if err != nil {
+		log.Warn("reading the pod's runtime state failed", "err", err)
+		return time.Second
+	}
+	now := cfg.Clock.Now()
+	plan := lifecycle.Compute(lifecycle.Input{Pod: pod, Runtime: rt, BackOff: cfg.BackOff, Now: now})
+	next := cfg.Resync
+	if !plan.Empty() {
+		retry := w.execute(ctx, log, pod, rt, &plan)
+		if !retry.IsZero() {
+			next = min(next, max(retry.Sub(cfg.Clock.Now()), 10*time.Millisecond))
+		}
+		if rt, err = cfg.Reader.Pod(ctx, pod.UID); err != nil {
+			log.Warn("reading the pod's runtime state failed", "err", err)
+			return time.Second
+		}
+	}
+	for name, wait := range plan.Waiting {
+		w.failures[name] = status.Failure{Reason: wait.Reason, Message: wait.Message}
+	}
+	if !plan.RetryAt.IsZero() {
+		next = min(next, max(plan.RetryAt.Sub(now), 10*time.Millisecond))
+	}
+	w.collectGarbage(ctx, log, rt)
+	w.publish(pod, rt)
+	return next
+}
+
+// publish computes the pod's status and hands it to the status manager.
+func (w *worker) publish(pod *v1.Pod, rt *podstate.Pod) {
+	cfg := &w.m.cfg
+	old, _ := cfg.Status.Status(pod.UID)
+	var oldp *v1.PodStatus
+	if old.StartTime != nil {
+		oldp = &old
+	}
+	st := status.Compute(status.Input{
+		Pod: pod, Runtime: rt, Old: oldp, Failures: w.failures,
+		RuntimeName: cfg.RuntimeName, HostIP: cfg.HostIP, QOSClass: cfg.QOSClass(pod), Now: cfg.Clock.Now(),
+	})
+	w.seq++
+	cfg.Status.Set(pod, st, w.seq)
+}

@@ -1,0 +1,336 @@
+// Package status computes a pod's v1.PodStatus as the kubelet does — phase,
+// conditions, container statuses — from its spec and what the runtime shows
+// (Compute, pure), and keeps the latest status of every pod (Manager, the one
+// writer of pod status).
+package status
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"berth/agent/lifecycle"
+	"berth/agent/podstate"
+)
+
+// Waiting reasons, as upstream writes them.
+const (
+	ReasonContainerCreating = "ContainerCreating"
+	ReasonPodInitializing   = "PodInitializing"
+)
+
+// Condition reasons, as upstream writes them.
+const (
+	ReasonContainersNotInitialized = "ContainersNotInitialized"
+	ReasonContainersNotReady       = "ContainersNotReady"
+	ReasonPodCompleted             = "PodCompleted"
+)
+
+// Failure is why the last attempt to start a container did not succeed
+// (upstream's reason cache): CrashLoopBackOff, ErrImagePull,
+// ImagePullBackOff, CreateContainerConfigError, RunContainerError, …
+type Failure struct {
+	Reason  string
+	Message string
+}
+
+// Input is what Compute looks at.
+type Input struct {
+	Pod     *v1.Pod
+	Runtime *podstate.Pod
+	// Old is the previous status (for startTime, lastTransitionTime and a
+	// terminal phase, which never changes); nil the first time.
+	Old *v1.PodStatus
+	// Failures are the start failures of the pod's containers, by name.
+	Failures map[string]Failure
+	// RuntimeName prefixes container IDs ("containerd://…").
+	RuntimeName string
+	// HostIP is the node's address.
+	HostIP string
+	// QOSClass is the pod's QoS class.
+	QOSClass v1.PodQOSClass
+	Now      time.Time
+}
+
+// Compute returns the pod's status.
+func Compute(in Input) v1.PodStatus {
+	pod, rt := in.Pod, in.Runtime
+	if rt == nil {
+		rt = &podstate.Pod{UID: pod.UID}
+	}
+	now := metav1.NewTime(in.Now)
+	st := v1.PodStatus{QOSClass: in.QOSClass}
+	if in.Old != nil && in.Old.StartTime != nil {
+		st.StartTime = in.Old.StartTime.DeepCopy()
+	} else {
+		st.StartTime = &now
+	}
+	if in.HostIP != "" {
+		st.HostIP = in.HostIP
+		st.HostIPs = []v1.HostIP{{IP: in.HostIP}}
+	}
+	if sb := rt.LatestSandbox(); sb != nil {
+		ips := sb.IPs
+		if pod.Spec.HostNetwork && in.HostIP != "" {
+			ips = []string{in.HostIP}
+		}
+		if len(ips) > 0 {
+			st.PodIP = ips[0]
+			for _, ip := range ips {
+				st.PodIPs = append(st.PodIPs, v1.PodIP{IP: ip})
+			}
+		}
+	}
+	hasInit := len(pod.Spec.InitContainers) > 0
+	st.InitContainerStatuses = containerStatuses(in, rt, pod.Spec.InitContainers, hasInit, true)
+	st.ContainerStatuses = containerStatuses(in, rt, pod.Spec.Containers, hasInit, false)
+	slices.SortFunc(st.ContainerStatuses, func(a, b v1.ContainerStatus) int { return strings.Compare(a.Name, b.Name) })
+
+	st.Phase = Phase(pod, st.InitContainerStatuses, st.ContainerStatuses)
+	if in.Old != nil && (in.Old.Phase == v1.PodSucceeded || in.Old.Phase == v1.PodFailed) {
+		st.Phase = in.Old.Phase // terminal phases are final
+	}
+	st.Conditions = conditions(in, rt, &st)
+	return st
+}
+
+// containerStatuses converts the runtime's containers of one list of the
+// spec, as upstream's convertToAPIContainerStatuses.
+func containerStatuses(in Input, rt *podstate.Pod, specs []v1.Container, hasInit, init bool) []v1.ContainerStatus {
+	if len(specs) == 0 {
+		return nil
+	}
+	defaultWaiting := ReasonContainerCreating
+	if hasInit {
+		defaultWaiting = ReasonPodInitializing
+	}
+	out := make([]v1.ContainerStatus, 0, len(specs))
+	for i := range specs {
+		c := &specs[i]
+		cs := v1.ContainerStatus{Name: c.Name, Image: c.Image,
+			State: v1.ContainerState{Waiting: &v1.ContainerStateWaiting{Reason: defaultWaiting}}}
+		if latest := rt.Latest(c.Name); latest != nil {
+			cs.State = state(latest)
+			cs.ContainerID = containerID(in.RuntimeName, latest.ID)
+			cs.ImageID = latest.ImageRef
+			cs.RestartCount = int32(latest.RestartCount)
+			cs.Ready = latest.State == podstate.ContainerRunning && !init
+			started := latest.State == podstate.ContainerRunning
+			cs.Started = &started
+			if prev := rt.Previous(c.Name); prev != nil && prev.State == podstate.ContainerExited {
+				cs.LastTerminationState = state(prev)
+			}
+		}
+		// A container that will be started again shows why it is not yet.
+		restartable := lifecycle.ShouldRestart(c, in.Pod, rt)
+		if latest := rt.Latest(c.Name); init && latest != nil && latest.State == podstate.ContainerExited && latest.ExitCode == 0 {
+			restartable = false // a completed init container never runs again
+		}
+		if f, ok := in.Failures[c.Name]; ok && restartable {
+			if cs.State.Terminated != nil {
+				cs.LastTerminationState = cs.State
+			}
+			cs.State = v1.ContainerState{Waiting: &v1.ContainerStateWaiting{Reason: f.Reason, Message: f.Message}}
+		}
+		out = append(out, cs)
+	}
+	return out
+}
+
+func state(c *podstate.Container) v1.ContainerState {
+	switch c.State {
+	case podstate.ContainerRunning:
+		return v1.ContainerState{Running: &v1.ContainerStateRunning{StartedAt: metav1.NewTime(c.StartedAt)}}
+	case podstate.ContainerExited:
+		reason := c.Reason
+		if reason == "" {
+			reason = "Error"
+			if c.ExitCode == 0 {
+				reason = "Completed"
+			}
+		}
+		return v1.ContainerState{Terminated: &v1.ContainerStateTerminated{
+			ExitCode:    c.ExitCode,
+			Reason:      reason,
+			Message:     c.Message,
+			StartedAt:   timeOrZero(c.StartedAt),
+			FinishedAt:  timeOrZero(c.FinishedAt),
+			ContainerID: c.ID,
+		}}
+	case podstate.ContainerCreated:
+		return v1.ContainerState{Waiting: &v1.ContainerStateWaiting{Reason: ReasonContainerCreating}}
+	default:
+		return v1.ContainerState{Waiting: &v1.ContainerStateWaiting{}}
+	}
+}
+
+func timeOrZero(t time.Time) metav1.Time {
+	if t.IsZero() {
+		return metav1.Time{}
+	}
+	return metav1.NewTime(t)
+}
+
+func containerID(runtime, id string) string {
+	if runtime == "" {
+		runtime = "containerd"
+	}
+	return runtime + "://" + id
+}
+
+// Phase is upstream's pod phase rule over the container statuses.
+func Phase(pod *v1.Pod, inits, apps []v1.ContainerStatus) v1.PodPhase {
+	pendingInit, failedInit := 0, 0
+	for _, c := range pod.Spec.InitContainers {
+		cs, ok := find(inits, c.Name)
+		switch {
+		case !ok:
+			pendingInit++
+		case cs.State.Running != nil:
+			pendingInit++
+		case cs.State.Terminated != nil && cs.State.Terminated.ExitCode != 0:
+			failedInit++
+		case cs.State.Terminated != nil:
+		case cs.State.Waiting != nil && cs.LastTerminationState.Terminated != nil:
+			if cs.LastTerminationState.Terminated.ExitCode != 0 {
+				failedInit++
+			}
+		default:
+			pendingInit++
+		}
+	}
+	unknown, running, waiting, stopped, succeeded := 0, 0, 0, 0, 0
+	for _, c := range pod.Spec.Containers {
+		cs, ok := find(apps, c.Name)
+		switch {
+		case !ok:
+			unknown++
+		case cs.State.Running != nil:
+			running++
+		case cs.State.Terminated != nil:
+			stopped++
+			if cs.State.Terminated.ExitCode == 0 {
+				succeeded++
+			}
+		case cs.State.Waiting != nil:
+			if cs.LastTerminationState.Terminated != nil {
+				stopped++
+			} else {
+				waiting++
+			}
+		default:
+			unknown++
+		}
+	}
+	if failedInit > 0 && pod.Spec.RestartPolicy == v1.RestartPolicyNever {
+		return v1.PodFailed
+	}
+	switch {
+	case pendingInit > 0 && running+stopped == 0, waiting > 0:
+		return v1.PodPending
+	case running > 0 && unknown == 0:
+		return v1.PodRunning
+	case running == 0 && stopped > 0 && unknown == 0:
+		switch {
+		case pod.Spec.RestartPolicy == v1.RestartPolicyAlways:
+			return v1.PodRunning
+		case stopped == succeeded:
+			return v1.PodSucceeded
+		case pod.Spec.RestartPolicy == v1.RestartPolicyNever:
+			return v1.PodFailed
+		}
+		return v1.PodRunning
+	}
+	return v1.PodPending
+}
+
+func find(list []v1.ContainerStatus, name string) (*v1.ContainerStatus, bool) {
+	for i := range list {
+		if list[i].Name == name {
+			return &list[i], true
+		}
+	}
+	return nil, false
+}
+
+// conditions are upstream's four pod conditions, each keeping its previous
+// lastTransitionTime while its status is unchanged.
+func conditions(in Input, rt *podstate.Pod, st *v1.PodStatus) []v1.PodCondition {
+	pod := in.Pod
+	sandboxOK := false
+	if create, _, _ := lifecycle.SandboxChanged(pod, rt); !create {
+		sandboxOK = true
+	}
+	var conds []v1.PodCondition
+	conds = append(conds, cond(v1.PodReadyToStartContainers, sandboxOK, "", ""))
+
+	// Initialized.
+	var incomplete []string
+	for _, c := range pod.Spec.InitContainers {
+		cs, ok := find(st.InitContainerStatuses, c.Name)
+		if !ok || cs.State.Terminated == nil || cs.State.Terminated.ExitCode != 0 {
+			incomplete = append(incomplete, c.Name)
+		}
+	}
+	appStarted := false
+	for _, cs := range st.ContainerStatuses {
+		if cs.State.Running != nil || cs.State.Terminated != nil || cs.LastTerminationState.Terminated != nil {
+			appStarted = true
+		}
+	}
+	switch {
+	case st.Phase == v1.PodSucceeded:
+		conds = append(conds, cond(v1.PodInitialized, true, ReasonPodCompleted, ""))
+	case len(incomplete) == 0 || appStarted:
+		conds = append(conds, cond(v1.PodInitialized, true, "", ""))
+	default:
+		conds = append(conds, cond(v1.PodInitialized, false, ReasonContainersNotInitialized,
+			fmt.Sprintf("containers with incomplete status: [%s]", strings.Join(incomplete, " "))))
+	}
+
+	// Ready and ContainersReady.
+	var unready []string
+	for _, c := range pod.Spec.Containers {
+		if cs, ok := find(st.ContainerStatuses, c.Name); !ok || !cs.Ready {
+			unready = append(unready, c.Name)
+		}
+	}
+	var ready v1.PodCondition
+	switch {
+	case st.Phase == v1.PodSucceeded:
+		ready = cond("", false, ReasonPodCompleted, "")
+	case len(unready) > 0:
+		ready = cond("", false, ReasonContainersNotReady, fmt.Sprintf("containers with unready status: [%s]", strings.Join(unready, " ")))
+	default:
+		ready = cond("", true, "", "")
+	}
+	r, cr := ready, ready
+	r.Type, cr.Type = v1.PodReady, v1.ContainersReady
+	conds = append(conds, r, cr)
+
+	now := metav1.NewTime(in.Now)
+	for i := range conds {
+		conds[i].LastTransitionTime = now
+		if in.Old == nil {
+			continue
+		}
+		for _, old := range in.Old.Conditions {
+			if old.Type == conds[i].Type && old.Status == conds[i].Status {
+				conds[i].LastTransitionTime = old.LastTransitionTime
+			}
+		}
+	}
+	return conds
+}
+
+func cond(t v1.PodConditionType, ok bool, reason, message string) v1.PodCondition {
+	s := v1.ConditionFalse
+	if ok {
+		s = v1.ConditionTrue
+	}
+	return v1.PodCondition{Type: t, Status: s, Reason: reason, Message: message}
+}

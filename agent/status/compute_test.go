@@ -1,0 +1,223 @@
+package status
+
+import (
+	"testing"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"berth/agent/podstate"
+)
+
+var t0 = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+
+func pod(policy v1.RestartPolicy, inits []string, apps ...string) *v1.Pod {
+	p := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "default", UID: "u1"}}
+	p.Spec.RestartPolicy = policy
+	for _, n := range inits {
+		p.Spec.InitContainers = append(p.Spec.InitContainers, v1.Container{Name: n, Image: "busybox"})
+	}
+	for _, n := range apps {
+		p.Spec.Containers = append(p.Spec.Containers, v1.Container{Name: n, Image: "busybox"})
+	}
+	return p
+}
+
+type obs struct {
+	rt podstate.Pod
+	n  int
+}
+
+func runtimeOf(sandboxReady bool, ip string) *obs {
+	o := &obs{}
+	s := podstate.Sandbox{ID: "s1", Ready: sandboxReady, CreatedAt: t0}
+	if ip != "" {
+		s.IPs = []string{ip}
+	}
+	o.rt.Sandboxes = []podstate.Sandbox{s}
+	return o
+}
+
+func (o *obs) c(name string, state podstate.ContainerState, exit int32, reason string, restarts int) *obs {
+	o.n++
+	at := t0.Add(time.Duration(o.n) * time.Second)
+	c := podstate.Container{ID: name + string(rune('0'+restarts)), Name: name, State: state, ExitCode: exit, Reason: reason,
+		RestartCount: restarts, CreatedAt: at, StartedAt: at, ImageRef: "sha256:abc"}
+	if state == podstate.ContainerExited {
+		c.FinishedAt = at.Add(time.Second)
+	}
+	o.rt.Containers = append(o.rt.Containers, c)
+	return o
+}
+
+func (o *obs) done() *podstate.Pod { r := o.rt; r.Sort(); return &r }
+
+func condOf(st v1.PodStatus, t v1.PodConditionType) v1.PodCondition {
+	for _, c := range st.Conditions {
+		if c.Type == t {
+			return c
+		}
+	}
+	return v1.PodCondition{}
+}
+
+func TestComputePhaseAndConditions(t *testing.T) {
+	always := pod(v1.RestartPolicyAlways, nil, "app")
+	never := pod(v1.RestartPolicyNever, nil, "app")
+	onFailure := pod(v1.RestartPolicyOnFailure, nil, "app")
+	withInit := pod(v1.RestartPolicyAlways, []string{"init"}, "app")
+	initNever := pod(v1.RestartPolicyNever, []string{"init"}, "app")
+	tests := []struct {
+		name     string
+		pod      *v1.Pod
+		rt       *podstate.Pod
+		failures map[string]Failure
+		phase    v1.PodPhase
+		// conditions: ready-to-start, initialized, ready (ContainersReady is the same)
+		sandbox, initialized, ready v1.ConditionStatus
+		readyReason                 string
+	}{
+		{"nothing yet", always, nil, nil, v1.PodPending, "False", "True", "False", ReasonContainersNotReady},
+		{"sandbox up, container creating", always, runtimeOf(true, "10.1.0.2").done(), nil, v1.PodPending, "True", "True", "False", ReasonContainersNotReady},
+		{"running", always, runtimeOf(true, "10.1.0.2").c("app", podstate.ContainerRunning, 0, "", 0).done(), nil, v1.PodRunning, "True", "True", "True", ""},
+		{"crash looping under Always stays Running", always,
+			runtimeOf(true, "10.1.0.2").c("app", podstate.ContainerExited, 1, "Error", 3).done(),
+			map[string]Failure{"app": {"CrashLoopBackOff", "back-off 40s"}}, v1.PodRunning, "True", "True", "False", ReasonContainersNotReady},
+		{"Never, exit 1: Failed", never, runtimeOf(false, "").c("app", podstate.ContainerExited, 1, "Error", 0).done(), nil, v1.PodFailed, "False", "True", "False", ReasonContainersNotReady},
+		{"Never, exit 0: Succeeded", never, runtimeOf(false, "").c("app", podstate.ContainerExited, 0, "Completed", 0).done(), nil, v1.PodSucceeded, "False", "True", "False", ReasonPodCompleted},
+		{"OnFailure, exit 0: Succeeded", onFailure, runtimeOf(false, "").c("app", podstate.ContainerExited, 0, "Completed", 0).done(), nil, v1.PodSucceeded, "False", "True", "False", ReasonPodCompleted},
+		{"OnFailure, exit 2: Running (restarting)", onFailure, runtimeOf(true, "10.1.0.2").c("app", podstate.ContainerExited, 2, "Error", 0).done(), nil, v1.PodRunning, "True", "True", "False", ReasonContainersNotReady},
+		{"init running: Pending, not initialized", withInit, runtimeOf(true, "10.1.0.2").c("init", podstate.ContainerRunning, 0, "", 0).done(), nil, v1.PodPending, "True", "False", "False", ReasonContainersNotReady},
+		{"init failing under Always: Pending", withInit, runtimeOf(true, "10.1.0.2").c("init", podstate.ContainerExited, 1, "Error", 2).done(),
+			map[string]Failure{"init": {"CrashLoopBackOff", "back-off"}}, v1.PodPending, "True", "False", "False", ReasonContainersNotReady},
+		{"init failed under Never: Failed", initNever, runtimeOf(false, "").c("init", podstate.ContainerExited, 1, "Error", 0).done(), nil, v1.PodFailed, "False", "False", "False", ReasonContainersNotReady},
+		{"init done, app running", withInit, runtimeOf(true, "10.1.0.2").c("init", podstate.ContainerExited, 0, "Completed", 0).c("app", podstate.ContainerRunning, 0, "", 0).done(), nil, v1.PodRunning, "True", "True", "True", ""},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			st := Compute(Input{Pod: tc.pod, Runtime: tc.rt, Failures: tc.failures, Now: t0.Add(time.Hour), HostIP: "192.168.1.5", QOSClass: v1.PodQOSBestEffort})
+			if st.Phase != tc.phase {
+				t.Errorf("phase %s, want %s", st.Phase, tc.phase)
+			}
+			if c := condOf(st, v1.PodReadyToStartContainers); c.Status != tc.sandbox {
+				t.Errorf("PodReadyToStartContainers %s, want %s", c.Status, tc.sandbox)
+			}
+			if c := condOf(st, v1.PodInitialized); c.Status != tc.initialized {
+				t.Errorf("Initialized %s (%s), want %s", c.Status, c.Message, tc.initialized)
+			}
+			r, cr := condOf(st, v1.PodReady), condOf(st, v1.ContainersReady)
+			if r.Status != tc.ready || cr.Status != tc.ready || r.Reason != tc.readyReason || cr.Reason != tc.readyReason {
+				t.Errorf("Ready %s/%s ContainersReady %s/%s, want %s/%s", r.Status, r.Reason, cr.Status, cr.Reason, tc.ready, tc.readyReason)
+			}
+			if len(st.Conditions) != 4 {
+				t.Errorf("%d conditions, want 4", len(st.Conditions))
+			}
+			if st.HostIP != "192.168.1.5" || st.QOSClass != v1.PodQOSBestEffort || st.StartTime == nil {
+				t.Errorf("hostIP %q qos %q startTime %v", st.HostIP, st.QOSClass, st.StartTime)
+			}
+		})
+	}
+}
+
+func TestComputeContainerStates(t *testing.T) {
+	p := pod(v1.RestartPolicyAlways, []string{"init"}, "b", "a")
+	rt := runtimeOf(true, "10.1.0.7").
+		c("init", podstate.ContainerExited, 0, "Completed", 0).
+		c("a", podstate.ContainerExited, 137, "OOMKilled", 0).
+		c("a", podstate.ContainerRunning, 0, "", 1).
+		c("b", podstate.ContainerExited, 1, "Error", 4).done()
+	rt.Containers[0].Message = "bye" // b's termination message
+	st := Compute(Input{Pod: p, Runtime: rt, RuntimeName: "containerd", Now: t0.Add(time.Hour),
+		Failures: map[string]Failure{"b": {Reason: "CrashLoopBackOff", Message: "back-off 1m20s restarting failed container=b"}, "init": {Reason: "CrashLoopBackOff"}}})
+
+	if st.PodIP != "10.1.0.7" || len(st.PodIPs) != 1 || st.PodIPs[0].IP != "10.1.0.7" {
+		t.Fatalf("podIP %q podIPs %v", st.PodIP, st.PodIPs)
+	}
+	if len(st.ContainerStatuses) != 2 || st.ContainerStatuses[0].Name != "a" || st.ContainerStatuses[1].Name != "b" {
+		t.Fatalf("container statuses not sorted by name: %+v", st.ContainerStatuses)
+	}
+	a, b := st.ContainerStatuses[0], st.ContainerStatuses[1]
+	if a.State.Running == nil || !a.Ready || a.RestartCount != 1 || a.ContainerID != "containerd://a1" || a.ImageID != "sha256:abc" {
+		t.Errorf("a = %+v, want running, ready, restart 1", a)
+	}
+	if lt := a.LastTerminationState.Terminated; lt == nil || lt.Reason != "OOMKilled" || lt.ExitCode != 137 {
+		t.Errorf("a lastState = %+v, want OOMKilled 137", a.LastTerminationState)
+	}
+	if w := b.State.Waiting; w == nil || w.Reason != "CrashLoopBackOff" || w.Message != "back-off 1m20s restarting failed container=b" {
+		t.Errorf("b state = %+v, want waiting CrashLoopBackOff", b.State)
+	}
+	if lt := b.LastTerminationState.Terminated; lt == nil || lt.ExitCode != 1 || lt.Reason != "Error" || lt.Message != "bye" {
+		t.Errorf("b lastState = %+v, want terminated 1 Error bye", b.LastTerminationState)
+	}
+	if b.Ready || b.RestartCount != 4 {
+		t.Errorf("b ready %v restarts %d", b.Ready, b.RestartCount)
+	}
+	// A completed init container keeps its terminated state despite a stale failure.
+	if len(st.InitContainerStatuses) != 1 || st.InitContainerStatuses[0].State.Terminated == nil ||
+		st.InitContainerStatuses[0].State.Terminated.Reason != "Completed" || st.InitContainerStatuses[0].Ready {
+		t.Errorf("init status = %+v", st.InitContainerStatuses)
+	}
+}
+
+func TestComputeDefaultWaitingReasons(t *testing.T) {
+	st := Compute(Input{Pod: pod(v1.RestartPolicyAlways, nil, "app"), Now: t0})
+	if w := st.ContainerStatuses[0].State.Waiting; w == nil || w.Reason != ReasonContainerCreating {
+		t.Errorf("without init containers: %+v, want ContainerCreating", st.ContainerStatuses[0].State)
+	}
+	st = Compute(Input{Pod: pod(v1.RestartPolicyAlways, []string{"i"}, "app"), Now: t0})
+	if w := st.ContainerStatuses[0].State.Waiting; w == nil || w.Reason != ReasonPodInitializing {
+		t.Errorf("with init containers: %+v, want PodInitializing", st.ContainerStatuses[0].State)
+	}
+	if w := st.InitContainerStatuses[0].State.Waiting; w == nil || w.Reason != ReasonPodInitializing {
+		t.Errorf("init container: %+v, want PodInitializing", st.InitContainerStatuses[0].State)
+	}
+	if c := condOf(st, v1.PodInitialized); c.Reason != ReasonContainersNotInitialized || c.Message != "containers with incomplete status: [i]" {
+		t.Errorf("Initialized = %+v", c)
+	}
+	st = Compute(Input{Pod: pod(v1.RestartPolicyAlways, nil, "app"), Now: t0,
+		Failures: map[string]Failure{"app": {Reason: "ErrImagePull", Message: "cri PullImage: not found"}}})
+	if w := st.ContainerStatuses[0].State.Waiting; w == nil || w.Reason != "ErrImagePull" || w.Message != "cri PullImage: not found" {
+		t.Errorf("pull failure: %+v", st.ContainerStatuses[0].State)
+	}
+}
+
+func TestComputeKeepsTransitionTimesAndTerminalPhase(t *testing.T) {
+	p := pod(v1.RestartPolicyAlways, nil, "app")
+	running := runtimeOf(true, "10.1.0.2").c("app", podstate.ContainerRunning, 0, "", 0).done()
+	first := Compute(Input{Pod: p, Runtime: running, Now: t0})
+	second := Compute(Input{Pod: p, Runtime: running, Old: &first, Now: t0.Add(time.Minute)})
+	for _, c := range second.Conditions {
+		if !c.LastTransitionTime.Time.Equal(t0) {
+			t.Errorf("%s moved its lastTransitionTime to %v without a change", c.Type, c.LastTransitionTime)
+		}
+	}
+	if !second.StartTime.Time.Equal(t0) {
+		t.Errorf("startTime changed to %v", second.StartTime)
+	}
+	crashed := runtimeOf(true, "10.1.0.2").c("app", podstate.ContainerExited, 1, "Error", 0).done()
+	third := Compute(Input{Pod: p, Runtime: crashed, Old: &second, Now: t0.Add(2 * time.Minute)})
+	if c := condOf(third, v1.PodReady); c.Status != v1.ConditionFalse || !c.LastTransitionTime.Time.Equal(t0.Add(2*time.Minute)) {
+		t.Errorf("Ready after a crash = %+v", c)
+	}
+
+	failed := v1.PodStatus{Phase: v1.PodFailed}
+	st := Compute(Input{Pod: p, Runtime: running, Old: &failed, Now: t0})
+	if st.Phase != v1.PodFailed {
+		t.Errorf("phase left Failed for %s", st.Phase)
+	}
+}
+
+func TestHostNetworkPodIPIsHostIP(t *testing.T) {
+	p := pod(v1.RestartPolicyAlways, nil, "app")
+	p.Spec.HostNetwork = true
+	rt := runtimeOf(true, "").done()
+	rt.Sandboxes[0].HostNetwork = true
+	st := Compute(Input{Pod: p, Runtime: rt, HostIP: "192.168.1.5", Now: t0})
+	if st.PodIP != "192.168.1.5" {
+		t.Errorf("podIP %q, want the host IP", st.PodIP)
+	}
+	if c := condOf(st, v1.PodReadyToStartContainers); c.Status != v1.ConditionTrue {
+		t.Errorf("host-network sandbox not ready to start containers: %+v", c)
+	}
+}

@@ -1,0 +1,238 @@
+// Package apiserver is berth's thin Kubernetes REST layer: routing for /api
+// and /apis, content negotiation, Status errors, list/watch/get/create/
+// update/patch/delete over k8s.io/apiserver's generic registry stores,
+// subresources, discovery, /version, health and metrics endpoints.
+//
+// It is an http.Handler; TLS and the listener belong to the caller
+// (controlplane/server). Authentication happens here (Config.Authenticator):
+// every request except /healthz, /livez and /readyz needs a credential.
+package apiserver
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"strings"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/runtime/serializer"
+	"k8s.io/apimachinery/pkg/util/sets"
+	genericapirequest "k8s.io/apiserver/pkg/endpoints/request"
+	"k8s.io/apiserver/pkg/warning"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"berth/internal/errdefs"
+)
+
+// Config configures the handler.
+type Config struct {
+	// Scheme knows every served type, with defaulting funcs installed.
+	Scheme *runtime.Scheme
+	// Resources are the served resources.
+	Resources []*Resource
+	// Authenticator identifies the caller of each request.
+	Authenticator Authenticator
+	// Namespaces, when set, enforces namespace lifecycle on creates of
+	// namespaced resources: no creates in a missing or terminating namespace.
+	Namespaces NamespaceChecker
+	// OpenAPI, when set, serves /openapi/v2 and /openapi/v3[/...].
+	OpenAPI http.Handler
+	// Ready reports readiness for /readyz (nil: always ready).
+	Ready func() error
+	// ServerAddress is host:port advertised in /api's serverAddressByClientCIDRs.
+	ServerAddress string
+	// Metrics receives apiserver_request_total and apiserver_request_duration_seconds.
+	Metrics prometheus.Registerer
+	// MetricsHandler, when set, serves /metrics (authenticated).
+	MetricsHandler http.Handler
+	// Logger for request errors; nil discards.
+	Logger *slog.Logger
+	// MaxRequestBodyBytes bounds request bodies; default 3 MiB as upstream.
+	MaxRequestBodyBytes int64
+}
+
+// NamespaceChecker says whether new objects may be created in a namespace:
+// nil, or a NotFound / Forbidden API error.
+type NamespaceChecker interface {
+	CheckCreate(ctx context.Context, namespace string, resource schema.GroupResource, name string) error
+}
+
+// Handler serves the REST API.
+type Handler struct {
+	cfg       Config
+	codecs    serializer.CodecFactory
+	resources map[schema.GroupVersion]map[string]*Resource
+	groups    []schema.GroupVersion // served group versions, core first, in Resources order
+	infos     *genericapirequest.RequestInfoFactory
+	metrics   *requestMetrics
+	log       *slog.Logger
+}
+
+// New validates cfg and builds the handler.
+func New(cfg Config) (*Handler, error) {
+	if cfg.Scheme == nil || cfg.Authenticator == nil {
+		return nil, fmt.Errorf("apiserver: Scheme and Authenticator are required: %w", errdefs.ErrInvalidArgument)
+	}
+	if cfg.MaxRequestBodyBytes == 0 {
+		cfg.MaxRequestBodyBytes = 3 << 20
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	h := &Handler{
+		cfg:       cfg,
+		codecs:    serializer.NewCodecFactory(cfg.Scheme, serializer.EnableStrict),
+		resources: map[schema.GroupVersion]map[string]*Resource{},
+		infos: &genericapirequest.RequestInfoFactory{
+			APIPrefixes:          sets.NewString("api", "apis"),
+			GrouplessAPIPrefixes: sets.NewString("api"),
+		},
+		log: cfg.Logger,
+	}
+	for _, r := range cfg.Resources {
+		if r.Store == nil || r.Resource == "" || r.Kind == "" {
+			return nil, fmt.Errorf("apiserver: resource %v: Store, Resource and Kind are required: %w", r.GroupVersionResource(), errdefs.ErrInvalidArgument)
+		}
+		byName := h.resources[r.GroupVersion]
+		if byName == nil {
+			byName = map[string]*Resource{}
+			h.resources[r.GroupVersion] = byName
+			if r.GroupVersion.Group == "" {
+				h.groups = append([]schema.GroupVersion{r.GroupVersion}, h.groups...)
+			} else {
+				h.groups = append(h.groups, r.GroupVersion)
+			}
+		}
+		if _, dup := byName[r.Resource]; dup {
+			return nil, fmt.Errorf("apiserver: resource %v served twice: %w", r.GroupVersionResource(), errdefs.ErrInvalidArgument)
+		}
+		byName[r.Resource] = r
+	}
+	var err error
+	if h.metrics, err = newRequestMetrics(cfg.Metrics); err != nil {
+		return nil, err
+	}
+	return h, nil
+}
+
+// ServeHTTP implements http.Handler.
+func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	start := time.Now()
+	rw := &statusRecorder{ResponseWriter: w}
+	verb, resource, subresource := "", "", ""
+	defer func() {
+		h.metrics.observe(verb, resource, subresource, rw.code(), time.Since(start))
+	}()
+
+	switch r.URL.Path {
+	case "/healthz", "/livez", "/readyz":
+		verb = "get"
+		h.serveHealth(rw, r)
+		return
+	}
+	user, ok := h.cfg.Authenticator.Authenticate(r)
+	if !ok {
+		h.writeError(rw, r, apierrors.NewUnauthorized("Unauthorized"))
+		return
+	}
+	info, err := h.infos.NewRequestInfo(r)
+	if err != nil {
+		h.writeError(rw, r, apierrors.NewBadRequest(err.Error()))
+		return
+	}
+	verb = strings.ToLower(info.Verb)
+	ctx := genericapirequest.WithRequestInfo(r.Context(), info)
+	ctx = genericapirequest.WithUser(ctx, user)
+	warnings := &warningRecorder{}
+	ctx = warning.WithWarningRecorder(ctx, warnings)
+	rw.warnings = warnings
+	r = r.WithContext(ctx)
+
+	if !info.IsResourceRequest {
+		h.serveNonResource(rw, r)
+		return
+	}
+	resource, subresource = info.Resource, info.Subresource
+	h.serveResource(rw, r, info)
+}
+
+func (h *Handler) serveNonResource(w http.ResponseWriter, r *http.Request) {
+	p := r.URL.Path
+	switch {
+	case p == "/version" || p == "/version/":
+		h.serveVersion(w, r)
+	case p == "/metrics" && h.cfg.MetricsHandler != nil:
+		h.cfg.MetricsHandler.ServeHTTP(w, r)
+	case strings.HasPrefix(p, "/openapi/") && h.cfg.OpenAPI != nil:
+		h.cfg.OpenAPI.ServeHTTP(w, r)
+	case p == "/api" || p == "/api/":
+		h.serveAPIVersions(w, r)
+	case p == "/apis" || p == "/apis/":
+		h.serveAPIGroupList(w, r)
+	case strings.HasPrefix(p, "/api/") || strings.HasPrefix(p, "/apis/"):
+		h.serveDiscoveryPath(w, r)
+	default:
+		h.writeError(w, r, apierrors.NewNotFound(schema.GroupResource{}, ""))
+	}
+}
+
+// lookup finds the resource of a request, or a NotFound error.
+func (h *Handler) lookup(info *genericapirequest.RequestInfo) (*Resource, error) {
+	gv := schema.GroupVersion{Group: info.APIGroup, Version: info.APIVersion}
+	res := h.resources[gv][info.Resource]
+	if res == nil {
+		return nil, apierrors.NewNotFound(schema.GroupResource{Group: info.APIGroup, Resource: info.Resource}, "")
+	}
+	if !res.Namespaced && info.Namespace != "" && info.Resource != "namespaces" {
+		return nil, apierrors.NewNotFound(schema.GroupResource{Group: info.APIGroup, Resource: info.Resource}, "")
+	}
+	return res, nil
+}
+
+// statusRecorder remembers the status code and writes warning headers
+// before the first byte.
+type statusRecorder struct {
+	http.ResponseWriter
+	status   int
+	warnings *warningRecorder
+}
+
+func (s *statusRecorder) WriteHeader(code int) {
+	if s.status == 0 {
+		s.status = code
+		if s.warnings != nil {
+			for _, w := range s.warnings.list() {
+				s.Header().Add("Warning", w)
+			}
+		}
+	}
+	s.ResponseWriter.WriteHeader(code)
+}
+
+func (s *statusRecorder) Write(b []byte) (int, error) {
+	if s.status == 0 {
+		s.WriteHeader(http.StatusOK)
+	}
+	return s.ResponseWriter.Write(b)
+}
+
+func (s *statusRecorder) Flush() {
+	if f, ok := s.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
+	}
+}
+
+// Unwrap lets http.ResponseController reach the connection (hijack for exec).
+func (s *statusRecorder) Unwrap() http.ResponseWriter { return s.ResponseWriter }
+
+func (s *statusRecorder) code() int {
+	if s.status == 0 {
+		return http.StatusOK
+	}
+	return s.status
+}

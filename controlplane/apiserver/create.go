@@ -1,0 +1,117 @@
+package apiserver
+
+import (
+	"fmt"
+	"net/http"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	genericapirequest "k8s.io/apiserver/pkg/endpoints/request"
+	"k8s.io/apiserver/pkg/registry/rest"
+)
+
+// serveCreate answers POST on a collection.
+func (h *Handler) serveCreate(w http.ResponseWriter, r *http.Request, res *Resource) {
+	opts := &metav1.CreateOptions{}
+	if err := decodeParams(r.URL.Query(), opts); err != nil {
+		h.writeError(w, r, err)
+		return
+	}
+	if err := checkDryRun(opts.DryRun); err != nil {
+		h.writeError(w, r, err)
+		return
+	}
+	validation, err := fieldValidation(r)
+	if err != nil {
+		h.writeError(w, r, err)
+		return
+	}
+	body, err := h.readBody(r)
+	if err != nil {
+		h.writeError(w, r, err)
+		return
+	}
+	obj, err := h.decodeBody(r, body, res.GroupVersionKind(), validation)
+	if err != nil {
+		h.writeError(w, r, err)
+		return
+	}
+	ctx := r.Context()
+	if res.Namespaced {
+		m, err := meta.Accessor(obj)
+		if err != nil {
+			h.writeError(w, r, apierrors.NewBadRequest(err.Error()))
+			return
+		}
+		ns, _ := genericapirequest.NamespaceFrom(ctx)
+		switch m.GetNamespace() {
+		case "":
+			m.SetNamespace(ns)
+		case ns:
+		default:
+			h.writeError(w, r, apierrors.NewBadRequest("the namespace of the provided object does not match the namespace sent on the request"))
+			return
+		}
+		if err := h.checkNamespace(ctx, res, obj); err != nil {
+			h.writeError(w, r, err)
+			return
+		}
+	}
+	out, err := res.Store.Create(ctx, obj, nil, opts)
+	if err != nil {
+		h.writeError(w, r, err)
+		return
+	}
+	h.writeObject(w, r, http.StatusCreated, res.GroupVersion, out)
+}
+
+// serveNamedCreate answers POST on a subresource of a named object
+// (pods/binding, pods/eviction).
+func (h *Handler) serveNamedCreate(w http.ResponseWriter, r *http.Request, res *Resource, c rest.NamedCreater, kind schema.GroupVersionKind, name string) {
+	opts := &metav1.CreateOptions{}
+	if err := decodeParams(r.URL.Query(), opts); err != nil {
+		h.writeError(w, r, err)
+		return
+	}
+	if err := checkDryRun(opts.DryRun); err != nil {
+		h.writeError(w, r, err)
+		return
+	}
+	validation, err := fieldValidation(r)
+	if err != nil {
+		h.writeError(w, r, err)
+		return
+	}
+	body, err := h.readBody(r)
+	if err != nil {
+		h.writeError(w, r, err)
+		return
+	}
+	obj, err := h.decodeBody(r, body, kind, validation)
+	if err != nil {
+		h.writeError(w, r, err)
+		return
+	}
+	if m, err := meta.Accessor(obj); err == nil {
+		if m.GetName() != "" && m.GetName() != name {
+			h.writeError(w, r, apierrors.NewBadRequest(fmt.Sprintf("the name of the object (%s) does not match the name on the URL (%s)", m.GetName(), name)))
+			return
+		}
+		if ns, _ := genericapirequest.NamespaceFrom(r.Context()); m.GetNamespace() != "" && m.GetNamespace() != ns {
+			h.writeError(w, r, apierrors.NewBadRequest("the namespace of the provided object does not match the namespace sent on the request"))
+			return
+		}
+	}
+	out, err := c.Create(r.Context(), name, obj, nil, opts)
+	if err != nil {
+		h.writeError(w, r, err)
+		return
+	}
+	gv := kind.GroupVersion()
+	if _, isStatus := out.(*metav1.Status); isStatus {
+		gv = coreV1
+	}
+	h.writeObject(w, r, http.StatusCreated, gv, out)
+}

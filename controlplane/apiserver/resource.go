@@ -1,0 +1,52 @@
+package apiserver
+
+import (
+	"context"
+	"net/http"
+
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apiserver/pkg/registry/rest"
+)
+
+// Resource is one served resource: its identity for discovery and routing,
+// and the generic registry store behind it.
+type Resource struct {
+	// GroupVersion the resource is served at; Resource is its plural name.
+	GroupVersion schema.GroupVersion
+	Resource     string
+	// Kind of the objects; SingularName as kubectl knows it ("pod").
+	Kind         string
+	SingularName string
+	Namespaced   bool
+	// ShortNames ("po") and Categories ("all") for discovery.
+	ShortNames []string
+	Categories []string
+	// Store does create/get/list/watch/update/delete for the resource
+	// (a k8s.io/apiserver generic registry Store, possibly wrapped).
+	Store rest.StandardStorage
+	// Subresources by name ("status", "scale", "binding", "log", ...).
+	Subresources map[string]Subresource
+}
+
+// Subresource is a storage for one subresource. Storage implements some of
+// rest.Getter, rest.Updater (GET, PUT, PATCH) and rest.NamedCreater (POST);
+// Connect, when set, handles the request itself (log, exec, attach,
+// portforward proxied to the node).
+type Subresource struct {
+	// Kind of the objects exchanged (autoscaling/v1 Scale, v1 Binding, ...).
+	Kind    schema.GroupVersionKind
+	Storage rest.Storage
+	Connect func(ctx context.Context, w http.ResponseWriter, r *http.Request, namespace, name string) error
+	// ConnectVerbs are the discovery verbs of a Connect subresource ("get", "create").
+	ConnectVerbs []string
+}
+
+// GroupVersionResource names the resource.
+func (r *Resource) GroupVersionResource() schema.GroupVersionResource {
+	return r.GroupVersion.WithResource(r.Resource)
+}
+
+// GroupVersionKind names the resource's kind.
+func (r *Resource) GroupVersionKind() schema.GroupVersionKind {
+	return r.GroupVersion.WithKind(r.Kind)
+}

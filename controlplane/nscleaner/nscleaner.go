@@ -1,0 +1,167 @@
+// Package nscleaner empties terminating namespaces and then finalizes them
+// (the namespace deletion half of upstream's namespace controller): every
+// namespaced resource in the namespace is deleted (pods on a node
+// gracefully, completed by their agent), and once nothing is left the
+// "kubernetes" finalizer is removed through namespaces/{name}/finalize,
+// which deletes the namespace.
+package nscleaner
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"slices"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metainternalversion "k8s.io/apimachinery/pkg/apis/meta/internalversion"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/watch"
+	genericapirequest "k8s.io/apiserver/pkg/endpoints/request"
+	"k8s.io/apiserver/pkg/registry/rest"
+
+	"berth/controlplane/resources"
+	"berth/internal/errdefs"
+)
+
+// Config configures the cleaner.
+type Config struct {
+	// Resources are the served resources (namespaces among them).
+	Resources *resources.Set
+	// RetryInterval is how long to wait before looking again at a namespace
+	// that still has content; default 2s.
+	RetryInterval time.Duration
+	// Logger; nil discards.
+	Logger *slog.Logger
+}
+
+// Run cleans terminating namespaces until ctx ends.
+func Run(ctx context.Context, cfg Config) error {
+	if cfg.Resources == nil || cfg.Resources.Namespaces == nil {
+		return fmt.Errorf("nscleaner: Resources with namespaces are required: %w", errdefs.ErrInvalidArgument)
+	}
+	if cfg.RetryInterval == 0 {
+		cfg.RetryInterval = 2 * time.Second
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	c := &cleaner{cfg: cfg, pending: map[string]bool{}}
+	clusterCtx := genericapirequest.WithNamespace(ctx, "")
+	tick := time.NewTicker(cfg.RetryInterval)
+	defer tick.Stop()
+	for ctx.Err() == nil {
+		w, err := cfg.Resources.Namespaces.Watch(clusterCtx, &metainternalversion.ListOptions{ResourceVersion: "0", Watch: true})
+		if err != nil {
+			cfg.Logger.Warn("namespace cleaner: watch", "err", err)
+			select {
+			case <-ctx.Done():
+			case <-time.After(cfg.RetryInterval):
+			}
+			continue
+		}
+		c.loop(ctx, w, tick.C)
+		w.Stop()
+	}
+	return nil
+}
+
+type cleaner struct {
+	cfg     Config
+	pending map[string]bool
+}
+
+func (c *cleaner) loop(ctx context.Context, w watch.Interface, tick <-chan time.Time) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case ev, ok := <-w.ResultChan():
+			if !ok {
+				return
+			}
+			ns, isNS := ev.Object.(*corev1.Namespace)
+			if !isNS {
+				continue
+			}
+			if ev.Type == watch.Deleted {
+				delete(c.pending, ns.Name)
+				continue
+			}
+			if ns.DeletionTimestamp != nil && slices.Contains(ns.Spec.Finalizers, corev1.FinalizerKubernetes) {
+				c.pending[ns.Name] = true
+				c.attempt(ctx, ns.Name)
+			}
+		case <-tick:
+			for name := range c.pending {
+				c.attempt(ctx, name)
+			}
+		}
+	}
+}
+
+func (c *cleaner) attempt(ctx context.Context, name string) {
+	done, err := c.clean(ctx, name)
+	if err != nil {
+		c.cfg.Logger.Warn("namespace cleaner", "namespace", name, "err", err)
+	}
+	if done {
+		delete(c.pending, name)
+	}
+}
+
+// clean deletes the namespace's content; once none is left it finalizes
+// the namespace and reports done.
+func (c *cleaner) clean(ctx context.Context, name string) (bool, error) {
+	nsCtx := genericapirequest.WithNamespace(ctx, name)
+	remaining := 0
+	for _, res := range c.cfg.Resources.Resources {
+		if !res.Namespaced {
+			continue
+		}
+		list, err := res.Store.List(nsCtx, &metainternalversion.ListOptions{})
+		if err != nil {
+			return false, fmt.Errorf("listing %s: %w", res.Resource, err)
+		}
+		if meta.LenList(list) == 0 {
+			continue
+		}
+		if _, err := res.Store.DeleteCollection(nsCtx, nil, &metav1.DeleteOptions{}, &metainternalversion.ListOptions{}); err != nil {
+			return false, fmt.Errorf("deleting %s: %w", res.Resource, err)
+		}
+		list, err = res.Store.List(nsCtx, &metainternalversion.ListOptions{})
+		if err != nil {
+			return false, fmt.Errorf("listing %s: %w", res.Resource, err)
+		}
+		remaining += meta.LenList(list)
+	}
+	if remaining > 0 {
+		return false, nil
+	}
+	clusterCtx := genericapirequest.WithNamespace(ctx, "")
+	obj, err := c.cfg.Resources.Namespaces.Get(clusterCtx, name, &metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return true, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	ns := obj.(*corev1.Namespace).DeepCopy()
+	ns.Spec.Finalizers = slices.DeleteFunc(ns.Spec.Finalizers, func(f corev1.FinalizerName) bool { return f == corev1.FinalizerKubernetes })
+	nsRes := c.cfg.Resources.ByGVR[corev1.SchemeGroupVersion.WithResource("namespaces")]
+	fin, ok := nsRes.Subresources["finalize"].Storage.(rest.Updater)
+	if !ok {
+		return false, fmt.Errorf("namespaces/finalize is not served")
+	}
+	_, _, err = fin.Update(clusterCtx, name, rest.DefaultUpdatedObjectInfo(ns), nil, nil, false, &metav1.UpdateOptions{})
+	if apierrors.IsNotFound(err) {
+		return true, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("finalizing: %w", err)
+	}
+	c.cfg.Logger.Info("namespace finalized", "namespace", name)
+	return true, nil
+}

@@ -1,0 +1,35 @@
+// Package openapi builds and serves the OpenAPI documents of berth's
+// apiserver: /openapi/v2 (Swagger 2.0, JSON or gnostic protobuf) and
+// /openapi/v3 (an index of group-versions with content hashes, then one
+// OpenAPI 3.0 document per group-version).
+//
+// Upstream generates its definitions from the Go types with a code
+// generator that lives in k8s.io/kubernetes. berth builds the same documents
+// once, at start-up, by reflection over the k8s.io/api Go types:
+//
+//   - definition names come from each type's OpenAPIModelName method
+//     (k8s.io/api and k8s.io/apimachinery ship them), falling back to the
+//     reversed-domain package path ("io.k8s.api.core.v1.Pod");
+//   - property names, optionality (required = neither omitempty nor
+//     omitzero) and types come from the struct fields and their json tags;
+//     inlined structs are flattened as encoding/json does;
+//   - descriptions come from the SwaggerDoc methods generated into
+//     k8s.io/api and k8s.io/apimachinery;
+//   - types with an OpenAPISchemaType method (Time, MicroTime, Quantity,
+//     IntOrString, Duration) become named definitions of that type and
+//     format, and in OpenAPI v3 a oneOf where the type declares
+//     OpenAPIV3OneOfTypes, as upstream publishes them;
+//   - x-kubernetes-patch-strategy and x-kubernetes-patch-merge-key come from
+//     the patchStrategy and patchMergeKey struct tags;
+//   - x-kubernetes-list-type, x-kubernetes-list-map-keys and
+//     x-kubernetes-map-type are comment markers upstream (+listType, …), not
+//     struct tags, so they are read from the structured-merge-diff schema
+//     that client-go's applyconfigurations package ships (generated from
+//     upstream's own OpenAPI). A list that upstream left unannotated is
+//     published as atomic, which is how server-side apply treats it.
+//
+// Paths follow upstream's layout and operation extensions
+// (x-kubernetes-action, x-kubernetes-group-version-kind), with the
+// parameters inline on each operation, which is where kubectl looks for
+// fieldValidation when it decides whether the server validates fields.
+package openapi

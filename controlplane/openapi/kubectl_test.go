@@ -1,0 +1,188 @@
+package openapi
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// kubectlBinary is one kubectl release to run against the documents.
+type kubectlBinary struct {
+	name, path string
+	// required: under CI=true a missing binary fails the test.
+	required bool
+}
+
+// kubectls are the releases on the build machines: the oldest and newest
+// are required, the ones between run when present.
+func kubectls() []kubectlBinary {
+	sdk := "/usr/lib/google-cloud-sdk/bin/kubectl.1."
+	return []kubectlBinary{
+		{name: "1.27", path: sdk + "27", required: true},
+		{name: "1.28", path: sdk + "28"},
+		{name: "1.29", path: sdk + "29"},
+		{name: "1.30", path: sdk + "30"},
+		{name: "1.31", path: sdk + "31"},
+		{name: "1.32", path: "/usr/bin/kubectl", required: true},
+		{name: "1.33", path: sdk + "33", required: true},
+	}
+}
+
+// requireKubectl fails (CI=true) or skips the test when the binary is
+// missing; optional releases are always skipped when absent.
+func requireKubectl(t *testing.T, k kubectlBinary) {
+	t.Helper()
+	if _, err := os.Stat(k.path); err == nil {
+		return
+	}
+	if k.required && os.Getenv("CI") == "true" {
+		t.Fatalf("kubectl %s is required at %s", k.name, k.path)
+	}
+	t.Skipf("kubectl %s not installed at %s", k.name, k.path)
+}
+
+// runKubectl runs kubectl against server with a private cache and no
+// kubeconfig, and returns its combined output.
+func runKubectl(t *testing.T, k kubectlBinary, server string, args ...string) (string, error) {
+	t.Helper()
+	dir := t.TempDir()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	full := append([]string{"--server=" + server, "--cache-dir=" + filepath.Join(dir, "cache")}, args...)
+	cmd := exec.CommandContext(ctx, k.path, full...)
+	cmd.Env = []string{"HOME=" + dir, "KUBECONFIG=" + filepath.Join(dir, "kubeconfig"), "PATH=/usr/bin:/bin"}
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	err := cmd.Run()
+	return out.String(), err
+}
+
+func newDefaultDocuments(t testing.TB) *Documents {
+	t.Helper()
+	docs, err := New(DefaultResources(), Info{Version: "v1.37.2"})
+	if err != nil {
+		t.Fatalf("New: %v", err)
+	}
+	return docs
+}
+
+// assertContains checks that out contains each want, comparing with runs of
+// white space (kubectl wraps descriptions) collapsed to one space.
+func assertContains(t *testing.T, out string, wants ...string) {
+	t.Helper()
+	collapse := func(s string) string { return strings.Join(strings.Fields(s), " ") }
+	for _, want := range wants {
+		if !strings.Contains(collapse(out), collapse(want)) {
+			t.Errorf("output lacks %q; output:\n%s", want, out)
+		}
+	}
+}
+
+// TestKubectlExplain runs kubectl explain of every release against the
+// documents: the default (OpenAPI v3) renderer on a core and a grouped
+// resource, and the OpenAPI v2 renderer (protobuf document).
+func TestKubectlExplain(t *testing.T) {
+	docs := newDefaultDocuments(t)
+	resources := DefaultResources()
+	srv, _ := startTestAPI(t, docs, resources)
+	for _, k := range kubectls() {
+		t.Run(k.name, func(t *testing.T) {
+			requireKubectl(t, k)
+			out, err := runKubectl(t, k, srv.URL, "explain", "pods.spec.containers")
+			if err != nil {
+				t.Fatalf("kubectl explain pods.spec.containers: %v\n%s", err, out)
+			}
+			assertContains(t, out,
+				"KIND:       Pod", "VERSION:    v1",
+				"FIELD: containers <[]Container>",
+				"List of containers belonging to the pod.",
+				"name\t<string> -required-",
+				"image\t<string>",
+				"resources\t<ResourceRequirements>",
+				"ports\t<[]ContainerPort>",
+				"Compute Resources required by this container.")
+
+			out, err = runKubectl(t, k, srv.URL, "explain", "deployments.spec.strategy.rollingUpdate.maxSurge")
+			if err != nil {
+				t.Fatalf("kubectl explain deployments…maxSurge: %v\n%s", err, out)
+			}
+			assertContains(t, out, "GROUP:      apps", "KIND:       Deployment", "FIELD: maxSurge <IntOrString>",
+				"The maximum number of pods that can be scheduled above the desired number of pods.")
+
+			out, err = runKubectl(t, k, srv.URL, "explain", "clusterrolebindings.roleRef")
+			if err != nil {
+				t.Fatalf("kubectl explain clusterrolebindings.roleRef: %v\n%s", err, out)
+			}
+			assertContains(t, out, "GROUP:      rbac.authorization.k8s.io", "KIND:       ClusterRoleBinding",
+				"apiGroup\t<string> -required-")
+
+			out, err = runKubectl(t, k, srv.URL, "explain", "pods.spec.containers", "--output=plaintext-openapiv2")
+			if err != nil {
+				t.Fatalf("kubectl explain --output=plaintext-openapiv2: %v\n%s", err, out)
+			}
+			assertContains(t, out, "KIND:", "Pod", "List of containers belonging to the pod.", "name\t<string> -required-")
+		})
+	}
+}
+
+// TestKubectlApplyUsesServerSideValidation runs kubectl apply twice: the
+// create must carry fieldValidation=Strict (kubectl found the parameter in
+// the documents, so it left validation to the server), and the re-apply must
+// send a strategic merge patch keyed by container name (kubectl read the
+// patch strategy and merge key from the documents).
+func TestKubectlApplyUsesServerSideValidation(t *testing.T) {
+	docs := newDefaultDocuments(t)
+	for _, k := range kubectls() {
+		t.Run(k.name, func(t *testing.T) {
+			requireKubectl(t, k)
+			srv, api := startTestAPI(t, docs, DefaultResources())
+			dir := t.TempDir()
+			manifest := filepath.Join(dir, "pod.yaml")
+			write := func(image string) {
+				pod := "apiVersion: v1\nkind: Pod\nmetadata:\n  name: demo\n  namespace: default\nspec:\n  containers:\n  - name: app\n    image: " + image + "\n  - name: side\n    image: busybox\n"
+				if err := os.WriteFile(manifest, []byte(pod), 0o600); err != nil {
+					t.Fatal(err)
+				}
+			}
+			write("busybox:1")
+			out, err := runKubectl(t, k, srv.URL, "apply", "--validate=strict", "-f", manifest)
+			if err != nil {
+				t.Fatalf("kubectl apply: %v\n%s", err, out)
+			}
+			assertContains(t, out, "pod/demo created")
+			creates := api.recorded("POST", testPodsPath)
+			if len(creates) != 1 {
+				t.Fatalf("got %d POSTs to %s, want 1", len(creates), testPodsPath)
+			}
+			if !strings.Contains(creates[0].RawQuery, "fieldValidation=Strict") {
+				t.Errorf("create query %q lacks fieldValidation=Strict: kubectl did not find the parameter in the OpenAPI documents", creates[0].RawQuery)
+			}
+
+			write("busybox:2")
+			out, err = runKubectl(t, k, srv.URL, "apply", "--validate=strict", "-f", manifest)
+			if err != nil {
+				t.Fatalf("kubectl apply (changed): %v\n%s", err, out)
+			}
+			assertContains(t, out, "pod/demo configured")
+			patches := api.recorded("PATCH", testPodsPath+"/demo")
+			if len(patches) != 1 {
+				t.Fatalf("got %d PATCHes, want 1", len(patches))
+			}
+			p := patches[0]
+			if p.ContentType != "application/strategic-merge-patch+json" {
+				t.Errorf("patch content type %q, want application/strategic-merge-patch+json", p.ContentType)
+			}
+			if !strings.Contains(p.RawQuery, "fieldValidation=Strict") {
+				t.Errorf("patch query %q lacks fieldValidation=Strict", p.RawQuery)
+			}
+			body := string(p.Body)
+			assertContains(t, body, `"$setElementOrder/containers":[{"name":"app"},{"name":"side"}]`,
+				`"containers":[{"image":"busybox:2","name":"app"}]`)
+		})
+	}
+}

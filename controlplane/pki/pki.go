@@ -1,0 +1,384 @@
+// Package pki creates and reloads the control plane's credentials in its data
+// directory: the cluster CA, the apiserver's serving certificate, the admin
+// client certificate with its kubeconfig, and the agents' join token.
+//
+// Files (all under Dir): ca.crt ca.key, serving.crt serving.key,
+// admin.crt admin.key, admin.kubeconfig, agent-token. Everything is
+// generated on first start and reused afterwards; the serving certificate is
+// re-issued (by the same CA) when it lacks a requested host name or address.
+package pki
+
+import (
+	"crypto"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/subtle"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/hex"
+	"encoding/pem"
+	"errors"
+	"fmt"
+	"math/big"
+	"net"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+
+	"berth/internal/errdefs"
+)
+
+// File names inside the data directory.
+const (
+	CAFile             = "ca.crt"
+	CAKeyFile          = "ca.key"
+	ServingCertFile    = "serving.crt"
+	ServingKeyFile     = "serving.key"
+	AdminCertFile      = "admin.crt"
+	AdminKeyFile       = "admin.key"
+	EtcdCertFile       = "etcd.crt"
+	NodeClientCertFile = "apiserver-node-client.crt"
+	NodeClientKeyFile  = "apiserver-node-client.key"
+	EtcdKeyFile        = "etcd.key"
+	KubeconfigFile     = "admin.kubeconfig"
+	AgentTokenFile     = "agent-token"
+)
+
+// AdminUser and AdminGroup name the admin client certificate's subject.
+const (
+	AdminUser  = "kubernetes-admin"
+	AdminGroup = "system:masters"
+)
+
+const (
+	caValidity   = 10 * 365 * 24 * time.Hour
+	leafValidity = 365 * 24 * time.Hour
+)
+
+// Options says what the serving certificate must cover.
+type Options struct {
+	// Dir is the directory holding the files (created 0700 if missing).
+	Dir string
+	// Hosts are extra DNS names or IP addresses for the serving certificate,
+	// beyond 127.0.0.1, ::1, localhost and the machine's hostname.
+	Hosts []string
+}
+
+// Bundle is the loaded set of credentials.
+type Bundle struct {
+	// Dir is where the files live.
+	Dir string
+	// CA is the cluster CA certificate; CAPEM its PEM encoding.
+	CA    *x509.Certificate
+	CAPEM []byte
+	// ServingCertPEM and ServingKeyPEM are the apiserver's TLS identity.
+	ServingCertPEM, ServingKeyPEM []byte
+	// AdminCertPEM and AdminKeyPEM are the admin client identity.
+	AdminCertPEM, AdminKeyPEM []byte
+	// NodeClientCertPEM and NodeClientKeyPEM are the apiserver's identity
+	// towards node agents (pods/log, exec, ... proxied to them).
+	NodeClientCertPEM, NodeClientKeyPEM []byte
+	// AgentToken is the bearer token agents present to join.
+	AgentToken string
+}
+
+// Ensure loads the credentials from opts.Dir, generating what is missing.
+func Ensure(opts Options) (*Bundle, error) {
+	if opts.Dir == "" {
+		return nil, fmt.Errorf("pki: Dir is required: %w", errdefs.ErrInvalidArgument)
+	}
+	if err := os.MkdirAll(opts.Dir, 0o700); err != nil {
+		return nil, fmt.Errorf("pki: %w", err)
+	}
+	b := &Bundle{Dir: opts.Dir}
+	caKey, err := b.ensureCA()
+	if err != nil {
+		return nil, err
+	}
+	dns, ips := sans(opts.Hosts)
+	b.ServingCertPEM, b.ServingKeyPEM, err = b.ensureLeaf(caKey, ServingCertFile, ServingKeyFile, leafSpec{
+		cn: "berth-apiserver", dns: dns, ips: ips, usage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+	})
+	if err != nil {
+		return nil, err
+	}
+	b.AdminCertPEM, b.AdminKeyPEM, err = b.ensureLeaf(caKey, AdminCertFile, AdminKeyFile, leafSpec{
+		cn: AdminUser, orgs: []string{AdminGroup}, usage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
+	})
+	if err != nil {
+		return nil, err
+	}
+	b.NodeClientCertPEM, b.NodeClientKeyPEM, err = b.ensureLeaf(caKey, NodeClientCertFile, NodeClientKeyFile, leafSpec{
+		cn: "kube-apiserver-kubelet-client", orgs: []string{AdminGroup}, usage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
+	})
+	if err != nil {
+		return nil, err
+	}
+	// One identity for the embedded etcd: it serves clients and peers on
+	// loopback and is also the apiserver's client certificate towards it.
+	_, _, err = b.ensureLeaf(caKey, EtcdCertFile, EtcdKeyFile, leafSpec{
+		cn: "berth-etcd", dns: []string{"localhost"}, ips: []net.IP{net.IPv4(127, 0, 0, 1), net.IPv6loopback},
+		usage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth},
+	})
+	if err != nil {
+		return nil, err
+	}
+	if b.AgentToken, err = ensureToken(filepath.Join(opts.Dir, AgentTokenFile)); err != nil {
+		return nil, err
+	}
+	return b, nil
+}
+
+// Path returns the path of one of the bundle's files.
+func (b *Bundle) Path(name string) string { return filepath.Join(b.Dir, name) }
+
+// WriteKubeconfig (re)writes admin.kubeconfig pointing at serverURL
+// (e.g. "https://127.0.0.1:6443") with the admin client certificate embedded.
+func (b *Bundle) WriteKubeconfig(serverURL string) error {
+	cfg := clientcmdapi.NewConfig()
+	cfg.Clusters["berth"] = &clientcmdapi.Cluster{Server: serverURL, CertificateAuthorityData: b.CAPEM}
+	cfg.AuthInfos[AdminUser] = &clientcmdapi.AuthInfo{ClientCertificateData: b.AdminCertPEM, ClientKeyData: b.AdminKeyPEM}
+	cfg.Contexts["berth"] = &clientcmdapi.Context{Cluster: "berth", AuthInfo: AdminUser, Namespace: "default"}
+	cfg.CurrentContext = "berth"
+	data, err := clientcmd.Write(*cfg)
+	if err != nil {
+		return fmt.Errorf("pki: kubeconfig: %w", err)
+	}
+	return writeAtomic(b.Path(KubeconfigFile), data, 0o600)
+}
+
+// ValidToken reports whether token is the agent join token (constant time).
+func (b *Bundle) ValidToken(token string) bool {
+	return token != "" && subtle.ConstantTimeCompare([]byte(token), []byte(b.AgentToken)) == 1
+}
+
+func (b *Bundle) ensureCA() (crypto.Signer, error) {
+	certPath, keyPath := b.Path(CAFile), b.Path(CAKeyFile)
+	certPEM, certErr := os.ReadFile(certPath)
+	keyPEM, keyErr := os.ReadFile(keyPath)
+	if certErr == nil && keyErr == nil {
+		cert, key, err := parsePair(certPEM, keyPEM)
+		if err != nil {
+			return nil, fmt.Errorf("pki: cluster CA in %s: %w", b.Dir, err)
+		}
+		b.CA, b.CAPEM = cert, certPEM
+		return key, nil
+	}
+	if !errors.Is(certErr, os.ErrNotExist) || !errors.Is(keyErr, os.ErrNotExist) {
+		return nil, fmt.Errorf("pki: cluster CA in %s is incomplete (%v, %v): remove both %s and %s to regenerate: %w",
+			b.Dir, certErr, keyErr, CAFile, CAKeyFile, errdefs.ErrInvalidArgument)
+	}
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return nil, fmt.Errorf("pki: %w", err)
+	}
+	now := time.Now()
+	tmpl := &x509.Certificate{
+		SerialNumber:          serial(),
+		Subject:               pkix.Name{CommonName: "berth-ca"},
+		NotBefore:             now.Add(-time.Hour),
+		NotAfter:              now.Add(caValidity),
+		KeyUsage:              x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature | x509.KeyUsageCRLSign,
+		BasicConstraintsValid: true,
+		IsCA:                  true,
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, key.Public(), key)
+	if err != nil {
+		return nil, fmt.Errorf("pki: CA: %w", err)
+	}
+	certPEM, keyPEM, err = encodePair(der, key)
+	if err != nil {
+		return nil, err
+	}
+	if err := writeAtomic(keyPath, keyPEM, 0o600); err != nil {
+		return nil, err
+	}
+	if err := writeAtomic(certPath, certPEM, 0o644); err != nil {
+		return nil, err
+	}
+	b.CA, _ = x509.ParseCertificate(der)
+	b.CAPEM = certPEM
+	return key, nil
+}
+
+type leafSpec struct {
+	cn    string
+	orgs  []string
+	dns   []string
+	ips   []net.IP
+	usage []x509.ExtKeyUsage
+}
+
+// ensureLeaf loads a leaf pair, or issues a new one when missing, not signed
+// by the CA, expiring within a month, or lacking a requested SAN.
+func (b *Bundle) ensureLeaf(caKey crypto.Signer, certName, keyName string, spec leafSpec) ([]byte, []byte, error) {
+	certPath, keyPath := b.Path(certName), b.Path(keyName)
+	certPEM, certErr := os.ReadFile(certPath)
+	keyPEM, keyErr := os.ReadFile(keyPath)
+	if certErr == nil && keyErr == nil {
+		if cert, _, err := parsePair(certPEM, keyPEM); err == nil && b.leafUsable(cert, spec) {
+			return certPEM, keyPEM, nil
+		}
+	}
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return nil, nil, fmt.Errorf("pki: %w", err)
+	}
+	now := time.Now()
+	tmpl := &x509.Certificate{
+		SerialNumber: serial(),
+		Subject:      pkix.Name{CommonName: spec.cn, Organization: spec.orgs},
+		NotBefore:    now.Add(-time.Hour),
+		NotAfter:     now.Add(leafValidity),
+		KeyUsage:     x509.KeyUsageDigitalSignature | x509.KeyUsageKeyEncipherment,
+		ExtKeyUsage:  spec.usage,
+		DNSNames:     spec.dns,
+		IPAddresses:  spec.ips,
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, b.CA, key.Public(), caKey)
+	if err != nil {
+		return nil, nil, fmt.Errorf("pki: %s: %w", certName, err)
+	}
+	certPEM, keyPEM, err = encodePair(der, key)
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := writeAtomic(keyPath, keyPEM, 0o600); err != nil {
+		return nil, nil, err
+	}
+	if err := writeAtomic(certPath, certPEM, 0o644); err != nil {
+		return nil, nil, err
+	}
+	return certPEM, keyPEM, nil
+}
+
+func (b *Bundle) leafUsable(cert *x509.Certificate, spec leafSpec) bool {
+	if cert.CheckSignatureFrom(b.CA) != nil || time.Until(cert.NotAfter) < 30*24*time.Hour {
+		return false
+	}
+	for _, d := range spec.dns {
+		if !slices.Contains(cert.DNSNames, d) {
+			return false
+		}
+	}
+	for _, ip := range spec.ips {
+		if !slices.ContainsFunc(cert.IPAddresses, ip.Equal) {
+			return false
+		}
+	}
+	return true
+}
+
+// sans splits the default and extra hosts into DNS names and IP addresses.
+func sans(extra []string) ([]string, []net.IP) {
+	hosts := []string{"localhost", "127.0.0.1", "::1", "kubernetes", "kubernetes.default", "kubernetes.default.svc"}
+	if h, err := os.Hostname(); err == nil && h != "" {
+		hosts = append(hosts, h)
+	}
+	hosts = append(hosts, extra...)
+	var dns []string
+	var ips []net.IP
+	for _, h := range hosts {
+		h = strings.TrimSpace(h)
+		if h == "" {
+			continue
+		}
+		if ip := net.ParseIP(h); ip != nil {
+			if !slices.ContainsFunc(ips, ip.Equal) {
+				ips = append(ips, ip)
+			}
+		} else if !slices.Contains(dns, h) {
+			dns = append(dns, h)
+		}
+	}
+	return dns, ips
+}
+
+func ensureToken(path string) (string, error) {
+	data, err := os.ReadFile(path)
+	if err == nil {
+		tok := strings.TrimSpace(string(data))
+		if tok == "" {
+			return "", fmt.Errorf("pki: %s is empty: remove it to regenerate: %w", path, errdefs.ErrInvalidArgument)
+		}
+		return tok, nil
+	}
+	if !errors.Is(err, os.ErrNotExist) {
+		return "", fmt.Errorf("pki: %w", err)
+	}
+	raw := make([]byte, 24)
+	if _, err := rand.Read(raw); err != nil {
+		return "", fmt.Errorf("pki: %w", err)
+	}
+	tok := hex.EncodeToString(raw)
+	if err := writeAtomic(path, []byte(tok+"\n"), 0o600); err != nil {
+		return "", err
+	}
+	return tok, nil
+}
+
+func parsePair(certPEM, keyPEM []byte) (*x509.Certificate, crypto.Signer, error) {
+	cb, _ := pem.Decode(certPEM)
+	if cb == nil || cb.Type != "CERTIFICATE" {
+		return nil, nil, fmt.Errorf("no PEM certificate: %w", errdefs.ErrInvalidArgument)
+	}
+	cert, err := x509.ParseCertificate(cb.Bytes)
+	if err != nil {
+		return nil, nil, fmt.Errorf("certificate: %v: %w", err, errdefs.ErrInvalidArgument)
+	}
+	kb, _ := pem.Decode(keyPEM)
+	if kb == nil {
+		return nil, nil, fmt.Errorf("no PEM private key: %w", errdefs.ErrInvalidArgument)
+	}
+	key, err := x509.ParseECPrivateKey(kb.Bytes)
+	if err != nil {
+		return nil, nil, fmt.Errorf("private key: %v: %w", err, errdefs.ErrInvalidArgument)
+	}
+	return cert, key, nil
+}
+
+func encodePair(der []byte, key *ecdsa.PrivateKey) ([]byte, []byte, error) {
+	keyDER, err := x509.MarshalECPrivateKey(key)
+	if err != nil {
+		return nil, nil, fmt.Errorf("pki: %w", err)
+	}
+	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}),
+		pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER}), nil
+}
+
+func serial() *big.Int {
+	n, err := rand.Int(rand.Reader, new(big.Int).Lsh(big.NewInt(1), 127))
+	if err != nil {
+		return big.NewInt(time.Now().UnixNano())
+	}
+	return n
+}
+
+func writeAtomic(path string, data []byte, mode os.FileMode) error {
+	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp*")
+	if err != nil {
+		return fmt.Errorf("pki: %w", err)
+	}
+	defer os.Remove(tmp.Name())
+	if _, err := tmp.Write(data); err != nil {
+		tmp.Close()
+		return fmt.Errorf("pki: %w", err)
+	}
+	if err := tmp.Chmod(mode); err != nil {
+		tmp.Close()
+		return fmt.Errorf("pki: %w", err)
+	}
+	if err := tmp.Close(); err != nil {
+		return fmt.Errorf("pki: %w", err)
+	}
+	if err := os.Rename(tmp.Name(), path); err != nil {
+		return fmt.Errorf("pki: %w", err)
+	}
+	return nil
+}

@@ -1,0 +1,167 @@
+// Package pod is the registry strategy for core/v1 pods: create, update and
+// graceful-delete semantics, the pods/status strategy, field selectors with
+// the spec.nodeName index, and the server-side table (kubectl get pods).
+package pod
+
+import (
+	"context"
+
+	v1 "k8s.io/api/core/v1"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/apiserver/pkg/registry/rest"
+	"k8s.io/apiserver/pkg/storage"
+	"k8s.io/client-go/tools/cache"
+
+	"berth/controlplane/registry/base"
+	"berth/internal/api/fieldsets"
+	"berth/internal/api/validation"
+)
+
+// Strategy is the pods strategy.
+type Strategy struct{ base.Strategy }
+
+var (
+	_ rest.RESTCreateStrategy         = Strategy{}
+	_ rest.RESTUpdateStrategy         = Strategy{}
+	_ rest.RESTDeleteStrategy         = Strategy{}
+	_ rest.RESTGracefulDeleteStrategy = Strategy{}
+)
+
+// NewStrategy returns the pods strategy; typer is berth's scheme.
+func NewStrategy(typer runtime.ObjectTyper) Strategy {
+	return Strategy{base.New(typer, true)}
+}
+
+// PrepareForCreate clears the status (phase Pending, QoS class computed from
+// the spec) and sets metadata.generation to 1.
+func (Strategy) PrepareForCreate(_ context.Context, obj runtime.Object) {
+	pod := obj.(*v1.Pod)
+	pod.Status = v1.PodStatus{Phase: v1.PodPending, QOSClass: QOSClass(pod)}
+	pod.Generation = 1
+	clampNegativeGracePeriod(pod)
+}
+
+// PrepareForUpdate keeps the stored status (status changes go through
+// pods/status) and bumps metadata.generation when the spec changed.
+func (Strategy) PrepareForUpdate(_ context.Context, obj, old runtime.Object) {
+	newPod, oldPod := obj.(*v1.Pod), old.(*v1.Pod)
+	newPod.Status = oldPod.Status
+	clampNegativeGracePeriod(newPod)
+	if !apiequality.Semantic.DeepEqual(newPod.Spec, oldPod.Spec) {
+		newPod.Generation = oldPod.Generation + 1
+	}
+}
+
+// clampNegativeGracePeriod treats a negative terminationGracePeriodSeconds
+// as 1 (immediate), as upstream has since v1.27.
+func clampNegativeGracePeriod(pod *v1.Pod) {
+	if g := pod.Spec.TerminationGracePeriodSeconds; g != nil && *g < 0 {
+		one := int64(1)
+		pod.Spec.TerminationGracePeriodSeconds = &one
+	}
+}
+
+// Validate validates a new pod.
+func (Strategy) Validate(_ context.Context, obj runtime.Object) field.ErrorList {
+	return validation.ValidatePod(obj.(*v1.Pod))
+}
+
+// ValidateUpdate validates a pod update (only images, tolerations,
+// activeDeadlineSeconds… may change).
+func (Strategy) ValidateUpdate(_ context.Context, obj, old runtime.Object) field.ErrorList {
+	return validation.ValidatePodUpdate(obj.(*v1.Pod), old.(*v1.Pod))
+}
+
+// CheckGracefulDelete sets the grace period of a pod deletion as upstream:
+// the request's value, else the pod's terminationGracePeriodSeconds; zero
+// (immediate) for pods not bound to a node or already terminated; a
+// negative value becomes 1.
+func (Strategy) CheckGracefulDelete(_ context.Context, obj runtime.Object, options *metav1.DeleteOptions) bool {
+	if options == nil {
+		return false
+	}
+	pod := obj.(*v1.Pod)
+	period := int64(0)
+	if options.GracePeriodSeconds != nil {
+		period = *options.GracePeriodSeconds
+	} else if pod.Spec.TerminationGracePeriodSeconds != nil {
+		period = *pod.Spec.TerminationGracePeriodSeconds
+	}
+	if pod.Spec.NodeName == "" {
+		period = 0
+	}
+	if pod.Status.Phase == v1.PodFailed || pod.Status.Phase == v1.PodSucceeded {
+		period = 0
+	}
+	if period < 0 {
+		period = 1
+	}
+	options.GracePeriodSeconds = &period
+	return true
+}
+
+// StatusStrategy is the pods/status strategy: only status (and metadata) may
+// change.
+type StatusStrategy struct{ Strategy }
+
+// NewStatusStrategy returns the pods/status strategy.
+func NewStatusStrategy(typer runtime.ObjectTyper) StatusStrategy {
+	return StatusStrategy{NewStrategy(typer)}
+}
+
+// PrepareForUpdate keeps the stored spec, deletion timestamp and owner
+// references, and backfills the immutable QoS class.
+func (StatusStrategy) PrepareForUpdate(_ context.Context, obj, old runtime.Object) {
+	newPod, oldPod := obj.(*v1.Pod), old.(*v1.Pod)
+	newPod.Spec = oldPod.Spec
+	newPod.DeletionTimestamp = nil
+	newPod.OwnerReferences = oldPod.OwnerReferences
+	if newPod.Status.QOSClass == "" {
+		newPod.Status.QOSClass = oldPod.Status.QOSClass
+	}
+}
+
+// ValidateUpdate validates a status update.
+func (StatusStrategy) ValidateUpdate(_ context.Context, obj, old runtime.Object) field.ErrorList {
+	return validation.ValidatePodStatusUpdate(obj.(*v1.Pod), old.(*v1.Pod))
+}
+
+// GetAttrs returns a pod's labels and selectable fields.
+var GetAttrs = base.Attrs(func(obj runtime.Object) fields.Set { return fieldsets.Pod(obj.(*v1.Pod)) })
+
+// Predicate matches pods against label and field selectors; the watch cache
+// indexes spec.nodeName.
+func Predicate(label labels.Selector, field fields.Selector) storage.SelectionPredicate {
+	return base.Predicate(GetAttrs, "spec.nodeName")(label, field)
+}
+
+// NodeNameIndexFunc is the spec.nodeName value of a pod, for the watch
+// cache's trigger functions.
+func NodeNameIndexFunc(obj runtime.Object) string {
+	return obj.(*v1.Pod).Spec.NodeName
+}
+
+// TriggerFuncs lets the watch cache deliver events for a spec.nodeName
+// selector only to the watchers of that node.
+func TriggerFuncs() storage.IndexerFuncs {
+	return storage.IndexerFuncs{"spec.nodeName": NodeNameIndexFunc}
+}
+
+// Indexers indexes cached pods by spec.nodeName, so lists with that field
+// selector are served from the index.
+func Indexers() *cache.Indexers {
+	return &cache.Indexers{
+		storage.FieldIndex("spec.nodeName"): func(obj interface{}) ([]string, error) {
+			pod, ok := obj.(*v1.Pod)
+			if !ok {
+				return nil, nil
+			}
+			return []string{pod.Spec.NodeName}, nil
+		},
+	}
+}

@@ -1,0 +1,231 @@
+// Package resources assembles the resources berth's apiserver serves: for
+// each, a k8s.io/apiserver generic registry Store over the storage factory
+// with its strategies, field selector attributes and indexes, plus the
+// subresources (status, scale, binding, eviction, and the node-proxied
+// log/exec/attach/portforward).
+package resources
+
+import (
+	"fmt"
+	"net/http"
+
+	appsv1 "k8s.io/api/apps/v1"
+	autoscalingv1 "k8s.io/api/autoscaling/v1"
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	eventsv1 "k8s.io/api/events/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	storagev1 "k8s.io/api/storage/v1"
+	apimachineryvalidation "k8s.io/apimachinery/pkg/api/validation"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apiserver/pkg/registry/generic"
+	genericregistry "k8s.io/apiserver/pkg/registry/generic/registry"
+	"k8s.io/apiserver/pkg/registry/rest"
+	apistorage "k8s.io/apiserver/pkg/storage"
+	"k8s.io/client-go/tools/cache"
+
+	"berth/controlplane/apiserver"
+	"berth/internal/errdefs"
+)
+
+// Config configures the served resources.
+type Config struct {
+	// Scheme knows every served type.
+	Scheme *runtime.Scheme
+	// Storage hands out etcd storage per resource (controlplane/storage).
+	Storage generic.RESTOptionsGetter
+	// NodeTransport carries proxied pod log/exec/attach/portforward requests
+	// to the node agents (TLS, with the apiserver's client certificate).
+	NodeTransport http.RoundTripper
+}
+
+// Set is the built resources; Destroy releases their storage.
+type Set struct {
+	Resources []*apiserver.Resource
+	stores    []*genericregistry.Store
+	// Namespaces is the namespaces store, for lifecycle checks.
+	Namespaces *genericregistry.Store
+	// ByGVR finds a resource.
+	ByGVR map[schema.GroupVersionResource]*apiserver.Resource
+}
+
+// Destroy stops every store's watch cache.
+func (s *Set) Destroy() {
+	for _, st := range s.stores {
+		if st.DestroyFunc != nil {
+			st.DestroyFunc()
+		}
+	}
+}
+
+// def describes one resource.
+type def struct {
+	gv         schema.GroupVersion
+	resource   string
+	singular   string
+	kind       string
+	namespaced bool
+	short      []string
+	categories []string
+	newObj     func() runtime.Object
+	newList    func() runtime.Object
+	status     bool
+	scale      *scaleAdapter
+	// tune adjusts the interim strategy (resource-specific validation).
+	tune func(*interimStrategy)
+}
+
+func defs() []def {
+	core, apps := corev1.SchemeGroupVersion, appsv1.SchemeGroupVersion
+	all := []string{"all"}
+	return []def{
+		{gv: core, resource: "namespaces", singular: "namespace", kind: "Namespace", short: []string{"ns"}, status: true,
+			newObj: func() runtime.Object { return &corev1.Namespace{} }, newList: func() runtime.Object { return &corev1.NamespaceList{} },
+			tune: func(s *interimStrategy) { s.name = apimachineryvalidation.ValidateNamespaceName }},
+		{gv: core, resource: "pods", singular: "pod", kind: "Pod", namespaced: true, short: []string{"po"}, categories: all, status: true,
+			newObj: func() runtime.Object { return &corev1.Pod{} }, newList: func() runtime.Object { return &corev1.PodList{} },
+			tune: podValidation},
+		{gv: core, resource: "nodes", singular: "node", kind: "Node", short: []string{"no"}, status: true,
+			newObj: func() runtime.Object { return &corev1.Node{} }, newList: func() runtime.Object { return &corev1.NodeList{} }},
+		{gv: core, resource: "configmaps", singular: "configmap", kind: "ConfigMap", namespaced: true, short: []string{"cm"},
+			newObj: func() runtime.Object { return &corev1.ConfigMap{} }, newList: func() runtime.Object { return &corev1.ConfigMapList{} }},
+		{gv: core, resource: "secrets", singular: "secret", kind: "Secret", namespaced: true,
+			newObj: func() runtime.Object { return &corev1.Secret{} }, newList: func() runtime.Object { return &corev1.SecretList{} }},
+		{gv: core, resource: "events", singular: "event", kind: "Event", namespaced: true, short: []string{"ev"},
+			newObj: func() runtime.Object { return &corev1.Event{} }, newList: func() runtime.Object { return &corev1.EventList{} }},
+		{gv: core, resource: "serviceaccounts", singular: "serviceaccount", kind: "ServiceAccount", namespaced: true, short: []string{"sa"},
+			newObj: func() runtime.Object { return &corev1.ServiceAccount{} }, newList: func() runtime.Object { return &corev1.ServiceAccountList{} }},
+		{gv: core, resource: "services", singular: "service", kind: "Service", namespaced: true, short: []string{"svc"}, categories: all, status: true,
+			newObj: func() runtime.Object { return &corev1.Service{} }, newList: func() runtime.Object { return &corev1.ServiceList{} }},
+		{gv: core, resource: "endpoints", singular: "endpoints", kind: "Endpoints", namespaced: true, short: []string{"ep"},
+			newObj: func() runtime.Object { return &corev1.Endpoints{} }, newList: func() runtime.Object { return &corev1.EndpointsList{} }},
+		{gv: core, resource: "persistentvolumes", singular: "persistentvolume", kind: "PersistentVolume", short: []string{"pv"}, status: true,
+			newObj: func() runtime.Object { return &corev1.PersistentVolume{} }, newList: func() runtime.Object { return &corev1.PersistentVolumeList{} }},
+		{gv: core, resource: "persistentvolumeclaims", singular: "persistentvolumeclaim", kind: "PersistentVolumeClaim", namespaced: true, short: []string{"pvc"}, status: true,
+			newObj: func() runtime.Object { return &corev1.PersistentVolumeClaim{} }, newList: func() runtime.Object { return &corev1.PersistentVolumeClaimList{} }},
+		{gv: apps, resource: "deployments", singular: "deployment", kind: "Deployment", namespaced: true, short: []string{"deploy"}, categories: all, status: true,
+			scale:  deploymentScale,
+			newObj: func() runtime.Object { return &appsv1.Deployment{} }, newList: func() runtime.Object { return &appsv1.DeploymentList{} }},
+		{gv: apps, resource: "replicasets", singular: "replicaset", kind: "ReplicaSet", namespaced: true, short: []string{"rs"}, categories: all, status: true,
+			scale:  replicaSetScale,
+			newObj: func() runtime.Object { return &appsv1.ReplicaSet{} }, newList: func() runtime.Object { return &appsv1.ReplicaSetList{} }},
+		{gv: coordinationv1.SchemeGroupVersion, resource: "leases", singular: "lease", kind: "Lease", namespaced: true,
+			newObj: func() runtime.Object { return &coordinationv1.Lease{} }, newList: func() runtime.Object { return &coordinationv1.LeaseList{} }},
+		{gv: eventsv1.SchemeGroupVersion, resource: "events", singular: "event", kind: "Event", namespaced: true, short: []string{"ev"},
+			newObj: func() runtime.Object { return &eventsv1.Event{} }, newList: func() runtime.Object { return &eventsv1.EventList{} }},
+		{gv: discoveryv1.SchemeGroupVersion, resource: "endpointslices", singular: "endpointslice", kind: "EndpointSlice", namespaced: true,
+			newObj: func() runtime.Object { return &discoveryv1.EndpointSlice{} }, newList: func() runtime.Object { return &discoveryv1.EndpointSliceList{} }},
+		{gv: storagev1.SchemeGroupVersion, resource: "storageclasses", singular: "storageclass", kind: "StorageClass", short: []string{"sc"},
+			newObj: func() runtime.Object { return &storagev1.StorageClass{} }, newList: func() runtime.Object { return &storagev1.StorageClassList{} }},
+		{gv: storagev1.SchemeGroupVersion, resource: "csidrivers", singular: "csidriver", kind: "CSIDriver",
+			newObj: func() runtime.Object { return &storagev1.CSIDriver{} }, newList: func() runtime.Object { return &storagev1.CSIDriverList{} }},
+		{gv: storagev1.SchemeGroupVersion, resource: "csinodes", singular: "csinode", kind: "CSINode",
+			newObj: func() runtime.Object { return &storagev1.CSINode{} }, newList: func() runtime.Object { return &storagev1.CSINodeList{} }},
+		{gv: rbacv1.SchemeGroupVersion, resource: "roles", singular: "role", kind: "Role", namespaced: true,
+			newObj: func() runtime.Object { return &rbacv1.Role{} }, newList: func() runtime.Object { return &rbacv1.RoleList{} }},
+		{gv: rbacv1.SchemeGroupVersion, resource: "clusterroles", singular: "clusterrole", kind: "ClusterRole",
+			newObj: func() runtime.Object { return &rbacv1.ClusterRole{} }, newList: func() runtime.Object { return &rbacv1.ClusterRoleList{} }},
+		{gv: rbacv1.SchemeGroupVersion, resource: "rolebindings", singular: "rolebinding", kind: "RoleBinding", namespaced: true,
+			newObj: func() runtime.Object { return &rbacv1.RoleBinding{} }, newList: func() runtime.Object { return &rbacv1.RoleBindingList{} }},
+		{gv: rbacv1.SchemeGroupVersion, resource: "clusterrolebindings", singular: "clusterrolebinding", kind: "ClusterRoleBinding",
+			newObj: func() runtime.Object { return &rbacv1.ClusterRoleBinding{} }, newList: func() runtime.Object { return &rbacv1.ClusterRoleBindingList{} }},
+	}
+}
+
+// Build creates every store. On error, the stores built so far are destroyed.
+func Build(cfg Config) (_ *Set, err error) {
+	if cfg.Scheme == nil || cfg.Storage == nil {
+		return nil, fmt.Errorf("resources: Scheme and Storage are required: %w", errdefs.ErrInvalidArgument)
+	}
+	set := &Set{ByGVR: map[schema.GroupVersionResource]*apiserver.Resource{}}
+	defer func() {
+		if err != nil {
+			set.Destroy()
+		}
+	}()
+	var pods, nodes *genericregistry.Store
+	for _, d := range defs() {
+		gr := schema.GroupResource{Group: d.gv.Group, Resource: d.resource}
+		strategy := newInterimStrategy(cfg.Scheme, d.namespaced)
+		if d.tune != nil {
+			d.tune(strategy)
+		}
+		store := &genericregistry.Store{
+			NewFunc:                   d.newObj,
+			NewListFunc:               d.newList,
+			DefaultQualifiedResource:  gr,
+			SingularQualifiedResource: schema.GroupResource{Group: d.gv.Group, Resource: d.singular},
+			CreateStrategy:            strategy,
+			UpdateStrategy:            strategy,
+			DeleteStrategy:            strategy,
+			TableConvertor:            rest.NewDefaultTableConvertor(gr),
+		}
+		opts := &generic.StoreOptions{RESTOptions: cfg.Storage, AttrFunc: attrFunc(d.gv.WithKind(d.kind), d.namespaced)}
+		if d.resource == "pods" && d.gv.Group == "" {
+			opts.TriggerFunc = apistorage.IndexerFuncs{"spec.nodeName": podNodeName}
+			opts.Indexers = &cache.Indexers{apistorage.FieldIndex("spec.nodeName"): podNodeNameIndex}
+		}
+		if err := store.CompleteWithOptions(opts); err != nil {
+			return nil, fmt.Errorf("resources: %s: %w", gr, err)
+		}
+		set.stores = append(set.stores, store)
+		res := &apiserver.Resource{
+			GroupVersion: d.gv, Resource: d.resource, Kind: d.kind, SingularName: d.singular,
+			Namespaced: d.namespaced, ShortNames: d.short, Categories: d.categories,
+			Store: store, Subresources: map[string]apiserver.Subresource{},
+		}
+		if d.status {
+			statusStore := *store
+			ss := strategy.statusStrategy()
+			statusStore.UpdateStrategy = ss
+			res.Subresources["status"] = apiserver.Subresource{Kind: res.GroupVersionKind(), Storage: &statusStore}
+		}
+		if d.scale != nil {
+			res.Subresources["scale"] = apiserver.Subresource{
+				Kind:    autoscalingv1.SchemeGroupVersion.WithKind("Scale"),
+				Storage: &scaleREST{store: store, adapter: d.scale, gr: gr},
+			}
+		}
+		switch {
+		case d.gv.Group == "" && d.resource == "namespaces":
+			set.Namespaces = store
+			res.Store = &namespaceREST{Store: store}
+			res.Subresources["finalize"] = apiserver.Subresource{Kind: res.GroupVersionKind(), Storage: newFinalizeOnly(*store, strategy.statusStrategy())}
+		case d.gv.Group == "" && d.resource == "pods":
+			pods = store
+			res.Subresources["binding"] = apiserver.Subresource{Kind: corev1.SchemeGroupVersion.WithKind("Binding"), Storage: &bindingREST{store: store}}
+			res.Subresources["eviction"] = apiserver.Subresource{Kind: policyv1.SchemeGroupVersion.WithKind("Eviction"), Storage: &evictionREST{store: store}}
+		case d.gv.Group == "" && d.resource == "nodes":
+			nodes = store
+		}
+		set.Resources = append(set.Resources, res)
+		set.ByGVR[res.GroupVersionResource()] = res
+	}
+	if pods != nil && nodes != nil {
+		proxy := &nodeProxy{pods: pods, nodes: nodes, transport: cfg.NodeTransport}
+		podRes := set.ByGVR[corev1.SchemeGroupVersion.WithResource("pods")]
+		podRes.Subresources["log"] = apiserver.Subresource{Kind: corev1.SchemeGroupVersion.WithKind("Pod"), Connect: proxy.log, ConnectVerbs: []string{"get"}}
+		podRes.Subresources["exec"] = apiserver.Subresource{Kind: corev1.SchemeGroupVersion.WithKind("PodExecOptions"), Connect: proxy.exec, ConnectVerbs: []string{"create", "get"}}
+		podRes.Subresources["attach"] = apiserver.Subresource{Kind: corev1.SchemeGroupVersion.WithKind("PodAttachOptions"), Connect: proxy.attach, ConnectVerbs: []string{"create", "get"}}
+		podRes.Subresources["portforward"] = apiserver.Subresource{Kind: corev1.SchemeGroupVersion.WithKind("PodPortForwardOptions"), Connect: proxy.portForward, ConnectVerbs: []string{"create", "get"}}
+	}
+	return set, nil
+}
+
+func podNodeName(obj runtime.Object) string {
+	if p, ok := obj.(*corev1.Pod); ok {
+		return p.Spec.NodeName
+	}
+	return ""
+}
+
+func podNodeNameIndex(obj interface{}) ([]string, error) {
+	p, ok := obj.(*corev1.Pod)
+	if !ok {
+		return nil, fmt.Errorf("spec.nodeName index: not a pod: %T", obj)
+	}
+	return []string{p.Spec.NodeName}, nil
+}

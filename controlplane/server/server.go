@@ -1,0 +1,300 @@
+// Package server is the composition root of `berth server`: credentials,
+// etcd (embedded or external), storage, the served resources, and the HTTPS
+// apiserver, run under one Run(ctx).
+//
+// Once it serves, Run writes the bound address (host:port) to
+// DataDir/ListenAddressFile and points DataDir/admin.kubeconfig at it; it
+// removes the file when it stops. Tests wait for that file.
+package server
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	clientv3 "go.etcd.io/etcd/client/v3"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	genericapirequest "k8s.io/apiserver/pkg/endpoints/request"
+
+	"berth/controlplane/apiserver"
+	"berth/controlplane/etcd"
+	"berth/controlplane/nscleaner"
+	"berth/controlplane/openapi"
+	"berth/controlplane/pki"
+	"berth/controlplane/resources"
+	"berth/controlplane/storage"
+	"berth/internal/api/scheme"
+	"berth/internal/version"
+)
+
+// ListenAddressFile is written into DataDir with the bound host:port once
+// the server is ready.
+const ListenAddressFile = "listen-address"
+
+// BootstrapNamespaces exist from the first start.
+var BootstrapNamespaces = []string{metav1.NamespaceDefault, metav1.NamespaceSystem, metav1.NamespacePublic, corev1.NamespaceNodeLease}
+
+// Server is a configured, not yet running, control plane.
+type Server struct {
+	cfg Config
+}
+
+// New validates cfg.
+func New(cfg Config) (*Server, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	return &Server{cfg: cfg}, nil
+}
+
+// Run starts everything, serves until ctx ends, then shuts down in order.
+func (s *Server) Run(ctx context.Context) (err error) {
+	cfg := s.cfg
+	log := cfg.Logger
+	addrFile := filepath.Join(cfg.DataDir, ListenAddressFile)
+	if err := os.Remove(addrFile); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("server: %w", err)
+	}
+	var hosts []string
+	if cfg.AdvertiseAddress != "" {
+		hosts = append(hosts, cfg.AdvertiseAddress)
+	}
+	if h, _, _ := net.SplitHostPort(cfg.Listen); h != "" && h != "0.0.0.0" && h != "::" {
+		hosts = append(hosts, h)
+	}
+	creds, err := pki.Ensure(pki.Options{Dir: cfg.DataDir, Hosts: hosts})
+	if err != nil {
+		return err
+	}
+
+	// etcd: embedded unless external servers are given.
+	clientCfg := etcd.ClientConfig{Endpoints: cfg.EtcdServers, CAFile: cfg.EtcdCAFile, CertFile: cfg.EtcdCertFile, KeyFile: cfg.EtcdKeyFile}
+	var member *etcd.Embedded
+	if len(cfg.EtcdServers) == 0 {
+		member, err = etcd.StartEmbedded(etcd.EmbeddedConfig{
+			Dir:      filepath.Join(cfg.DataDir, "etcd"),
+			CertFile: creds.Path(pki.EtcdCertFile), KeyFile: creds.Path(pki.EtcdKeyFile), CAFile: creds.Path(pki.CAFile),
+			Logger: log,
+		})
+		if err != nil {
+			return err
+		}
+		defer member.Close()
+		clientCfg = etcd.ClientConfig{Endpoints: []string{member.Endpoint()},
+			CAFile: creds.Path(pki.CAFile), CertFile: creds.Path(pki.EtcdCertFile), KeyFile: creds.Path(pki.EtcdKeyFile)}
+	}
+	client, err := etcd.NewClient(ctx, clientCfg)
+	if err != nil {
+		return err
+	}
+	defer client.Close()
+
+	sch := scheme.New()
+	factory, err := storage.New(storage.Config{Client: client, Scheme: sch, CompactionInterval: cfg.EtcdCompactionInterval})
+	if err != nil {
+		return err
+	}
+	defer factory.Close()
+
+	nodeTransport, err := nodeTransport(creds)
+	if err != nil {
+		return err
+	}
+	set, err := resources.Build(resources.Config{Scheme: sch, Storage: factory, NodeTransport: nodeTransport})
+	if err != nil {
+		return err
+	}
+	defer set.Destroy()
+
+	ln, err := net.Listen("tcp", cfg.Listen)
+	if err != nil {
+		return fmt.Errorf("server: listen on %s: %w", cfg.Listen, err)
+	}
+	bound := ln.Addr().String()
+	advertised := advertisedAddress(cfg, ln.Addr().(*net.TCPAddr))
+
+	var openapiHandler http.Handler
+	if docs, err := openapi.New(openapiResources(set), openapi.Info{Version: version.KubernetesVersion}); err != nil {
+		log.Warn("OpenAPI documents unavailable; kubectl validation and explain will not work", "err", err)
+	} else {
+		openapiHandler = docs.Handler()
+	}
+	handler, err := apiserver.New(apiserver.Config{
+		Scheme:         sch,
+		Resources:      set.Resources,
+		Authenticator:  apiserver.CertOrTokenAuthenticator{ValidToken: creds.ValidToken},
+		Namespaces:     resources.NamespaceLifecycle{Store: set.Namespaces},
+		OpenAPI:        openapiHandler,
+		Ready:          func() error { return readiness(ctx, client.Client) },
+		ServerAddress:  advertised,
+		Metrics:        cfg.Metrics,
+		MetricsHandler: promhttp.HandlerFor(cfg.Gatherer, promhttp.HandlerOpts{}),
+		Logger:         log,
+	})
+	if err != nil {
+		ln.Close()
+		return err
+	}
+
+	cert, err := tls.X509KeyPair(creds.ServingCertPEM, creds.ServingKeyPEM)
+	if err != nil {
+		ln.Close()
+		return fmt.Errorf("server: serving certificate: %w", err)
+	}
+	pool := x509.NewCertPool()
+	pool.AddCert(creds.CA)
+	srv := &http.Server{
+		Handler:           handler,
+		ReadHeaderTimeout: 30 * time.Second,
+		TLSConfig: &tls.Config{
+			Certificates: []tls.Certificate{cert},
+			ClientAuth:   tls.VerifyClientCertIfGiven,
+			ClientCAs:    pool,
+			MinVersion:   tls.VersionTLS12,
+			NextProtos:   []string{"h2", "http/1.1"},
+		},
+		ErrorLog: nil,
+	}
+
+	if err := bootstrapNamespaces(ctx, set); err != nil {
+		ln.Close()
+		return err
+	}
+	cleanerCtx, stopCleaner := context.WithCancel(ctx)
+	cleanerDone := make(chan error, 1)
+	go func() {
+		cleanerDone <- nscleaner.Run(cleanerCtx, nscleaner.Config{Resources: set, Logger: log})
+	}()
+	defer func() {
+		stopCleaner()
+		<-cleanerDone
+	}()
+
+	serveErr := make(chan error, 1)
+	go func() { serveErr <- srv.ServeTLS(ln, "", "") }()
+
+	if err := creds.WriteKubeconfig("https://" + kubeconfigHost(ln.Addr().(*net.TCPAddr))); err != nil {
+		return err
+	}
+	if err := os.WriteFile(addrFile, []byte(bound+"\n"), 0o644); err != nil {
+		return fmt.Errorf("server: %w", err)
+	}
+	defer os.Remove(addrFile)
+	log.Info("berth server serving", "address", bound, "kubeconfig", creds.Path(pki.KubeconfigFile), "etcd", clientCfg.Endpoints)
+
+	var memberErr <-chan error
+	if member != nil {
+		memberErr = member.Err()
+	}
+	var runErr error
+	select {
+	case <-ctx.Done():
+	case err := <-serveErr:
+		runErr = fmt.Errorf("server: serving: %w", err)
+	case err := <-memberErr:
+		runErr = fmt.Errorf("server: embedded etcd failed: %w", err)
+	}
+	shutdownCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := srv.Shutdown(shutdownCtx); err != nil {
+		srv.Close()
+	}
+	return runErr
+}
+
+// bootstrapNamespaces creates the namespaces that always exist.
+func bootstrapNamespaces(ctx context.Context, set *resources.Set) error {
+	for _, name := range BootstrapNamespaces {
+		ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}
+		_, err := set.Namespaces.Create(genericapirequest.WithNamespace(ctx, ""), ns, nil, &metav1.CreateOptions{})
+		if err != nil && !apierrors.IsAlreadyExists(err) {
+			return fmt.Errorf("server: creating namespace %s: %w", name, err)
+		}
+	}
+	return nil
+}
+
+// readiness checks etcd answers a linearizable read (it has a quorum).
+func readiness(ctx context.Context, c *clientv3.Client) error {
+	rctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	if _, err := c.Get(rctx, "/registry/health", clientv3.WithCountOnly()); err != nil {
+		return fmt.Errorf("etcd: %w", err)
+	}
+	return nil
+}
+
+// nodeTransport reaches node agents: their serving certificates must chain
+// to the cluster CA; the apiserver presents its node-client certificate.
+func nodeTransport(creds *pki.Bundle) (http.RoundTripper, error) {
+	cert, err := tls.X509KeyPair(creds.NodeClientCertPEM, creds.NodeClientKeyPEM)
+	if err != nil {
+		return nil, fmt.Errorf("server: node client certificate: %w", err)
+	}
+	pool := x509.NewCertPool()
+	pool.AddCert(creds.CA)
+	return &http.Transport{
+		Proxy:               nil,
+		DialContext:         (&net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
+		TLSClientConfig:     &tls.Config{RootCAs: pool, Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12},
+		TLSHandshakeTimeout: 10 * time.Second,
+		IdleConnTimeout:     90 * time.Second,
+		// HTTP/1.1 only: exec, attach and port-forward upgrade the connection.
+		ForceAttemptHTTP2: false,
+		TLSNextProto:      map[string]func(string, *tls.Conn) http.RoundTripper{},
+	}, nil
+}
+
+// openapiResources describes the served resources for the OpenAPI documents.
+func openapiResources(set *resources.Set) []openapi.Resource {
+	known := map[string]bool{
+		openapi.SubresourceStatus: true, openapi.SubresourceScale: true, openapi.SubresourceBinding: true,
+		openapi.SubresourceEviction: true, openapi.SubresourceLog: true, openapi.SubresourceExec: true,
+		openapi.SubresourceAttach: true, openapi.SubresourcePortForward: true,
+	}
+	var out []openapi.Resource
+	for _, r := range set.Resources {
+		var subs []string
+		for name := range r.Subresources {
+			if known[name] {
+				subs = append(subs, name)
+			}
+		}
+		sort.Strings(subs)
+		out = append(out, openapi.Resource{
+			GVK: r.GroupVersionKind(), Resource: r.Resource, Namespaced: r.Namespaced,
+			Verbs: []string{openapi.VerbCreate, openapi.VerbDelete, openapi.VerbDeleteCollection, openapi.VerbGet,
+				openapi.VerbList, openapi.VerbPatch, openapi.VerbUpdate, openapi.VerbWatch},
+			Subresources: subs, Object: r.Store.New(), List: r.Store.NewList(),
+		})
+	}
+	return out
+}
+
+// kubeconfigHost is how a local client reaches the listener.
+func kubeconfigHost(a *net.TCPAddr) string {
+	if a.IP.IsUnspecified() {
+		return net.JoinHostPort("127.0.0.1", fmt.Sprint(a.Port))
+	}
+	return a.String()
+}
+
+// advertisedAddress is what /api publishes.
+func advertisedAddress(cfg Config, a *net.TCPAddr) string {
+	if cfg.AdvertiseAddress != "" {
+		return net.JoinHostPort(strings.Trim(cfg.AdvertiseAddress, "[]"), fmt.Sprint(a.Port))
+	}
+	return kubeconfigHost(a)
+}

@@ -1,0 +1,145 @@
+package defaults
+
+import (
+	appsv1 "k8s.io/api/apps/v1"
+	v1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	storagev1 "k8s.io/api/storage/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+)
+
+// Deployment applies the apps/v1 deployment defaults: replicas 1, strategy
+// RollingUpdate with maxUnavailable and maxSurge 25%, revisionHistoryLimit
+// 10, progressDeadlineSeconds 600, and the pod template defaults.
+func Deployment(d *appsv1.Deployment) {
+	if d.Spec.Replicas == nil {
+		d.Spec.Replicas = int32Ptr(1)
+	}
+	if d.Spec.Strategy.Type == "" {
+		d.Spec.Strategy.Type = appsv1.RollingUpdateDeploymentStrategyType
+	}
+	if d.Spec.Strategy.Type == appsv1.RollingUpdateDeploymentStrategyType {
+		if d.Spec.Strategy.RollingUpdate == nil {
+			d.Spec.Strategy.RollingUpdate = &appsv1.RollingUpdateDeployment{}
+		}
+		ru := d.Spec.Strategy.RollingUpdate
+		if ru.MaxUnavailable == nil {
+			v := intstr.FromString("25%")
+			ru.MaxUnavailable = &v
+		}
+		if ru.MaxSurge == nil {
+			v := intstr.FromString("25%")
+			ru.MaxSurge = &v
+		}
+	}
+	if d.Spec.RevisionHistoryLimit == nil {
+		d.Spec.RevisionHistoryLimit = int32Ptr(10)
+	}
+	if d.Spec.ProgressDeadlineSeconds == nil {
+		d.Spec.ProgressDeadlineSeconds = int32Ptr(600)
+	}
+	PodTemplateSpec(&d.Spec.Template)
+}
+
+// ReplicaSet applies the apps/v1 replica set defaults: replicas 1 and the pod
+// template defaults.
+func ReplicaSet(rs *appsv1.ReplicaSet) {
+	if rs.Spec.Replicas == nil {
+		rs.Spec.Replicas = int32Ptr(1)
+	}
+	PodTemplateSpec(&rs.Spec.Template)
+}
+
+// StorageClass applies the storage.k8s.io/v1 defaults: reclaimPolicy Delete
+// and volumeBindingMode Immediate.
+func StorageClass(sc *storagev1.StorageClass) {
+	if sc.ReclaimPolicy == nil {
+		p := v1.PersistentVolumeReclaimDelete
+		sc.ReclaimPolicy = &p
+	}
+	if sc.VolumeBindingMode == nil {
+		m := storagev1.VolumeBindingImmediate
+		sc.VolumeBindingMode = &m
+	}
+}
+
+// CSIDriver applies the CSIDriver defaults: attachRequired true,
+// podInfoOnMount, storageCapacity, requiresRepublish and seLinuxMount false,
+// fsGroupPolicy ReadWriteOnceWithFSType, volumeLifecycleModes [Persistent].
+func CSIDriver(d *storagev1.CSIDriver) {
+	t, f := true, false
+	if d.Spec.AttachRequired == nil {
+		d.Spec.AttachRequired = &t
+	}
+	if d.Spec.PodInfoOnMount == nil {
+		d.Spec.PodInfoOnMount = &f
+	}
+	if d.Spec.StorageCapacity == nil {
+		d.Spec.StorageCapacity = &f
+	}
+	if d.Spec.FSGroupPolicy == nil {
+		p := storagev1.ReadWriteOnceWithFSTypeFSGroupPolicy
+		d.Spec.FSGroupPolicy = &p
+	}
+	if len(d.Spec.VolumeLifecycleModes) == 0 {
+		d.Spec.VolumeLifecycleModes = []storagev1.VolumeLifecycleMode{storagev1.VolumeLifecyclePersistent}
+	}
+	if d.Spec.RequiresRepublish == nil {
+		d.Spec.RequiresRepublish = &f
+	}
+	if d.Spec.SELinuxMount == nil {
+		d.Spec.SELinuxMount = &f
+	}
+}
+
+// EndpointSlice applies the discovery.k8s.io/v1 defaults: every port gets
+// name "" and protocol TCP when unset.
+func EndpointSlice(es *discoveryv1.EndpointSlice) {
+	for i := range es.Ports {
+		p := &es.Ports[i]
+		if p.Name == nil {
+			empty := ""
+			p.Name = &empty
+		}
+		if p.Protocol == nil {
+			tcp := v1.ProtocolTCP
+			p.Protocol = &tcp
+		}
+	}
+}
+
+// RoleBinding applies the RBAC defaults to a role binding's roleRef and subjects.
+func RoleBinding(rb *rbacv1.RoleBinding) {
+	roleRef(&rb.RoleRef)
+	subjects(rb.Subjects)
+}
+
+// ClusterRoleBinding applies the RBAC defaults to a cluster role binding's
+// roleRef and subjects.
+func ClusterRoleBinding(crb *rbacv1.ClusterRoleBinding) {
+	roleRef(&crb.RoleRef)
+	subjects(crb.Subjects)
+}
+
+// roleRef defaults the role reference's apiGroup to rbac.authorization.k8s.io.
+func roleRef(r *rbacv1.RoleRef) {
+	if r.APIGroup == "" {
+		r.APIGroup = rbacv1.GroupName
+	}
+}
+
+// subjects defaults apiGroup: "" for ServiceAccount subjects,
+// rbac.authorization.k8s.io for User and Group subjects.
+func subjects(ss []rbacv1.Subject) {
+	for i := range ss {
+		s := &ss[i]
+		if s.APIGroup != "" {
+			continue
+		}
+		switch s.Kind {
+		case rbacv1.UserKind, rbacv1.GroupKind:
+			s.APIGroup = rbacv1.GroupName
+		}
+	}
+}

@@ -1,0 +1,163 @@
+// Package fieldsets holds, per kind, the fields that field selectors may
+// name (the same ones kube-apiserver supports) and how to read them from an
+// object. The registry's GetAttrs functions and the scheme's field label
+// conversions both come from here, so the two cannot disagree.
+package fieldsets
+
+import (
+	"strconv"
+
+	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	appsv1 "k8s.io/api/apps/v1"
+)
+
+// Func returns the selectable fields of an object.
+type Func func(obj runtime.Object) fields.Set
+
+// Kind pairs a kind with its field set function.
+type Kind struct {
+	GVK    schema.GroupVersionKind
+	Fields Func
+}
+
+// Kinds lists every kind whose field selectors go beyond metadata.name and
+// metadata.namespace.
+func Kinds() []Kind {
+	return []Kind{
+		{corev1.SchemeGroupVersion.WithKind("Pod"), func(o runtime.Object) fields.Set { return Pod(o.(*corev1.Pod)) }},
+		{corev1.SchemeGroupVersion.WithKind("Node"), func(o runtime.Object) fields.Set { return Node(o.(*corev1.Node)) }},
+		{corev1.SchemeGroupVersion.WithKind("Namespace"), func(o runtime.Object) fields.Set { return Namespace(o.(*corev1.Namespace)) }},
+		{corev1.SchemeGroupVersion.WithKind("Secret"), func(o runtime.Object) fields.Set { return Secret(o.(*corev1.Secret)) }},
+		{corev1.SchemeGroupVersion.WithKind("Event"), func(o runtime.Object) fields.Set { return Event(o.(*corev1.Event)) }},
+		{corev1.SchemeGroupVersion.WithKind("Service"), func(o runtime.Object) fields.Set { return Service(o.(*corev1.Service)) }},
+		{corev1.SchemeGroupVersion.WithKind("PersistentVolumeClaim"), func(o runtime.Object) fields.Set { return Meta(o, true) }},
+		{eventsv1.SchemeGroupVersion.WithKind("Event"), func(o runtime.Object) fields.Set { return EventsV1Event(o.(*eventsv1.Event)) }},
+		{appsv1.SchemeGroupVersion.WithKind("ReplicaSet"), func(o runtime.Object) fields.Set { return ReplicaSet(o.(*appsv1.ReplicaSet)) }},
+	}
+}
+
+// Meta returns the object metadata fields: metadata.name, and
+// metadata.namespace for namespaced kinds. Objects without metadata give an
+// empty set.
+func Meta(obj runtime.Object, namespaced bool) fields.Set {
+	m, err := meta.Accessor(obj)
+	if err != nil {
+		return fields.Set{}
+	}
+	return metaSet(m, namespaced)
+}
+
+func metaSet(m metav1.Object, namespaced bool) fields.Set {
+	s := fields.Set{"metadata.name": m.GetName()}
+	if namespaced {
+		s["metadata.namespace"] = m.GetNamespace()
+	}
+	return s
+}
+
+// Pod returns a pod's selectable fields: metadata.name, metadata.namespace,
+// spec.nodeName, spec.restartPolicy, spec.schedulerName,
+// spec.serviceAccountName, spec.hostNetwork, status.phase, status.podIP,
+// status.nominatedNodeName.
+func Pod(p *corev1.Pod) fields.Set {
+	s := metaSet(p, true)
+	s["spec.nodeName"] = p.Spec.NodeName
+	s["spec.restartPolicy"] = string(p.Spec.RestartPolicy)
+	s["spec.schedulerName"] = p.Spec.SchedulerName
+	s["spec.serviceAccountName"] = p.Spec.ServiceAccountName
+	s["spec.hostNetwork"] = strconv.FormatBool(p.Spec.HostNetwork)
+	s["status.phase"] = string(p.Status.Phase)
+	podIP := ""
+	if len(p.Status.PodIPs) > 0 {
+		podIP = p.Status.PodIPs[0].IP
+	} else {
+		podIP = p.Status.PodIP
+	}
+	s["status.podIP"] = podIP
+	s["status.nominatedNodeName"] = p.Status.NominatedNodeName
+	return s
+}
+
+// Node returns a node's selectable fields: metadata.name, spec.unschedulable.
+func Node(n *corev1.Node) fields.Set {
+	s := metaSet(n, false)
+	s["spec.unschedulable"] = strconv.FormatBool(n.Spec.Unschedulable)
+	return s
+}
+
+// Namespace returns a namespace's selectable fields: metadata.name, status.phase.
+func Namespace(n *corev1.Namespace) fields.Set {
+	s := metaSet(n, false)
+	s["status.phase"] = string(n.Status.Phase)
+	return s
+}
+
+// Secret returns a secret's selectable fields: metadata.name,
+// metadata.namespace, type.
+func Secret(sec *corev1.Secret) fields.Set {
+	s := metaSet(sec, true)
+	s["type"] = string(sec.Type)
+	return s
+}
+
+// Service returns a service's selectable fields: metadata.name,
+// metadata.namespace, spec.clusterIP, spec.type.
+func Service(svc *corev1.Service) fields.Set {
+	s := metaSet(svc, true)
+	s["spec.clusterIP"] = svc.Spec.ClusterIP
+	s["spec.type"] = string(svc.Spec.Type)
+	return s
+}
+
+// Event returns a core/v1 event's selectable fields: the metadata fields,
+// involvedObject.{kind,namespace,name,uid,apiVersion,resourceVersion,fieldPath},
+// reason, reportingComponent, source and type.
+func Event(e *corev1.Event) fields.Set {
+	s := metaSet(e, true)
+	s["involvedObject.kind"] = e.InvolvedObject.Kind
+	s["involvedObject.namespace"] = e.InvolvedObject.Namespace
+	s["involvedObject.name"] = e.InvolvedObject.Name
+	s["involvedObject.uid"] = string(e.InvolvedObject.UID)
+	s["involvedObject.apiVersion"] = e.InvolvedObject.APIVersion
+	s["involvedObject.resourceVersion"] = e.InvolvedObject.ResourceVersion
+	s["involvedObject.fieldPath"] = e.InvolvedObject.FieldPath
+	s["reason"] = e.Reason
+	s["reportingComponent"] = e.ReportingController
+	s["source"] = e.Source.Component
+	s["type"] = e.Type
+	return s
+}
+
+// EventsV1Event returns an events.k8s.io/v1 event's selectable fields: the
+// same set as a core/v1 event, read from the events.k8s.io field names
+// (regarding, reportingController, deprecatedSource).
+func EventsV1Event(e *eventsv1.Event) fields.Set {
+	s := metaSet(e, true)
+	s["involvedObject.kind"] = e.Regarding.Kind
+	s["involvedObject.namespace"] = e.Regarding.Namespace
+	s["involvedObject.name"] = e.Regarding.Name
+	s["involvedObject.uid"] = string(e.Regarding.UID)
+	s["involvedObject.apiVersion"] = e.Regarding.APIVersion
+	s["involvedObject.resourceVersion"] = e.Regarding.ResourceVersion
+	s["involvedObject.fieldPath"] = e.Regarding.FieldPath
+	s["reason"] = e.Reason
+	s["reportingComponent"] = e.ReportingController
+	s["source"] = e.DeprecatedSource.Component
+	s["type"] = e.Type
+	return s
+}
+
+// ReplicaSet returns a replica set's selectable fields: the metadata fields
+// and status.replicas.
+func ReplicaSet(rs *appsv1.ReplicaSet) fields.Set {
+	s := metaSet(rs, true)
+	s["status.replicas"] = strconv.Itoa(int(rs.Status.Replicas))
+	return s
+}

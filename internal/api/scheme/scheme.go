@@ -1,0 +1,211 @@
+// Package scheme builds the runtime.Scheme berth serves and decodes with:
+// every k8s.io/api group-version berth serves, meta/v1 types, the defaulting
+// funcs of berth/internal/api/defaults and the field label conversions of
+// berth/internal/api/fieldsets.
+package scheme
+
+import (
+	"fmt"
+
+	appsv1 "k8s.io/api/apps/v1"
+	authenticationv1 "k8s.io/api/authentication/v1"
+	authorizationv1 "k8s.io/api/authorization/v1"
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	eventsv1 "k8s.io/api/events/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	storagev1 "k8s.io/api/storage/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	metav1beta1 "k8s.io/apimachinery/pkg/apis/meta/v1beta1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/runtime/serializer"
+
+	"berth/internal/api/defaults"
+	"berth/internal/api/fieldsets"
+)
+
+// GroupVersions lists the API group-versions berth serves, in the order
+// discovery should list them (the legacy core group first).
+var GroupVersions = []schema.GroupVersion{
+	corev1.SchemeGroupVersion,
+	appsv1.SchemeGroupVersion,
+	coordinationv1.SchemeGroupVersion,
+	eventsv1.SchemeGroupVersion,
+	discoveryv1.SchemeGroupVersion,
+	storagev1.SchemeGroupVersion,
+	rbacv1.SchemeGroupVersion,
+	policyv1.SchemeGroupVersion,
+	authenticationv1.SchemeGroupVersion,
+	authorizationv1.SchemeGroupVersion,
+}
+
+// New returns a scheme with every type berth serves registered, meta/v1
+// (and meta/v1beta1 for older clients' Table requests) registered,
+// unversioned meta types (Status, APIVersions, …) added, defaulting funcs
+// installed (scheme.Default(obj) applies them) and field label conversions
+// for every supported field selector.
+func New() *runtime.Scheme {
+	s := runtime.NewScheme()
+	builders := []func(*runtime.Scheme) error{
+		corev1.AddToScheme,
+		appsv1.AddToScheme,
+		coordinationv1.AddToScheme,
+		eventsv1.AddToScheme,
+		discoveryv1.AddToScheme,
+		storagev1.AddToScheme,
+		rbacv1.AddToScheme,
+		policyv1.AddToScheme,
+		authenticationv1.AddToScheme,
+		authorizationv1.AddToScheme,
+		metav1.AddMetaToScheme,
+		metav1beta1.AddMetaToScheme,
+		metav1beta1.RegisterConversions,
+		addDefaultingFuncs,
+		addFieldLabelConversions,
+	}
+	for _, add := range builders {
+		if err := add(s); err != nil {
+			// Registration of static types cannot fail unless the code is wrong.
+			panic(fmt.Sprintf("building berth scheme: %v", err))
+		}
+	}
+	metav1.AddToGroupVersion(s, schema.GroupVersion{Version: "v1"})
+	s.AddUnversionedTypes(schema.GroupVersion{Version: "v1"},
+		&metav1.Status{}, &metav1.APIVersions{}, &metav1.APIGroupList{}, &metav1.APIGroup{}, &metav1.APIResourceList{})
+	return s
+}
+
+// Codecs returns the serializer factory for s: JSON, YAML and protobuf.
+func Codecs(s *runtime.Scheme) serializer.CodecFactory {
+	return serializer.NewCodecFactory(s)
+}
+
+// addDefaultingFuncs installs berth's defaulting funcs for every defaulted
+// kind and its list kind.
+func addDefaultingFuncs(s *runtime.Scheme) error {
+	add := func(obj runtime.Object, fn func(interface{})) { s.AddTypeDefaultingFunc(obj, fn) }
+
+	add(&corev1.Pod{}, func(o interface{}) { defaults.Pod(o.(*corev1.Pod)) })
+	add(&corev1.PodList{}, func(o interface{}) {
+		for i := range o.(*corev1.PodList).Items {
+			defaults.Pod(&o.(*corev1.PodList).Items[i])
+		}
+	})
+	add(&corev1.PodTemplate{}, func(o interface{}) { defaults.PodTemplateSpec(&o.(*corev1.PodTemplate).Template) })
+	add(&corev1.Service{}, func(o interface{}) { defaults.Service(o.(*corev1.Service)) })
+	add(&corev1.ServiceList{}, func(o interface{}) {
+		for i := range o.(*corev1.ServiceList).Items {
+			defaults.Service(&o.(*corev1.ServiceList).Items[i])
+		}
+	})
+	add(&corev1.Namespace{}, func(o interface{}) { defaults.Namespace(o.(*corev1.Namespace)) })
+	add(&corev1.NamespaceList{}, func(o interface{}) {
+		for i := range o.(*corev1.NamespaceList).Items {
+			defaults.Namespace(&o.(*corev1.NamespaceList).Items[i])
+		}
+	})
+	add(&corev1.Node{}, func(o interface{}) { defaults.Node(o.(*corev1.Node)) })
+	add(&corev1.NodeList{}, func(o interface{}) {
+		for i := range o.(*corev1.NodeList).Items {
+			defaults.Node(&o.(*corev1.NodeList).Items[i])
+		}
+	})
+	add(&corev1.Secret{}, func(o interface{}) { defaults.Secret(o.(*corev1.Secret)) })
+	add(&corev1.SecretList{}, func(o interface{}) {
+		for i := range o.(*corev1.SecretList).Items {
+			defaults.Secret(&o.(*corev1.SecretList).Items[i])
+		}
+	})
+	add(&corev1.ConfigMap{}, func(o interface{}) { defaults.ConfigMap(o.(*corev1.ConfigMap)) })
+	add(&corev1.ConfigMapList{}, func(o interface{}) {
+		for i := range o.(*corev1.ConfigMapList).Items {
+			defaults.ConfigMap(&o.(*corev1.ConfigMapList).Items[i])
+		}
+	})
+	add(&corev1.PersistentVolume{}, func(o interface{}) { defaults.PersistentVolume(o.(*corev1.PersistentVolume)) })
+	add(&corev1.PersistentVolumeList{}, func(o interface{}) {
+		for i := range o.(*corev1.PersistentVolumeList).Items {
+			defaults.PersistentVolume(&o.(*corev1.PersistentVolumeList).Items[i])
+		}
+	})
+	add(&corev1.PersistentVolumeClaim{}, func(o interface{}) { defaults.PersistentVolumeClaim(o.(*corev1.PersistentVolumeClaim)) })
+	add(&corev1.PersistentVolumeClaimList{}, func(o interface{}) {
+		for i := range o.(*corev1.PersistentVolumeClaimList).Items {
+			defaults.PersistentVolumeClaim(&o.(*corev1.PersistentVolumeClaimList).Items[i])
+		}
+	})
+	add(&corev1.Endpoints{}, func(o interface{}) { defaults.Endpoints(o.(*corev1.Endpoints)) })
+	add(&appsv1.Deployment{}, func(o interface{}) { defaults.Deployment(o.(*appsv1.Deployment)) })
+	add(&appsv1.DeploymentList{}, func(o interface{}) {
+		for i := range o.(*appsv1.DeploymentList).Items {
+			defaults.Deployment(&o.(*appsv1.DeploymentList).Items[i])
+		}
+	})
+	add(&appsv1.ReplicaSet{}, func(o interface{}) { defaults.ReplicaSet(o.(*appsv1.ReplicaSet)) })
+	add(&appsv1.ReplicaSetList{}, func(o interface{}) {
+		for i := range o.(*appsv1.ReplicaSetList).Items {
+			defaults.ReplicaSet(&o.(*appsv1.ReplicaSetList).Items[i])
+		}
+	})
+	add(&storagev1.StorageClass{}, func(o interface{}) { defaults.StorageClass(o.(*storagev1.StorageClass)) })
+	add(&storagev1.StorageClassList{}, func(o interface{}) {
+		for i := range o.(*storagev1.StorageClassList).Items {
+			defaults.StorageClass(&o.(*storagev1.StorageClassList).Items[i])
+		}
+	})
+	add(&storagev1.CSIDriver{}, func(o interface{}) { defaults.CSIDriver(o.(*storagev1.CSIDriver)) })
+	add(&storagev1.CSIDriverList{}, func(o interface{}) {
+		for i := range o.(*storagev1.CSIDriverList).Items {
+			defaults.CSIDriver(&o.(*storagev1.CSIDriverList).Items[i])
+		}
+	})
+	add(&discoveryv1.EndpointSlice{}, func(o interface{}) { defaults.EndpointSlice(o.(*discoveryv1.EndpointSlice)) })
+	add(&discoveryv1.EndpointSliceList{}, func(o interface{}) {
+		for i := range o.(*discoveryv1.EndpointSliceList).Items {
+			defaults.EndpointSlice(&o.(*discoveryv1.EndpointSliceList).Items[i])
+		}
+	})
+	add(&rbacv1.RoleBinding{}, func(o interface{}) { defaults.RoleBinding(o.(*rbacv1.RoleBinding)) })
+	add(&rbacv1.RoleBindingList{}, func(o interface{}) {
+		for i := range o.(*rbacv1.RoleBindingList).Items {
+			defaults.RoleBinding(&o.(*rbacv1.RoleBindingList).Items[i])
+		}
+	})
+	add(&rbacv1.ClusterRoleBinding{}, func(o interface{}) { defaults.ClusterRoleBinding(o.(*rbacv1.ClusterRoleBinding)) })
+	add(&rbacv1.ClusterRoleBindingList{}, func(o interface{}) {
+		for i := range o.(*rbacv1.ClusterRoleBindingList).Items {
+			defaults.ClusterRoleBinding(&o.(*rbacv1.ClusterRoleBindingList).Items[i])
+		}
+	})
+	return nil
+}
+
+// addFieldLabelConversions accepts, for each kind, exactly the field
+// selector labels its field set offers (unsupported labels are rejected
+// with the same error kube-apiserver gives).
+func addFieldLabelConversions(s *runtime.Scheme) error {
+	for _, k := range fieldsets.Kinds() {
+		obj, err := s.New(k.GVK)
+		if err != nil {
+			return err
+		}
+		supported := k.Fields(obj)
+		if err := s.AddFieldLabelConversionFunc(k.GVK, labelConversion(supported)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func labelConversion(supported fields.Set) runtime.FieldLabelConversionFunc {
+	return func(label, value string) (string, string, error) {
+		if _, ok := supported[label]; ok {
+			return label, value, nil
+		}
+		return "", "", fmt.Errorf("field label not supported: %s", label)
+	}
+}

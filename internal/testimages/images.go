@@ -1,0 +1,220 @@
+// Package testimages builds the container images berth's tests (and, later,
+// `berth up`'s offline setup) need, in Go, with no daemon and no network: a
+// pause image from berth's own cmd/pause and a busybox image from the host's
+// static busybox. It also serves them from an in-process registry on
+// 127.0.0.1, anonymous or behind HTTP basic auth.
+package testimages
+
+import (
+	"archive/tar"
+	"bytes"
+	"context"
+	"debug/elf"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"sort"
+	"time"
+
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/empty"
+	"github.com/google/go-containerregistry/pkg/v1/mutate"
+	"github.com/google/go-containerregistry/pkg/v1/tarball"
+
+	"berth/internal/errdefs"
+)
+
+// epoch is the modification time of every file in the built layers, so the
+// same inputs always give the same digests.
+var epoch = time.Date(2000, 1, 1, 0, 0, 0, 0, time.UTC)
+
+// DefaultPath is the PATH both images declare.
+const DefaultPath = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+
+// BusyboxApplets are the commands the busybox image links to /bin/busybox.
+// (`trap`, `cd`, `exit` … are shell builtins and need no link.)
+var BusyboxApplets = []string{
+	"ash", "sh", "awk", "basename", "cat", "chmod", "chown", "cp", "cut", "date",
+	"dd", "df", "dirname", "du", "echo", "env", "expr", "false", "find", "free",
+	"grep", "head", "hostname", "id", "ifconfig", "ip", "kill", "ln", "ls", "md5sum",
+	"mkdir", "mkfifo", "mktemp", "mount", "mv", "nc", "netstat", "nslookup", "ping",
+	"printf", "ps", "pwd", "readlink", "rm", "rmdir", "sed", "seq", "sha256sum", "sleep",
+	"sort", "stat", "sync", "tail", "tee", "test", "[", "timeout", "top", "touch",
+	"tr", "true", "uname", "uniq", "wc", "wget", "whoami", "xargs", "yes", "httpd",
+	"umount", "usleep", "nproc", "realpath", "which", "watch",
+}
+
+// BuildPause compiles berth's cmd/pause statically (CGO_ENABLED=0, stripped)
+// with the go tool and returns the binary. moduleDir is any directory inside
+// the berth module ("" = the current directory).
+func BuildPause(ctx context.Context, moduleDir string) ([]byte, error) {
+	goBin, err := exec.LookPath("go")
+	if err != nil {
+		goBin = "/usr/local/go/bin/go"
+		if _, serr := os.Stat(goBin); serr != nil {
+			return nil, fmt.Errorf("testimages: build pause: no go tool on PATH or at %s: %w", goBin, errdefs.ErrNotFound)
+		}
+	}
+	tmp, err := os.MkdirTemp("", "berth-pause-build-")
+	if err != nil {
+		return nil, fmt.Errorf("testimages: build pause: %w", err)
+	}
+	defer os.RemoveAll(tmp)
+	out := filepath.Join(tmp, "pause")
+	cmd := exec.CommandContext(ctx, goBin, "build", "-trimpath", "-ldflags=-s -w", "-o", out, "berth/cmd/pause")
+	cmd.Dir = moduleDir
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if msg, err := cmd.CombinedOutput(); err != nil {
+		return nil, fmt.Errorf("testimages: go build berth/cmd/pause: %v\n%s", err, msg)
+	}
+	return os.ReadFile(out)
+}
+
+// PauseImage is a one-layer image holding pauseBinary at /pause, its
+// entrypoint.
+func PauseImage(pauseBinary []byte) (v1.Image, error) {
+	if err := requireStatic("pause binary", pauseBinary); err != nil {
+		return nil, err
+	}
+	layer, err := newLayer([]entry{{name: "pause", mode: 0o755, data: pauseBinary}})
+	if err != nil {
+		return nil, err
+	}
+	return newImage(layer, v1.Config{
+		Entrypoint: []string{"/pause"},
+		Env:        []string{"PATH=" + DefaultPath},
+		WorkingDir: "/",
+	})
+}
+
+// BusyboxImage is a one-layer image around the static busybox binary at
+// busyboxPath (e.g. Debian's busybox-static, /bin/busybox): /bin/busybox,
+// a symlink per BusyboxApplets entry, /etc/passwd and /etc/group with root
+// and nobody (65534), /root, a world-writable sticky /tmp. Its command is sh.
+func BusyboxImage(busyboxPath string) (v1.Image, error) {
+	bin, err := os.ReadFile(busyboxPath)
+	if err != nil {
+		return nil, fmt.Errorf("testimages: busybox: %w", err)
+	}
+	if err := requireStatic(busyboxPath, bin); err != nil {
+		return nil, err
+	}
+	entries := []entry{
+		{name: "bin", dir: true, mode: 0o755},
+		{name: "bin/busybox", mode: 0o755, data: bin},
+		{name: "etc", dir: true, mode: 0o755},
+		{name: "etc/passwd", mode: 0o644, data: []byte(
+			"root:x:0:0:root:/root:/bin/sh\nnobody:x:65534:65534:nobody:/nonexistent:/bin/false\n")},
+		{name: "etc/group", mode: 0o644, data: []byte("root:x:0:\nnogroup:x:65534:\n")},
+		{name: "root", dir: true, mode: 0o700},
+		{name: "tmp", dir: true, mode: 0o777 | fs.ModeSticky},
+		{name: "usr", dir: true, mode: 0o755},
+		{name: "usr/bin", dir: true, mode: 0o755},
+		{name: "var", dir: true, mode: 0o755},
+	}
+	for _, a := range BusyboxApplets {
+		entries = append(entries, entry{name: "bin/" + a, link: "busybox", mode: 0o777})
+	}
+	layer, err := newLayer(entries)
+	if err != nil {
+		return nil, err
+	}
+	return newImage(layer, v1.Config{
+		Cmd:        []string{"sh"},
+		Env:        []string{"PATH=" + DefaultPath},
+		WorkingDir: "/",
+	})
+}
+
+// requireStatic rejects a binary that needs a dynamic loader: the images
+// hold no libc.
+func requireStatic(what string, bin []byte) error {
+	f, err := elf.NewFile(bytes.NewReader(bin))
+	if err != nil {
+		return fmt.Errorf("testimages: %s is not an ELF executable: %v: %w", what, err, errdefs.ErrInvalidArgument)
+	}
+	defer f.Close()
+	for _, p := range f.Progs {
+		if p.Type == elf.PT_INTERP {
+			return fmt.Errorf("testimages: %s is dynamically linked; the image has no libc, a static binary is needed: %w",
+				what, errdefs.ErrInvalidArgument)
+		}
+	}
+	return nil
+}
+
+// entry is one file, directory or symlink of a layer.
+type entry struct {
+	name string // relative, no leading slash
+	dir  bool
+	link string // symlink target, when set
+	mode fs.FileMode
+	data []byte
+}
+
+// newLayer writes entries into a gzipped tar layer, owned by root, with
+// fixed times.
+func newLayer(entries []entry) (v1.Layer, error) {
+	sorted := append([]entry(nil), entries...)
+	sort.SliceStable(sorted, func(i, j int) bool { return sorted[i].name < sorted[j].name })
+	var buf bytes.Buffer
+	tw := tar.NewWriter(&buf)
+	for _, e := range sorted {
+		h := &tar.Header{Name: e.name, ModTime: epoch, Format: tar.FormatPAX, Mode: int64(e.mode.Perm())}
+		if e.mode&fs.ModeSticky != 0 {
+			h.Mode |= 0o1000
+		}
+		switch {
+		case e.dir:
+			h.Typeflag, h.Name = tar.TypeDir, e.name+"/"
+		case e.link != "":
+			h.Typeflag, h.Linkname = tar.TypeSymlink, e.link
+		default:
+			h.Typeflag, h.Size = tar.TypeReg, int64(len(e.data))
+		}
+		if err := tw.WriteHeader(h); err != nil {
+			return nil, fmt.Errorf("testimages: layer %s: %w", e.name, err)
+		}
+		if h.Typeflag == tar.TypeReg {
+			if _, err := tw.Write(e.data); err != nil {
+				return nil, fmt.Errorf("testimages: layer %s: %w", e.name, err)
+			}
+		}
+	}
+	if err := tw.Close(); err != nil {
+		return nil, fmt.Errorf("testimages: layer: %w", err)
+	}
+	data := buf.Bytes()
+	return tarball.LayerFromOpener(func() (io.ReadCloser, error) {
+		return io.NopCloser(bytes.NewReader(data)), nil
+	})
+}
+
+// newImage is a linux image of this machine's architecture with one layer.
+func newImage(layer v1.Layer, cfg v1.Config) (v1.Image, error) {
+	cf, err := empty.Image.ConfigFile()
+	if err != nil {
+		return nil, err
+	}
+	cf = cf.DeepCopy()
+	cf.OS = "linux"
+	cf.Architecture = runtime.GOARCH
+	cf.Created = v1.Time{Time: epoch}
+	cf.Config = cfg
+	img, err := mutate.ConfigFile(empty.Image, cf)
+	if err != nil {
+		return nil, fmt.Errorf("testimages: image config: %w", err)
+	}
+	img, err = mutate.Append(img, mutate.Addendum{
+		Layer:   layer,
+		History: v1.History{Created: v1.Time{Time: epoch}, CreatedBy: "berth testimages"},
+	})
+	if err != nil {
+		return nil, fmt.Errorf("testimages: image layer: %w", err)
+	}
+	return img, nil
+}

@@ -1,0 +1,163 @@
+package testimages
+
+import (
+	"archive/tar"
+	"context"
+	"errors"
+	"io"
+	"os"
+	"runtime"
+	"strings"
+	"testing"
+
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/mutate"
+
+	"berth/internal/errdefs"
+)
+
+const hostBusybox = "/bin/busybox"
+
+// requireBusybox: the busybox image is built from Debian's busybox-static;
+// under CI=true its absence is a failure.
+func requireBusybox(t *testing.T) {
+	t.Helper()
+	if _, err := os.Stat(hostBusybox); err == nil {
+		return
+	}
+	if os.Getenv("CI") == "true" {
+		t.Fatalf("%s is missing (install busybox-static); CI=true forbids skipping", hostBusybox)
+	}
+	t.Skipf("%s is missing (install busybox-static)", hostBusybox)
+}
+
+type file struct {
+	hdr  *tar.Header
+	data []byte
+}
+
+// files flattens img's filesystem.
+func files(t *testing.T, img v1.Image) map[string]file {
+	t.Helper()
+	rc := mutate.Extract(img)
+	defer rc.Close()
+	out := map[string]file{}
+	tr := tar.NewReader(rc)
+	for {
+		h, err := tr.Next()
+		if err == io.EOF {
+			return out
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		data, err := io.ReadAll(tr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out[strings.TrimSuffix(h.Name, "/")] = file{h, data}
+	}
+}
+
+func TestBusyboxImage(t *testing.T) {
+	requireBusybox(t)
+	img, err := BusyboxImage(hostBusybox)
+	if err != nil {
+		t.Fatal(err)
+	}
+	layers, err := img.Layers()
+	if err != nil || len(layers) != 1 {
+		t.Fatalf("layers = %d, %v; want one", len(layers), err)
+	}
+	cf, err := img.ConfigFile()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cf.OS != "linux" || cf.Architecture != runtime.GOARCH {
+		t.Errorf("platform = %s/%s", cf.OS, cf.Architecture)
+	}
+	if strings.Join(cf.Config.Cmd, " ") != "sh" || len(cf.Config.Env) != 1 || cf.Config.Env[0] != "PATH="+DefaultPath {
+		t.Errorf("config cmd %v env %v", cf.Config.Cmd, cf.Config.Env)
+	}
+
+	fs := files(t, img)
+	want, _ := os.ReadFile(hostBusybox)
+	bb, ok := fs["bin/busybox"]
+	if !ok || string(bb.data) != string(want) || bb.hdr.Mode&0o111 == 0 {
+		t.Fatalf("bin/busybox missing, different from the host's or not executable")
+	}
+	for _, applet := range []string{"sh", "httpd", "nc", "wget", "sleep", "cat", "ip", "ps", "hostname", "id"} {
+		f, ok := fs["bin/"+applet]
+		if !ok || f.hdr.Typeflag != tar.TypeSymlink || f.hdr.Linkname != "busybox" {
+			t.Errorf("bin/%s is not a symlink to busybox", applet)
+		}
+	}
+	if tmp := fs["tmp"]; tmp.hdr == nil || tmp.hdr.Typeflag != tar.TypeDir || tmp.hdr.Mode&0o7777 != 0o1777 {
+		t.Errorf("tmp is not a 1777 directory: %+v", tmp.hdr)
+	}
+	if !strings.Contains(string(fs["etc/passwd"].data), "nobody:x:65534:65534:") ||
+		!strings.HasPrefix(string(fs["etc/passwd"].data), "root:x:0:0:") {
+		t.Errorf("etc/passwd = %q", fs["etc/passwd"].data)
+	}
+	if !strings.Contains(string(fs["etc/group"].data), ":x:65534:") {
+		t.Errorf("etc/group = %q", fs["etc/group"].data)
+	}
+
+	// Same input, same digest: the layer has fixed times and order.
+	again, err := BusyboxImage(hostBusybox)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d1, _ := img.Digest()
+	d2, _ := again.Digest()
+	if d1 != d2 {
+		t.Errorf("two builds differ: %s vs %s", d1, d2)
+	}
+}
+
+func TestPauseImage(t *testing.T) {
+	bin, err := BuildPause(context.Background(), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	img, err := PauseImage(bin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cf, err := img.ConfigFile()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Join(cf.Config.Entrypoint, " ") != "/pause" {
+		t.Errorf("entrypoint = %v", cf.Config.Entrypoint)
+	}
+	fs := files(t, img)
+	if len(fs) != 1 {
+		t.Errorf("pause image holds %d entries, want only /pause", len(fs))
+	}
+	p := fs["pause"]
+	if string(p.data) != string(bin) || p.hdr.Mode&0o111 == 0 {
+		t.Errorf("/pause is not the built binary, or not executable")
+	}
+}
+
+func TestImagesRejectNonStaticBinaries(t *testing.T) {
+	// /bin/ls is dynamically linked on every Debian/Ubuntu.
+	ls, err := os.ReadFile("/bin/ls")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, data := range map[string][]byte{
+		"not ELF":         []byte("#!/bin/sh\nexit 0\n"),
+		"dynamic /bin/ls": ls,
+	} {
+		t.Run(name, func(t *testing.T) {
+			if _, err := PauseImage(data); !errors.Is(err, errdefs.ErrInvalidArgument) {
+				t.Fatalf("PauseImage = %v, want ErrInvalidArgument", err)
+			}
+		})
+	}
+	if _, err := BusyboxImage("/nonexistent/busybox"); err == nil || !strings.Contains(err.Error(), "/nonexistent/busybox") {
+		t.Errorf("BusyboxImage(missing) = %v, want an error naming the path", err)
+	}
+}
