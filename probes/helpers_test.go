@@ -12,6 +12,9 @@ import (
 	"berth/cri/critest"
 )
 
+// *cri.Client is what the agent passes as Execer.
+var _ Execer = (*cri.Client)(nil)
+
 // newCRI starts the fake runtime and a real CRI client to it.
 func newCRI(t testing.TB) (*critest.Server, *cri.Client) {
 	t.Helper()

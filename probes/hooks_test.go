@@ -108,8 +108,11 @@ func TestHookHTTP(t *testing.T) {
 		hits.Add(1)
 		ua.Store(r.Header.Get("User-Agent"))
 		path.Store(r.URL.Path)
-		if r.URL.Path == "/fail" {
+		switch r.URL.Path {
+		case "/fail":
 			w.WriteHeader(http.StatusInternalServerError)
+		case "/hang":
+			<-r.Context().Done()
 		}
 	}))
 	defer web.Close()
@@ -167,6 +170,24 @@ func TestHookHTTP(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+func TestHookHTTPCutOffByDeadline(t *testing.T) {
+	_, client := newCRI(t)
+	web := httptest.NewServer(http.HandlerFunc(func(_ http.ResponseWriter, r *http.Request) { <-r.Context().Done() }))
+	defer web.Close()
+	host, port := hostPort(t, web.URL)
+	h, err := NewHookRunner(HookConfig{Exec: client})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	defer cancel()
+	msg, err := h.Run(ctx, hookPod(), Target{PodIP: host, Container: &v1.Container{Name: "app"}},
+		&v1.LifecycleHandler{HTTPGet: &v1.HTTPGetAction{Path: "/prestop", Port: intstr.FromInt32(int32(port))}})
+	if !errors.Is(err, context.DeadlineExceeded) || !strings.HasPrefix(msg, `HTTP lifecycle hook (/prestop) for Container "app" in Pod "web_default(uid-1)" failed - error: Get`) {
+		t.Errorf("got %q %v, want the deadline", msg, err)
 	}
 }
 

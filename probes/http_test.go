@@ -18,7 +18,7 @@ import (
 )
 
 // hostPort splits a test server's URL.
-func hostPort(t *testing.T, rawURL string) (string, int) {
+func hostPort(t testing.TB, rawURL string) (string, int) {
 	t.Helper()
 	u, err := url.Parse(rawURL)
 	if err != nil {

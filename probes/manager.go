@@ -23,7 +23,7 @@ const DefaultMaxInFlight = 100
 // batchWindow is how early a worker may run so the scheduler wakes once for
 // the workers due close together, rather than once per worker: with
 // thousands of probes spread over a period, fewer wake-ups cost less CPU.
-const batchWindow = 50 * time.Millisecond
+const batchWindow = 10 * time.Millisecond
 
 // DefaultUpdateBuffer is the capacity of the Updates channel when Config leaves it 0.
 const DefaultUpdateBuffer = 1024
@@ -406,7 +406,7 @@ func (m *Manager) signal() {
 }
 
 // Run schedules the probes until ctx ends, then waits for the probes in
-// flight and returns nil.
+// flight and returns nil. Call it once.
 func (m *Manager) Run(ctx context.Context) error {
 	var wg sync.WaitGroup
 	defer wg.Wait()

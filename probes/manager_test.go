@@ -175,8 +175,13 @@ func (h *harness) events() []string {
 	}
 }
 
+// counter reads prober_probe_total for the test pod's app container.
 func (h *harness) counter(probeType, result string) float64 {
-	return testutil.ToFloat64(h.m.metrics.total.WithLabelValues(probeType, result, "app", "web", "default", "uid-1"))
+	c, err := h.m.metrics.total.GetMetricWithLabelValues(probeType, result, "app", "web", "default", "uid-1")
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	return testutil.ToFloat64(c)
 }
 
 // httpProbe is a probe of path on the harness's target.
@@ -255,6 +260,10 @@ func TestLivenessFailureThresholdAndRestart(t *testing.T) {
 	}
 	if s, f := h.counter("Liveness", "successful"), h.counter("Liveness", "failed"); s != 2 || f != 3 {
 		t.Errorf("prober_probe_total successful=%v failed=%v, want 2 and 3", s, f)
+	}
+	// Exported on the registry passed in, under the kubelet's names.
+	if n, err := testutil.GatherAndCount(h.reg, "prober_probe_total", "prober_probe_duration_seconds"); err != nil || n != 3 {
+		t.Errorf("registry has %d prober series (%v), want 3 (successful, failed, duration)", n, err)
 	}
 }
 

@@ -52,25 +52,28 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	return m, nil
 }
 
-// workerMetrics are one worker's series, resolved once.
+// workerMetrics are one worker's series. As the kubelet's, a series
+// appears when it is first counted.
 type workerMetrics struct {
-	parent                      *metrics
-	labels                      [4]string // probe_type, container, pod, namespace
-	podUID                      string
-	successful, failed, unknown prometheus.Counter
-	duration                    prometheus.Observer
+	parent *metrics
+	labels [4]string // probe_type, container, pod, namespace
+	podUID string
 }
 
 func (m *metrics) forWorker(probeType, container, pod, namespace, podUID string) *workerMetrics {
-	return &workerMetrics{
-		parent:     m,
-		labels:     [4]string{probeType, container, pod, namespace},
-		podUID:     podUID,
-		successful: m.total.WithLabelValues(probeType, metricSuccessful, container, pod, namespace, podUID),
-		failed:     m.total.WithLabelValues(probeType, metricFailed, container, pod, namespace, podUID),
-		unknown:    m.total.WithLabelValues(probeType, metricUnknown, container, pod, namespace, podUID),
-		duration:   m.duration.WithLabelValues(probeType, container, pod, namespace),
-	}
+	return &workerMetrics{parent: m, labels: [4]string{probeType, container, pod, namespace}, podUID: podUID}
+}
+
+// count adds one probe with result (metricSuccessful, metricFailed, metricUnknown).
+func (w *workerMetrics) count(result string) {
+	l := w.labels
+	w.parent.total.WithLabelValues(l[0], result, l[1], l[2], l[3], w.podUID).Inc()
+}
+
+// observe records a probe's duration.
+func (w *workerMetrics) observe(seconds float64) {
+	l := w.labels
+	w.parent.duration.WithLabelValues(l[0], l[1], l[2], l[3]).Observe(seconds)
 }
 
 // delete drops the worker's series when it stops.

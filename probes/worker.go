@@ -120,13 +120,13 @@ func (m *Manager) doProbe(ctx context.Context, w *worker) bool {
 	}
 	switch result {
 	case Success:
-		w.metrics.successful.Inc()
-		w.metrics.duration.Observe(m.clock.Since(start).Seconds())
+		w.metrics.count(metricSuccessful)
+		w.metrics.observe(m.clock.Since(start).Seconds())
 	case Failure:
-		w.metrics.failed.Inc()
+		w.metrics.count(metricFailed) // as the kubelet, failures are not timed
 	default:
-		w.metrics.unknown.Inc()
-		w.metrics.duration.Observe(m.clock.Since(start).Seconds())
+		w.metrics.count(metricUnknown)
+		w.metrics.observe(m.clock.Since(start).Seconds())
 	}
 	if w.lastResult == result {
 		w.resultRun++

@@ -160,10 +160,13 @@ func (e *Error) Error() string { return e.Reason + ": " + e.Message }
 
 // Unwrap returns the reason's sentinel and the cause.
 func (e *Error) Unwrap() []error {
-	if e.cause == nil {
-		return []error{e.sentinel}
+	var errs []error
+	for _, err := range []error{e.sentinel, e.cause} {
+		if err != nil {
+			errs = append(errs, err)
+		}
 	}
-	return []error{e.sentinel, e.cause}
+	return errs
 }
 
 func newError(sentinel error, message string, cause error) *Error {
@@ -215,7 +218,7 @@ func (p *Puller) EnsureImage(ctx context.Context, req Request) (Result, error) {
 		}
 	}
 
-	key := string(req.PodUID) + "_" + image
+	key := string(req.PodUID) + "_" + req.Image
 	now := p.clock.Now()
 	if waiting, left := p.backOff.inBackOff(key, now); waiting {
 		msg := fmt.Sprintf("Back-off pulling image %q", req.Image)

@@ -43,11 +43,18 @@ type Options struct {
 // Build returns the PodSandboxConfig for pod, or an error naming the field
 // that makes it impossible.
 func Build(pod *v1.Pod, opts Options) (*runtimeapi.PodSandboxConfig, error) {
+	cfg, _, err := BuildWithWarnings(pod, opts)
+	return cfg, err
+}
+
+// BuildWithWarnings is Build that also returns the DNS warnings the kubelet
+// reports as Warning events on the pod (DNSConfigForming, MissingClusterDNS).
+func BuildWithWarnings(pod *v1.Pod, opts Options) (*runtimeapi.PodSandboxConfig, []dns.Warning, error) {
 	if err := checkIdentity(pod); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if opts.PodLogDir == "" {
-		return nil, fmt.Errorf("sandbox config for pod %s/%s: Options.PodLogDir is required: %w", pod.Namespace, pod.Name, errdefs.ErrInvalidArgument)
+		return nil, nil, fmt.Errorf("sandbox config for pod %s/%s: Options.PodLogDir is required: %w", pod.Namespace, pod.Name, errdefs.ErrInvalidArgument)
 	}
 	cfg := &runtimeapi.PodSandboxConfig{
 		Metadata: &runtimeapi.PodSandboxMetadata{
@@ -61,25 +68,26 @@ func Build(pod *v1.Pod, opts Options) (*runtimeapi.PodSandboxConfig, error) {
 		LogDirectory: LogDirectory(opts.PodLogDir, pod.Namespace, pod.Name, pod.UID),
 	}
 	var err error
-	if cfg.DnsConfig, _, err = dns.PodDNS(pod, opts.DNS); err != nil {
-		return nil, err
+	var warnings []dns.Warning
+	if cfg.DnsConfig, warnings, err = dns.PodDNS(pod, opts.DNS); err != nil {
+		return nil, nil, err
 	}
 	if !pod.Spec.HostNetwork {
 		hostname, domain, err := dns.Hostname(pod, opts.DNS.ClusterDomain)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		if cfg.Hostname, err = dns.KernelHostname(pod, hostname, domain); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 	}
 	if cfg.PortMappings, err = PortMappings(pod); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if cfg.Linux, err = linuxConfig(pod, opts); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	return cfg, nil
+	return cfg, warnings, nil
 }
 
 // LogDirectory is the pod's log directory, <podLogDir>/<namespace>_<name>_<uid>,

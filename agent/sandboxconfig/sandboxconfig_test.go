@@ -277,3 +277,22 @@ func TestLogDirectory(t *testing.T) {
 		t.Fatalf("LogDirectory = %q", got)
 	}
 }
+
+func TestBuildWithWarnings(t *testing.T) {
+	p, opts := basePod(), baseOptions(t)
+	opts.DNS.ClusterDNS = nil
+	cfg, warnings, err := BuildWithWarnings(p, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(warnings) != 1 || warnings[0].Reason != dns.ReasonMissingClusterDNS {
+		t.Fatalf("warnings = %v, want one MissingClusterDNS", warnings)
+	}
+	// Falls back to the host's resolver.
+	if got := cfg.DnsConfig.Servers; len(got) != 1 || got[0] != "192.0.2.53" {
+		t.Fatalf("servers = %v, want the host's", got)
+	}
+	if _, warnings, _ := BuildWithWarnings(basePod(), baseOptions(t)); len(warnings) != 0 {
+		t.Fatalf("warnings with cluster DNS = %v, want none", warnings)
+	}
+}

@@ -25,6 +25,7 @@ func newRootCommand() *cobra.Command {
 		SilenceErrors: true,
 	}
 	root.AddCommand(newVersionCommand())
+	root.AddCommand(newAgentCommand())
 	root.AddCommand(newServerCommand())
 	return root
 }

@@ -59,7 +59,7 @@ func (h *Handler) serveCreate(w http.ResponseWriter, r *http.Request, res *Resou
 			return
 		}
 	}
-	out, err := res.Store.Create(ctx, obj, nil, opts)
+	out, err := res.Store.Create(ctx, obj, rest.ValidateAllObjectFunc, opts)
 	if err != nil {
 		h.writeError(w, r, err)
 		return
@@ -104,7 +104,7 @@ func (h *Handler) serveNamedCreate(w http.ResponseWriter, r *http.Request, res *
 			return
 		}
 	}
-	out, err := c.Create(r.Context(), name, obj, nil, opts)
+	out, err := c.Create(r.Context(), name, obj, rest.ValidateAllObjectFunc, opts)
 	if err != nil {
 		h.writeError(w, r, err)
 		return

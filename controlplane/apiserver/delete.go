@@ -7,6 +7,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apiserver/pkg/endpoints/handlers/negotiation"
+	"k8s.io/apiserver/pkg/registry/rest"
 	"sigs.k8s.io/yaml"
 )
 
@@ -77,7 +78,7 @@ func (h *Handler) serveDelete(w http.ResponseWriter, r *http.Request, res *Resou
 		h.writeError(w, r, err)
 		return
 	}
-	out, deleted, err := res.Store.Delete(r.Context(), name, nil, opts)
+	out, deleted, err := res.Store.Delete(r.Context(), name, rest.ValidateAllObjectFunc, opts)
 	if err != nil {
 		h.writeError(w, r, err)
 		return
@@ -101,7 +102,7 @@ func (h *Handler) serveDeleteCollection(w http.ResponseWriter, r *http.Request, 
 		h.writeError(w, r, err)
 		return
 	}
-	out, err := res.Store.DeleteCollection(r.Context(), nil, opts, listOpts)
+	out, err := res.Store.DeleteCollection(r.Context(), rest.ValidateAllObjectFunc, opts, listOpts)
 	if err != nil {
 		h.writeError(w, r, err)
 		return

@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/strategicpatch"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/apiserver/pkg/registry/rest"
 	"sigs.k8s.io/yaml"
 )
 
@@ -68,7 +69,7 @@ func (h *Handler) servePatch(w http.ResponseWriter, r *http.Request, res *Resour
 	}
 	info := &patchInfo{h: h, kind: kind, patchType: pt, patch: patch, validation: validation}
 	uopts := &metav1.UpdateOptions{DryRun: opts.DryRun, FieldManager: opts.FieldManager, FieldValidation: opts.FieldValidation}
-	out, _, err := u.Update(r.Context(), name, info, nil, nil, false, uopts)
+	out, _, err := u.Update(r.Context(), name, info, rest.ValidateAllObjectFunc, rest.ValidateAllObjectUpdateFunc, false, uopts)
 	if err != nil {
 		h.writeError(w, r, err)
 		return

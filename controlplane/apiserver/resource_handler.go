@@ -28,6 +28,8 @@ func (h *Handler) serveResource(w http.ResponseWriter, r *http.Request, info *ge
 	ctx := r.Context()
 	if res.Namespaced {
 		ctx = genericapirequest.WithNamespace(ctx, info.Namespace)
+	} else {
+		ctx = genericapirequest.WithNamespace(ctx, "")
 	}
 	r = r.WithContext(ctx)
 	if info.Subresource != "" {

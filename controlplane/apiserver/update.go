@@ -62,7 +62,7 @@ func (h *Handler) serveUpdate(w http.ResponseWriter, r *http.Request, res *Resou
 		}
 	}
 	createCheck := func(ctx2 context.Context, o runtime.Object) error { return h.checkNamespace(ctx2, res, o) }
-	out, created, err := u.Update(ctx, name, rest.DefaultUpdatedObjectInfo(obj), createCheck, nil, false, opts)
+	out, created, err := u.Update(ctx, name, rest.DefaultUpdatedObjectInfo(obj), createCheck, rest.ValidateAllObjectUpdateFunc, false, opts)
 	if err != nil {
 		h.writeError(w, r, err)
 		return

@@ -128,7 +128,7 @@ func (c *cleaner) clean(ctx context.Context, name string) (bool, error) {
 		if meta.LenList(list) == 0 {
 			continue
 		}
-		if _, err := res.Store.DeleteCollection(nsCtx, nil, &metav1.DeleteOptions{}, &metainternalversion.ListOptions{}); err != nil {
+		if _, err := res.Store.DeleteCollection(nsCtx, rest.ValidateAllObjectFunc, &metav1.DeleteOptions{}, &metainternalversion.ListOptions{}); err != nil {
 			return false, fmt.Errorf("deleting %s: %w", res.Resource, err)
 		}
 		list, err = res.Store.List(nsCtx, &metainternalversion.ListOptions{})
@@ -155,7 +155,7 @@ func (c *cleaner) clean(ctx context.Context, name string) (bool, error) {
 	if !ok {
 		return false, fmt.Errorf("namespaces/finalize is not served")
 	}
-	_, _, err = fin.Update(clusterCtx, name, rest.DefaultUpdatedObjectInfo(ns), nil, nil, false, &metav1.UpdateOptions{})
+	_, _, err = fin.Update(clusterCtx, name, rest.DefaultUpdatedObjectInfo(ns), rest.ValidateAllObjectFunc, rest.ValidateAllObjectUpdateFunc, false, &metav1.UpdateOptions{})
 	if apierrors.IsNotFound(err) {
 		return true, nil
 	}

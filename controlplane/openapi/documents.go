@@ -4,24 +4,20 @@ import (
 	"crypto/sha512"
 	"encoding/json"
 	"fmt"
-	"maps"
 	"net/url"
 	"reflect"
-	"slices"
-	"sort"
 	"strings"
 
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/applyconfigurations"
 	"k8s.io/kube-openapi/pkg/openapiconv"
 	"k8s.io/kube-openapi/pkg/spec3"
 	"k8s.io/kube-openapi/pkg/validation/spec"
-	"sigs.k8s.io/structured-merge-diff/v6/typed"
-
-	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	smdschema "sigs.k8s.io/structured-merge-diff/v6/schema"
+	"sigs.k8s.io/structured-merge-diff/v6/typed"
 )
 
 // Documents holds both OpenAPI documents, built once by New and immutable
@@ -30,8 +26,9 @@ type Documents struct {
 	v2 *spec.Swagger
 	// v2JSON is the encoded Swagger document; its protobuf and gzip
 	// variants are made on first request.
-	v2JSON *representation
-	v2ETag string
+	v2JSON  *representation
+	v2Proto *lazyRepresentation
+	v2ETag  string
 
 	// v3 maps "api/v1", "apis/apps/v1", … to the group-version's document.
 	v3      map[string]*v3Document
@@ -41,8 +38,8 @@ type Documents struct {
 
 // v3Document is one group-version's OpenAPI v3 document.
 type v3Document struct {
-	doc  *spec3.OpenAPI
-	json *representation
+	json  *representation
+	proto *lazyRepresentation
 	// hash is the uppercase hex SHA-512 of json, as upstream computes it;
 	// it is the ETag and the ?hash= of the index's serverRelativeURL.
 	hash string
@@ -124,7 +121,8 @@ func encode(swagger *spec.Swagger, oneOf map[string][]string) (*Documents, error
 	if err != nil {
 		return nil, fmt.Errorf("openapi: encoding the v2 document: %w", err)
 	}
-	d := &Documents{v2: swagger, v2JSON: newRepresentation(v2JSON), v2ETag: etag(v2JSON), v3: map[string]*v3Document{}}
+	d := &Documents{v2: swagger, v2JSON: newRepresentation(v2JSON), v2ETag: etag(v2JSON), v3: map[string]*v3Document{},
+		v2Proto: &lazyRepresentation{encode: func() ([]byte, error) { return v2Protobuf(v2JSON) }}}
 
 	byGV := map[string][]string{}
 	for path := range swagger.Paths.Paths {
@@ -140,7 +138,8 @@ func encode(swagger *spec.Swagger, oneOf map[string][]string) (*Documents, error
 		if err != nil {
 			return nil, fmt.Errorf("openapi: encoding the v3 document of %s: %w", gv, err)
 		}
-		v := &v3Document{doc: doc, json: newRepresentation(data), hash: etag(data)}
+		v := &v3Document{json: newRepresentation(data), hash: etag(data),
+			proto: &lazyRepresentation{encode: func() ([]byte, error) { return v3Protobuf(data) }}}
 		d.v3[gv] = v
 		index.Paths[gv] = v3IndexEntry{ServerRelativeURL: v3URL(gv, v.hash)}
 	}
@@ -189,7 +188,6 @@ func v3URL(gv, hash string) string {
 // buildV3 makes the OpenAPI v3 document of one group-version: its paths and
 // every definition they reach.
 func buildV3(swagger *spec.Swagger, gvPaths []string, oneOf map[string][]string) *spec3.OpenAPI {
-	sort.Strings(gvPaths)
 	v2Paths := &spec.Paths{Paths: map[string]spec.PathItem{}}
 	for _, path := range gvPaths {
 		v2Paths.Paths[path] = swagger.Paths.Paths[path]
@@ -235,7 +233,7 @@ func buildV3(swagger *spec.Swagger, gvPaths []string, oneOf map[string][]string)
 		}
 	}
 	schemas := make(map[string]*spec.Schema, len(reached))
-	for _, name := range slices.Sorted(maps.Keys(reached)) {
+	for name := range reached {
 		def := swagger.Definitions[name]
 		v3 := openapiconv.ConvertSchema(&def)
 		if types, ok := oneOf[name]; ok {
@@ -267,20 +265,6 @@ func buildV3(swagger *spec.Swagger, gvPaths []string, oneOf map[string][]string)
 
 // Swagger returns the OpenAPI v2 document. Callers must not modify it.
 func (d *Documents) Swagger() *spec.Swagger { return d.v2 }
-
-// V3 returns the OpenAPI v3 document of a group-version key ("api/v1",
-// "apis/apps/v1"), or nil. Callers must not modify it.
-func (d *Documents) V3(groupVersion string) *spec3.OpenAPI {
-	if v, ok := d.v3[groupVersion]; ok {
-		return v.doc
-	}
-	return nil
-}
-
-// V3GroupVersions lists the keys of the OpenAPI v3 documents, sorted.
-func (d *Documents) V3GroupVersions() []string {
-	return slices.Sorted(maps.Keys(d.v3))
-}
 
 // Sizes reports the encoded JSON sizes in bytes: the v2 document, and all
 // v3 documents together.

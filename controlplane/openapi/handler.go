@@ -60,13 +60,6 @@ func (d *Documents) Handler() http.Handler {
 // ETag (the same for both, with Vary: Accept, as upstream), gzip when asked,
 // and 406 when the Accept header allows neither.
 func (d *Documents) V2Handler() http.Handler {
-	proto := &lazyRepresentation{encode: func() ([]byte, error) {
-		doc, err := openapi_v2.ParseDocument(d.v2JSON.raw)
-		if err != nil {
-			return nil, fmt.Errorf("openapi: converting the v2 document to protobuf: %w", err)
-		}
-		return marshalProto(doc)
-	}}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if !allowRead(w, r) {
 			return
@@ -80,7 +73,7 @@ func (d *Documents) V2Handler() http.Handler {
 		rep := d.v2JSON
 		if offer.contentType != mimeJSON {
 			var err error
-			if rep, err = proto.get(); err != nil {
+			if rep, err = d.v2Proto.get(); err != nil {
 				http.Error(w, err.Error(), http.StatusInternalServerError)
 				return
 			}
@@ -95,16 +88,6 @@ func (d *Documents) V2Handler() http.Handler {
 // carrying the current ?hash= is answered with immutable caching headers; a
 // stale hash is redirected (301) to the current URL, as upstream does.
 func (d *Documents) V3Handler() http.Handler {
-	protos := make(map[string]*lazyRepresentation, len(d.v3))
-	for gv, v := range d.v3 {
-		protos[gv] = &lazyRepresentation{encode: func() ([]byte, error) {
-			doc, err := openapi_v3.ParseDocument(v.json.raw)
-			if err != nil {
-				return nil, fmt.Errorf("openapi: converting the v3 document of %s to protobuf: %w", gv, err)
-			}
-			return marshalProto(doc)
-		}}
-	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if !allowRead(w, r) {
 			return
@@ -136,7 +119,7 @@ func (d *Documents) V3Handler() http.Handler {
 		rep := v.json
 		if offer.contentType != mimeJSON {
 			var err error
-			if rep, err = protos[gv].get(); err != nil {
+			if rep, err = v.proto.get(); err != nil {
 				http.Error(w, err.Error(), http.StatusInternalServerError)
 				return
 			}
@@ -153,6 +136,24 @@ func allowRead(w http.ResponseWriter, r *http.Request) bool {
 	w.Header().Set("Allow", "GET, HEAD")
 	http.Error(w, "method "+r.Method+" not allowed", http.StatusMethodNotAllowed)
 	return false
+}
+
+// v2Protobuf converts the JSON Swagger document to gnostic's protobuf.
+func v2Protobuf(data []byte) ([]byte, error) {
+	doc, err := openapi_v2.ParseDocument(data)
+	if err != nil {
+		return nil, fmt.Errorf("openapi: converting the v2 document to protobuf: %w", err)
+	}
+	return marshalProto(doc)
+}
+
+// v3Protobuf converts a JSON OpenAPI v3 document to gnostic's protobuf.
+func v3Protobuf(data []byte) ([]byte, error) {
+	doc, err := openapi_v3.ParseDocument(data)
+	if err != nil {
+		return nil, fmt.Errorf("openapi: converting a v3 document to protobuf: %w", err)
+	}
+	return marshalProto(doc)
 }
 
 func marshalProto(m proto.Message) ([]byte, error) {

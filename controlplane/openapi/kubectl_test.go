@@ -6,9 +6,12 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	"k8s.io/kube-openapi/pkg/validation/spec"
 )
 
 // kubectlBinary is one kubectl release to run against the documents.
@@ -119,7 +122,10 @@ func TestKubectlExplain(t *testing.T) {
 				t.Fatalf("kubectl explain clusterrolebindings.roleRef: %v\n%s", err, out)
 			}
 			assertContains(t, out, "GROUP:      rbac.authorization.k8s.io", "KIND:       ClusterRoleBinding",
-				"apiGroup\t<string> -required-")
+				"apiGroup\t<string>", "kind\t<string> -required-", "name\t<string> -required-")
+			if strings.Contains(out, "apiGroup\t<string> -required-") {
+				t.Errorf("roleRef.apiGroup is shown required; upstream marks it +optional:\n%s", out)
+			}
 
 			out, err = runKubectl(t, k, srv.URL, "explain", "pods.spec.containers", "--output=plaintext-openapiv2")
 			if err != nil {
@@ -184,5 +190,101 @@ func TestKubectlApplyUsesServerSideValidation(t *testing.T) {
 			assertContains(t, body, `"$setElementOrder/containers":[{"name":"app"},{"name":"side"}]`,
 				`"containers":[{"image":"busybox:2","name":"app"}]`)
 		})
+	}
+}
+
+// TestKubectlClientSideValidation serves the documents without the
+// fieldValidation parameter, as an older server would, so kubectl validates
+// manifests itself against the schemas: a valid pod and deployment (quantities,
+// int-or-string, integers, maps) must pass and an unknown field must be named.
+func TestKubectlClientSideValidation(t *testing.T) {
+	b, err := build(DefaultResources(), Info{Version: "v1.37.2"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for path, item := range b.swagger.Paths.Paths {
+		for _, op := range []*spec.Operation{item.Post, item.Put, item.Patch} {
+			if op == nil {
+				continue
+			}
+			op.Parameters = slices.DeleteFunc(op.Parameters, func(p spec.Parameter) bool { return p.Name == "fieldValidation" })
+		}
+		b.swagger.Paths.Paths[path] = item
+	}
+	docs, err := encode(b.swagger, b.oneOf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv, api := startTestAPI(t, docs, DefaultResources())
+	dir := t.TempDir()
+	valid := filepath.Join(dir, "valid.yaml")
+	invalid := filepath.Join(dir, "invalid.yaml")
+	manifests := map[string]string{
+		valid: `apiVersion: v1
+kind: Pod
+metadata:
+  name: ok
+  labels: {app: demo}
+spec:
+  terminationGracePeriodSeconds: 5
+  containers:
+  - name: app
+    image: busybox
+    command: ["sleep", "3600"]
+    ports: [{containerPort: 8080, protocol: TCP}]
+    resources:
+      limits: {cpu: 100m, memory: 64Mi}
+      requests: {cpu: 0.1, memory: "67108864"}
+    readinessProbe:
+      httpGet: {path: /, port: http}
+---
+apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: ok
+spec:
+  replicas: 2
+  selector: {matchLabels: {app: demo}}
+  strategy:
+    rollingUpdate: {maxSurge: 25%, maxUnavailable: 1}
+  template:
+    metadata: {labels: {app: demo}}
+    spec:
+      containers: [{name: app, image: busybox}]
+`,
+		invalid: `apiVersion: v1
+kind: Pod
+metadata:
+  name: bad
+spec:
+  containers:
+  - name: app
+    image: busybox
+    imagePullPolicyy: Always
+`,
+	}
+	for path, content := range manifests {
+		if err := os.WriteFile(path, []byte(content), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, k := range kubectls() {
+		t.Run(k.name, func(t *testing.T) {
+			requireKubectl(t, k)
+			out, err := runKubectl(t, k, srv.URL, "create", "--dry-run=client", "--validate=strict", "-f", valid)
+			if err != nil {
+				t.Fatalf("valid manifest rejected: %v\n%s", err, out)
+			}
+			assertContains(t, out, "pod/ok created (dry run)", "deployment.apps/ok created (dry run)")
+			out, err = runKubectl(t, k, srv.URL, "create", "--dry-run=client", "--validate=strict", "-f", invalid)
+			if err == nil {
+				t.Fatalf("manifest with an unknown field accepted:\n%s", out)
+			}
+			assertContains(t, out, "imagePullPolicyy")
+		})
+	}
+	// kubectl fetched the schemas it validated against.
+	if len(api.recorded("GET", PathV2))+len(api.recorded("GET", PathV3+"/api/v1")) == 0 {
+		t.Error("kubectl fetched no OpenAPI document")
 	}
 }

@@ -137,7 +137,7 @@ func (e *evictionREST) Create(ctx context.Context, name string, obj runtime.Obje
 	if len(opts.DryRun) > 0 {
 		del.DryRun = opts.DryRun
 	}
-	if _, _, err := e.store.Delete(ctx, name, nil, del); err != nil {
+	if _, _, err := e.store.Delete(ctx, name, rest.ValidateAllObjectFunc, del); err != nil {
 		return nil, err
 	}
 	return &metav1.Status{Status: metav1.StatusSuccess, Code: 201}, nil

@@ -27,6 +27,9 @@ func (l NamespaceLifecycle) CheckCreate(ctx context.Context, namespace string, g
 	if apierrors.IsNotFound(err) {
 		obj, err = l.Store.Get(ctx, namespace, &metav1.GetOptions{})
 	}
+	if apierrors.IsNotFound(err) {
+		return apierrors.NewNotFound(namespacesResource, namespace)
+	}
 	if err != nil {
 		return err
 	}

@@ -76,7 +76,7 @@ func (s *scaleREST) Get(ctx context.Context, name string, opts *metav1.GetOption
 
 // Update implements rest.Updater.
 func (s *scaleREST) Update(ctx context.Context, name string, objInfo rest.UpdatedObjectInfo, _ rest.ValidateObjectFunc, _ rest.ValidateObjectUpdateFunc, _ bool, opts *metav1.UpdateOptions) (runtime.Object, bool, error) {
-	out, _, err := s.store.Update(ctx, name, &scaleUpdate{s: s, name: name, inner: objInfo}, nil, nil, false, opts)
+	out, _, err := s.store.Update(ctx, name, &scaleUpdate{s: s, name: name, inner: objInfo}, rest.ValidateAllObjectFunc, rest.ValidateAllObjectUpdateFunc, false, opts)
 	if err != nil {
 		return nil, false, err
 	}

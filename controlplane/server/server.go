@@ -23,10 +23,12 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	clientv3 "go.etcd.io/etcd/client/v3"
+	autoscalingv1 "k8s.io/api/autoscaling/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	genericapirequest "k8s.io/apiserver/pkg/endpoints/request"
+	"k8s.io/apiserver/pkg/registry/rest"
 
 	"berth/controlplane/apiserver"
 	"berth/controlplane/etcd"
@@ -102,6 +104,13 @@ func (s *Server) Run(ctx context.Context) (err error) {
 	defer client.Close()
 
 	sch := scheme.New()
+	// autoscaling/v1 Scale (the /scale subresources) until berth's scheme
+	// registers it itself.
+	if !sch.Recognizes(autoscalingv1.SchemeGroupVersion.WithKind("Scale")) {
+		if err := autoscalingv1.AddToScheme(sch); err != nil {
+			return fmt.Errorf("server: scheme: %w", err)
+		}
+	}
 	factory, err := storage.New(storage.Config{Client: client, Scheme: sch, CompactionInterval: cfg.EtcdCompactionInterval})
 	if err != nil {
 		return err
@@ -218,7 +227,7 @@ func (s *Server) Run(ctx context.Context) (err error) {
 func bootstrapNamespaces(ctx context.Context, set *resources.Set) error {
 	for _, name := range BootstrapNamespaces {
 		ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}
-		_, err := set.Namespaces.Create(genericapirequest.WithNamespace(ctx, ""), ns, nil, &metav1.CreateOptions{})
+		_, err := set.Namespaces.Create(genericapirequest.WithNamespace(ctx, ""), ns, rest.ValidateAllObjectFunc, &metav1.CreateOptions{})
 		if err != nil && !apierrors.IsAlreadyExists(err) {
 			return fmt.Errorf("server: creating namespace %s: %w", name, err)
 		}

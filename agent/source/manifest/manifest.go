@@ -190,6 +190,13 @@ func (s *Source) scan(ctx context.Context) bool {
 	current := map[string]*v1.Pod{}
 	raw := map[string][]byte{}
 	names := map[string]string{} // namespace/name → file, to refuse duplicates
+	type candidate struct {
+		file string
+		data []byte
+	}
+	var changed []candidate
+	// Unchanged files first: a pod already running keeps its name against a
+	// newcomer claiming it.
 	for _, e := range entries {
 		if strings.HasPrefix(e.Name(), ".") || e.IsDir() {
 			continue
@@ -203,26 +210,27 @@ func (s *Source) scan(ctx context.Context) bool {
 			continue
 		}
 		if old := s.known[file]; old != nil && string(s.raw[file]) == string(data) {
-			current[file] = old
-			raw[file] = data
+			current[file], raw[file] = old, data
 			names[old.Namespace+"/"+old.Name] = file
 			continue
 		}
-		pod, err := Load(data, file, s.cfg.NodeName)
+		changed = append(changed, candidate{file, data})
+	}
+	for _, c := range changed {
+		pod, err := Load(c.data, c.file, s.cfg.NodeName)
 		if err != nil {
-			s.problem(file, err)
+			s.problem(c.file, err)
 			continue
 		}
 		key := pod.Namespace + "/" + pod.Name
 		if other, dup := names[key]; dup {
-			s.problem(file, fmt.Errorf("pod %s is already defined by %s: %w", key, other, errdefs.ErrAlreadyExists))
+			s.problem(c.file, fmt.Errorf("pod %s is already defined by %s: %w", key, other, errdefs.ErrAlreadyExists))
 			continue
 		}
-		names[key] = file
+		names[key] = c.file
 		pod.Annotations[AnnotationConfigSeen] = s.cfg.Now().UTC().Format(time.RFC3339Nano)
-		current[file] = pod
-		raw[file] = data
-		delete(s.bad, file)
+		current[c.file], raw[c.file] = pod, c.data
+		delete(s.bad, c.file)
 	}
 	for file := range s.bad {
 		if _, err := os.Stat(file); err != nil {

@@ -1,0 +1,275 @@
+// Package agent is berth's node agent, composed: it runs the pods of a
+// static-pod manifest directory on a CRI runtime the way the kubelet does.
+//
+//	manifest source ──ADD/REMOVE──▶ pod workers ──CRI──▶ runtime
+//	                                   ▲    │
+//	                   PLEG (relist) ──┘    └──▶ status manager ──▶ GET /pods
+//
+// At start it writes and checks the node's CNI configuration, connects to the
+// runtime, adopts the pods already running there (by their kubelet labels),
+// and removes the ones no manifest asks for any more.
+package agent
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/types"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"berth/agent/backoff"
+	"berth/agent/cgroups"
+	"berth/agent/containerconfig"
+	"berth/agent/dns"
+	"berth/agent/images"
+	"berth/agent/pleg"
+	"berth/agent/podruntime"
+	"berth/agent/podstate"
+	"berth/agent/podworker"
+	"berth/agent/qos"
+	"berth/agent/sandboxconfig"
+	"berth/agent/server"
+	"berth/agent/source/manifest"
+	"berth/agent/status"
+	"berth/cni"
+	"berth/cri"
+)
+
+// Agent is a configured node agent; Run runs it.
+type Agent struct {
+	cfg Config
+
+	mu         sync.Mutex
+	networkErr error // why pod networking is not ready; nil when it is
+	runtimeErr error // why the runtime is not ready; nil when it is
+}
+
+// New validates cfg (see Config) and returns an agent.
+func New(cfg Config) (*Agent, error) {
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	return &Agent{cfg: cfg}, nil
+}
+
+// Config returns the agent's configuration with the defaults applied.
+func (a *Agent) Config() Config { return a.cfg }
+
+// Run runs the agent until ctx ends or a component fails. Stopping it leaves
+// the pods running; the next run adopts them.
+func (a *Agent) Run(ctx context.Context) error {
+	cfg := &a.cfg
+	log := cfg.Logger
+	for _, dir := range []string{cfg.RootDir, cfg.PodLogDir} {
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return fmt.Errorf("agent: %w", err)
+		}
+	}
+	netCfg := cni.Config{
+		NetworkName: cfg.CNINetworkName, BridgeName: cfg.CNIBridge, PodCIDRs: []string{cfg.PodCIDR},
+		BinDirs: cfg.CNIBinDirs, ConfDir: cfg.CNIConfDir, DataDir: filepath.Join(cfg.RootDir, "cni", "networks"),
+	}
+	path, err := cni.Write(netCfg)
+	if err != nil {
+		return fmt.Errorf("agent: writing the CNI config: %w", err)
+	}
+	log.Info("wrote the node's CNI config", "path", path, "bridge", cfg.CNIBridge, "podCIDR", cfg.PodCIDR)
+	if err := cni.Check(ctx, netCfg); err != nil {
+		log.Error("the CNI config does not work on this node; pods needing the pod network wait", "err", err)
+		a.setNetwork(fmt.Errorf("CNI check: %w", err))
+	}
+
+	client, err := cri.New(ctx, cri.Config{Endpoint: cfg.RuntimeEndpoint})
+	if err != nil {
+		return fmt.Errorf("agent: %w", err)
+	}
+	defer client.Close()
+	version := client.RuntimeVersion()
+	log.Info("connected to the container runtime", "runtime", version.GetRuntimeName(), "version", version.GetRuntimeVersion())
+
+	mounts, err := cgroups.Mountpoints("/proc/self/mountinfo")
+	if err != nil {
+		log.Warn("cannot list cgroup hierarchies; pod cgroups will not be removed", "err", err)
+	}
+	memory, err := memoryCapacity()
+	if err != nil {
+		return fmt.Errorf("agent: %w", err)
+	}
+	puller, err := images.NewPuller(images.Config{Images: client, InitialBackOff: cfg.ImageBackOffInitial, MaxBackOff: cfg.ImageBackOffMax})
+	if err != nil {
+		return fmt.Errorf("agent: %w", err)
+	}
+	statuses := status.NewManager()
+	reader := podruntime.New(client)
+	nodeIP := net.ParseIP(cfg.NodeIP)
+	workers, err := podworker.New(podworker.Config{
+		CRI: client, Reader: reader, Status: statuses, BackOff: backoff.New(cfg.ContainerBackOff),
+		Images: puller,
+		SandboxOptions: sandboxconfig.Options{PodLogDir: cfg.PodLogDir, CgroupRoot: cfg.CgroupRoot, DNS: dns.Options{
+			ClusterDNS: cfg.ClusterDNS, ClusterDomain: cfg.ClusterDomain, ResolvConf: cfg.ResolvConf, NodeIPs: []net.IP{nodeIP},
+		}},
+		ContainerOptions: containerconfig.Options{
+			NodeName: cfg.NodeName, HostIPs: []string{cfg.NodeIP}, MemoryCapacity: memory, CgroupV2: cgroupV2(),
+			NodeAllocatable: v1.ResourceList{v1.ResourceMemory: *resource.NewQuantity(memory, resource.BinarySI)},
+		},
+		NetworkReady: a.networkReady,
+		PodCleanup: func(uid types.UID, _ *v1.Pod) error {
+			return cgroups.RemovePod(mounts, cfg.CgroupRoot, uid)
+		},
+		RootDir:     cfg.RootDir,
+		RuntimeName: version.GetRuntimeName(),
+		HostIP:      cfg.NodeIP,
+		QOSClass:    qos.Class,
+		MaxStarts:   cfg.MaxParallelStarts,
+		Logger:      log,
+	})
+	if err != nil {
+		return fmt.Errorf("agent: %w", err)
+	}
+	src, err := manifest.New(manifest.Config{Dir: cfg.PodManifestPath, NodeName: cfg.NodeName, Rescan: cfg.ManifestRescan, Logger: log})
+	if err != nil {
+		return fmt.Errorf("agent: %w", err)
+	}
+	var synced sync.Once
+	sourceSynced := make(chan struct{})
+	detector, err := pleg.New(pleg.Config{
+		Reader: reader, CRI: client, Period: cfg.RelistPeriod, Logger: log,
+		Changed: workers.Wake,
+		Relisted: func(pods map[types.UID]*podstate.Pod) {
+			select {
+			case <-sourceSynced:
+			default:
+				return // until the manifests are read, every pod may be wanted
+			}
+			for uid, p := range pods {
+				if !workers.Known(uid) {
+					log.Info("removing a pod no manifest asks for", "pod", p.Namespace+"/"+p.Name, "uid", uid)
+					workers.RemoveOrphan(uid)
+				}
+			}
+		},
+	})
+	if err != nil {
+		return fmt.Errorf("agent: %w", err)
+	}
+
+	run := newSupervisor(ctx)
+	run.Go("pod workers", workers.Run)
+	run.Go("manifest source", src.Run)
+	run.Go("pod events", func(ctx context.Context) error {
+		for ev := range src.Events() {
+			switch ev.Op {
+			case manifest.Add:
+				log.Info("pod added", "pod", ev.Pod.Namespace+"/"+ev.Pod.Name, "uid", ev.Pod.UID, "file", ev.File)
+				workers.Update(ev.Pod)
+			case manifest.Remove:
+				log.Info("pod removed", "pod", ev.Pod.Namespace+"/"+ev.Pod.Name, "uid", ev.Pod.UID, "file", ev.File)
+				workers.Remove(ev.Pod.UID)
+			case manifest.Synced:
+				synced.Do(func() { close(sourceSynced) })
+			}
+		}
+		return nil
+	})
+	run.Go("pleg", detector.Run)
+	run.Go("runtime status", func(ctx context.Context) error { a.watchRuntime(ctx, client); return nil })
+	if cfg.ReadOnlyPort != 0 {
+		lis, err := net.Listen("tcp", net.JoinHostPort(cfg.ReadOnlyAddress, strconv.Itoa(cfg.ReadOnlyPort)))
+		if err != nil {
+			run.Stop()
+			return fmt.Errorf("agent: read-only port: %w", err)
+		}
+		srv, err := server.New(server.Config{Listener: lis, Pods: statuses.List, Healthy: a.healthy, Logger: log})
+		if err != nil {
+			run.Stop()
+			return fmt.Errorf("agent: %w", err)
+		}
+		log.Info("serving the read-only API", "addr", lis.Addr().String())
+		run.Go("read-only API", srv.Run)
+	}
+	return run.Wait()
+}
+
+// watchRuntime polls the runtime's Status for readiness of the runtime and
+// of its network.
+func (a *Agent) watchRuntime(ctx context.Context, client *cri.Client) {
+	t := time.NewTicker(5 * time.Second)
+	defer t.Stop()
+	for {
+		resp, err := client.Status(ctx, false)
+		a.mu.Lock()
+		a.runtimeErr = err
+		if err == nil {
+			a.runtimeErr = nil
+			for _, c := range resp.GetStatus().GetConditions() {
+				if c.GetType() == runtimeapi.RuntimeReady && !c.GetStatus() {
+					a.runtimeErr = fmt.Errorf("runtime not ready: %s: %s", c.GetReason(), c.GetMessage())
+				}
+			}
+		}
+		a.mu.Unlock()
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+func (a *Agent) setNetwork(err error) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.networkErr = err
+}
+
+// networkReady reports why pods cannot get a network yet. containerd 1.6
+// reports NetworkReady false until it has loaded a conflist, which it does
+// on its next sandbox; the agent's own CNI check is what it trusts.
+func (a *Agent) networkReady() error {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.networkErr
+}
+
+func (a *Agent) healthy() error {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.runtimeErr
+}
+
+// memoryCapacity is the node's memory (MemTotal) in bytes.
+func memoryCapacity() (int64, error) {
+	f, err := os.Open("/proc/meminfo")
+	if err != nil {
+		return 0, err
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		if rest, ok := strings.CutPrefix(sc.Text(), "MemTotal:"); ok {
+			kb, err := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(rest), "kB")), 10, 64)
+			if err != nil {
+				return 0, fmt.Errorf("/proc/meminfo MemTotal: %w", err)
+			}
+			return kb * 1024, nil
+		}
+	}
+	return 0, errors.New("/proc/meminfo has no MemTotal")
+}
+
+// cgroupV2 reports a node on the unified hierarchy only.
+func cgroupV2() bool {
+	_, err := os.Stat("/sys/fs/cgroup/cgroup.controllers")
+	return err == nil
+}

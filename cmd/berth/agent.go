@@ -1,0 +1,85 @@
+package main
+
+import (
+	"fmt"
+	"log/slog"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"berth/agent"
+	"berth/agent/backoff"
+)
+
+// newAgentCommand maps the flags of `berth agent` onto agent.Config.
+func newAgentCommand() *cobra.Command {
+	var (
+		cfg        agent.Config
+		cniBinDirs string
+		logLevel   string
+		backOff    backoff.Policy
+	)
+	cmd := &cobra.Command{
+		Use:   "agent",
+		Short: "Run the node agent: the pods of a static-pod manifest directory, on containerd, as the kubelet does",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			var level slog.Level
+			if err := level.UnmarshalText([]byte(logLevel)); err != nil {
+				return fmt.Errorf("--log-level: %w", err)
+			}
+			cfg.Logger = slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: level}))
+			cfg.CNIBinDirs = strings.Split(cniBinDirs, ":")
+			if backOff != (backoff.Policy{}) {
+				cfg.ContainerBackOff = backoff.DefaultPolicy()
+				if backOff.Initial != 0 {
+					cfg.ContainerBackOff.Initial = backOff.Initial
+				}
+				if backOff.Max != 0 {
+					cfg.ContainerBackOff.Max = backOff.Max
+				}
+			}
+			a, err := agent.New(cfg)
+			if err != nil {
+				return err
+			}
+			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+			defer stop()
+			return a.Run(ctx)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&cfg.PodManifestPath, "pod-manifest-path", "", "directory of static pod manifests (v1 Pod, YAML or JSON) to run; followed as files change (required)")
+	f.StringVar(&cfg.RuntimeEndpoint, "container-runtime-endpoint", "", "CRI endpoint of the container runtime, e.g. unix:///run/containerd/containerd.sock (required)")
+	f.StringVar(&cfg.RootDir, "root-dir", "", "directory for the agent's state (required)")
+	f.StringVar(&cfg.PodCIDR, "pod-cidr", "", "the node's pod subnet, e.g. 10.88.0.0/16 (required)")
+	f.StringVar(&cfg.CNIConfDir, "cni-conf-dir", agent.DefaultCNIConfDir, "directory the node's CNI conflist is written to (the runtime's CNI conf dir)")
+	f.StringVar(&cniBinDirs, "cni-bin-dir", strings.Join(agent.DefaultCNIBinDirs, ":"), "colon-separated directories searched for CNI plugins")
+	f.StringVar(&cfg.CNIBridge, "cni-bridge", agent.DefaultCNIBridge, "Linux bridge the pods attach to (distinct per agent on one machine)")
+	f.StringVar(&cfg.PodLogDir, "pod-log-dir", agent.DefaultPodLogDir, "root of the pod log directories (<ns>_<name>_<uid>/<container>/<restart>.log)")
+	f.StringVar(&cfg.NodeName, "node-name", "", "name of the node (default: the host name)")
+	f.StringVar(&cfg.NodeIP, "node-ip", "", "the node's IP shown as the pods' hostIP (default: the first global IPv4 address)")
+	f.IntVar(&cfg.ReadOnlyPort, "read-only-port", agent.DefaultReadOnlyPort, "port of the read-only HTTP API (GET /pods, /healthz); 0 disables it")
+	f.StringVar(&cfg.ReadOnlyAddress, "address", "0.0.0.0", "address the read-only API listens on")
+	f.StringVar(&cfg.CgroupRoot, "cgroup-root", "", "cgroup the kubepods hierarchy goes under (distinct per agent on one machine; default /)")
+	f.StringVar(&cfg.ClusterDomain, "cluster-domain", agent.DefaultClusterDomain, "the cluster's DNS domain")
+	f.IPSliceVar(&cfg.ClusterDNS, "cluster-dns", nil, "cluster DNS server IPs for ClusterFirst pods")
+	f.StringVar(&cfg.ResolvConf, "resolv-conf", agent.DefaultResolvConf, "resolver file Default-DNS pods inherit")
+	f.IntVar(&cfg.MaxParallelStarts, "max-parallel-pod-starts", 0, "pod starts in flight at once, first come first served (default 2 × CPUs)")
+	f.StringVar(&logLevel, "log-level", "info", "log level: debug, info, warn or error")
+	// Test-only: scale the crash-loop back-off so integration tests can watch
+	// several restarts in seconds. Hidden; real nodes keep upstream's 10 s / 5 min.
+	f.DurationVar(&backOff.Initial, "container-backoff-initial", 0, "test only: first crash-loop back-off delay (default 10s)")
+	f.DurationVar(&backOff.Max, "container-backoff-max", 0, "test only: crash-loop back-off cap (default 5m)")
+	f.DurationVar(&cfg.ImageBackOffInitial, "image-backoff-initial", 0, "test only: first image pull back-off delay (default 10s)")
+	f.DurationVar(&cfg.ImageBackOffMax, "image-backoff-max", 0, "test only: image pull back-off cap (default 5m)")
+	f.DurationVar(&cfg.ManifestRescan, "manifest-rescan", 20*time.Second, "period of the full manifest directory rescan besides inotify")
+	for _, hidden := range []string{"container-backoff-initial", "container-backoff-max", "image-backoff-initial", "image-backoff-max"} {
+		_ = f.MarkHidden(hidden) // the flags exist: MarkHidden cannot fail
+	}
+	return cmd
+}
