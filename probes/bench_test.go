@@ -196,3 +196,35 @@ func printBenchTable() {
 	}
 	fmt.Fprintf(w, "(CPU: process user+system via getrusage, test servers included; base: the same action called directly, 8 at a time, no scheduler/results/metrics; base max/s: its throughput)\n\n")
 }
+
+// BenchmarkIdleWorkers measures what 1000 pods × 3 probes (periodSeconds 1)
+// cost while their containers do not exist yet: each worker wakes every
+// period and finds nothing to probe. It reports CPU milliseconds per second.
+func BenchmarkIdleWorkers(b *testing.B) {
+	_, client := newCRI(b)
+	m, err := New(Config{Exec: client})
+	if err != nil {
+		b.Fatal(err)
+	}
+	p := &v1.Probe{ProbeHandler: v1.ProbeHandler{TCPSocket: &v1.TCPSocketAction{Port: intstr.FromInt32(1)}}, PeriodSeconds: 1}
+	for i := range benchContainers {
+		m.AddPod(&v1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("pod-%d", i), Namespace: "bench", UID: types.UID(fmt.Sprintf("uid-%d", i))},
+			Spec:       v1.PodSpec{Containers: []v1.Container{{Name: "app", LivenessProbe: p, ReadinessProbe: p, StartupProbe: p}}},
+		})
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	runDone := make(chan error, 1)
+	go func() { runDone <- m.Run(ctx) }()
+	time.Sleep(1500 * time.Millisecond) // past the jittered first runs
+	b.ResetTimer()
+	cpu0, wall0 := cpuSeconds(), time.Now()
+	time.Sleep(time.Duration(b.N) * time.Second)
+	cpu, wall := cpuSeconds()-cpu0, time.Since(wall0).Seconds()
+	b.StopTimer()
+	cancel()
+	<-runDone
+	b.ReportMetric(cpu/wall*1e3, "cpu-ms/s")
+	fmt.Printf("\n%d idle probe workers (periodSeconds 1, no container yet): %.1f ms CPU per second (%.2f%% of a core)\n\n",
+		3*benchContainers, cpu/wall*1e3, cpu/wall*100)
+}

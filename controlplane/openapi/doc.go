@@ -10,9 +10,12 @@
 //   - definition names come from each type's OpenAPIModelName method
 //     (k8s.io/api and k8s.io/apimachinery ship them), falling back to the
 //     reversed-domain package path ("io.k8s.api.core.v1.Pod");
-//   - property names, optionality (required = neither omitempty nor
-//     omitzero) and types come from the struct fields and their json tags;
-//     inlined structs are flattened as encoding/json does;
+//   - property names and types come from the struct fields and their json
+//     tags, inlined structs flattened as encoding/json does; a field is
+//     required by upstream's rule (+required, else not +optional, else no
+//     omitempty) — the markers are comments, so markers.go lists the fields
+//     where they overrule the tag, and a test checks that table against the
+//     k8s.io sources;
 //   - descriptions come from the SwaggerDoc methods generated into
 //     k8s.io/api and k8s.io/apimachinery;
 //   - types with an OpenAPISchemaType method (Time, MicroTime, Quantity,
@@ -27,6 +30,11 @@
 //     that client-go's applyconfigurations package ships (generated from
 //     upstream's own OpenAPI). A list that upstream left unannotated is
 //     published as atomic, which is how server-side apply treats it.
+//
+// Usage, once at start-up:
+//
+//	docs, err := openapi.New(openapi.DefaultResources(), openapi.Info{Version: "v1.37.2"})
+//	mux.Handle("/openapi/", docs.Handler()) // /openapi/v2, /openapi/v3, /openapi/v3/<gv>
 //
 // Paths follow upstream's layout and operation extensions
 // (x-kubernetes-action, x-kubernetes-group-version-kind), with the

@@ -196,7 +196,8 @@ func TestKubectlApplyUsesServerSideValidation(t *testing.T) {
 // TestKubectlClientSideValidation serves the documents without the
 // fieldValidation parameter, as an older server would, so kubectl validates
 // manifests itself against the schemas: a valid pod and deployment (quantities,
-// int-or-string, integers, maps) must pass and an unknown field must be named.
+// int-or-string, integers, maps) must pass, and an unknown field, a missing
+// required field and a wrongly typed field must each be reported.
 func TestKubectlClientSideValidation(t *testing.T) {
 	b, err := build(DefaultResources(), Info{Version: "v1.37.2"})
 	if err != nil {
@@ -257,10 +258,12 @@ kind: Pod
 metadata:
   name: bad
 spec:
+  terminationGracePeriodSeconds: soon
   containers:
   - name: app
     image: busybox
     imagePullPolicyy: Always
+  - image: busybox
 `,
 	}
 	for path, content := range manifests {
@@ -280,7 +283,9 @@ spec:
 			if err == nil {
 				t.Fatalf("manifest with an unknown field accepted:\n%s", out)
 			}
-			assertContains(t, out, "imagePullPolicyy")
+			assertContains(t, out, `unknown field "imagePullPolicyy" in io.k8s.api.core.v1.Container`,
+				`missing required field "name" in io.k8s.api.core.v1.Container`,
+				`io.k8s.api.core.v1.PodSpec.terminationGracePeriodSeconds: got "string", expected "integer"`)
 		})
 	}
 	// kubectl fetched the schemas it validated against.

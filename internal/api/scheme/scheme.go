@@ -10,6 +10,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	authenticationv1 "k8s.io/api/authentication/v1"
 	authorizationv1 "k8s.io/api/authorization/v1"
+	autoscalingv1 "k8s.io/api/autoscaling/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
@@ -43,6 +44,10 @@ var GroupVersions = []schema.GroupVersion{
 	authorizationv1.SchemeGroupVersion,
 }
 
+// ScaleGroupVersion is the group-version of the Scale objects the /scale
+// subresources speak (registered in New; not a served group of its own).
+var ScaleGroupVersion = autoscalingv1.SchemeGroupVersion
+
 // New returns a scheme with every type berth serves registered, meta/v1
 // (and meta/v1beta1 for older clients' Table requests) registered,
 // unversioned meta types (Status, APIVersions, …) added, defaulting funcs
@@ -61,6 +66,7 @@ func New() *runtime.Scheme {
 		policyv1.AddToScheme,
 		authenticationv1.AddToScheme,
 		authorizationv1.AddToScheme,
+		autoscalingv1.AddToScheme,
 		metav1.AddMetaToScheme,
 		metav1beta1.AddMetaToScheme,
 		metav1beta1.RegisterConversions,

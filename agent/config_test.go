@@ -1,0 +1,55 @@
+package agent
+
+import (
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"berth/agent/backoff"
+	"berth/internal/errdefs"
+)
+
+func validConfig() Config {
+	return Config{PodManifestPath: "/etc/berth/manifests", RuntimeEndpoint: "unix:///run/containerd/containerd.sock", RootDir: "/var/lib/berth", PodCIDR: "10.88.0.0/16"}
+}
+
+func TestConfigDefaults(t *testing.T) {
+	a, err := New(validConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := a.Config()
+	if c.CNIConfDir != DefaultCNIConfDir || c.PodLogDir != DefaultPodLogDir || c.CNIBridge != DefaultCNIBridge ||
+		len(c.CNIBinDirs) != 2 || c.NodeName == "" || c.NodeIP == "" || c.ContainerBackOff != backoff.DefaultPolicy() || c.Logger == nil {
+		t.Fatalf("defaults not applied: %+v", c)
+	}
+}
+
+func TestConfigErrorsNameTheField(t *testing.T) {
+	tests := []struct {
+		name   string
+		mutate func(*Config)
+		field  string
+	}{
+		{"no manifest dir", func(c *Config) { c.PodManifestPath = "" }, "--pod-manifest-path"},
+		{"no endpoint", func(c *Config) { c.RuntimeEndpoint = "" }, "--container-runtime-endpoint"},
+		{"no root dir", func(c *Config) { c.RootDir = "" }, "--root-dir"},
+		{"no pod cidr", func(c *Config) { c.PodCIDR = "" }, "--pod-cidr"},
+		{"bad pod cidr", func(c *Config) { c.PodCIDR = "10.88.0.1/16" }, "--pod-cidr"},
+		{"bad port", func(c *Config) { c.ReadOnlyPort = 70000 }, "--read-only-port"},
+		{"upper-case node", func(c *Config) { c.NodeName = "Node1" }, "--node-name"},
+		{"bad node ip", func(c *Config) { c.NodeIP = "nope" }, "--node-ip"},
+		{"bad back-off", func(c *Config) { c.ContainerBackOff = backoff.Policy{Initial: time.Second, Max: time.Millisecond, ResetAfter: time.Minute} }, "ContainerBackOff"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			c := validConfig()
+			tc.mutate(&c)
+			_, err := New(c)
+			if !errors.Is(err, errdefs.ErrInvalidArgument) || !strings.Contains(err.Error(), tc.field) {
+				t.Fatalf("New = %v, want ErrInvalidArgument naming %s", err, tc.field)
+			}
+		})
+	}
+}

@@ -1,0 +1,93 @@
+package agent_test
+
+import (
+	"context"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+
+	"berth/cri"
+	"berth/cri/crilog"
+)
+
+// A pod runs in a sandbox on the agent's bridge, gets an IP from the pod
+// CIDR, shows up in GET /pods as Running and Ready with the kubelet's
+// conditions, logs in the kubelet's layout, and a changed manifest replaces
+// it; removing the manifest removes everything, cgroups included.
+func TestPodRunsWithIPLogsAndLabels(t *testing.T) {
+	n := newNode(t)
+	n.start()
+	n.write("web.yaml", podManifest(n.env, "web", "", "app=echo hello-from-berth; "+sleeper))
+
+	p := n.waitPod("web-n1", "Running and Ready", time.Minute, func(p *v1.Pod) bool {
+		return running(p) && condition(p, v1.PodReady) == v1.ConditionTrue
+	})
+	for _, c := range []v1.PodConditionType{v1.PodReadyToStartContainers, v1.PodInitialized, v1.ContainersReady} {
+		if condition(p, c) != v1.ConditionTrue {
+			t.Errorf("condition %s = %q", c, condition(p, c))
+		}
+	}
+	cidr := netip.MustParsePrefix(n.env.PodCIDR)
+	ip, err := netip.ParseAddr(p.Status.PodIP)
+	if err != nil || !cidr.Contains(ip) {
+		t.Fatalf("podIP %q not in the pod CIDR %s", p.Status.PodIP, cidr)
+	}
+	if p.Status.HostIP != "127.0.0.1" || p.Status.StartTime == nil || p.Status.QOSClass != v1.PodQOSBestEffort {
+		t.Errorf("hostIP %q startTime %v qosClass %q", p.Status.HostIP, p.Status.StartTime, p.Status.QOSClass)
+	}
+	uid := string(p.UID)
+	sbs := n.sandboxes(uid)
+	if len(sbs) != 1 {
+		t.Fatalf("%d sandboxes for the pod", len(sbs))
+	}
+	if l := sbs[0].GetLabels(); l[cri.LabelPodName] != "web-n1" || l[cri.LabelPodNamespace] != "default" {
+		t.Errorf("sandbox labels %v", l)
+	}
+	st, err := n.cri.PodSandboxStatus(context.Background(), sbs[0].GetId(), false)
+	if err != nil || st.GetStatus().GetNetwork().GetIp() != p.Status.PodIP {
+		t.Errorf("CRI sandbox IP %q, status podIP %q (%v)", st.GetStatus().GetNetwork().GetIp(), p.Status.PodIP, err)
+	}
+	cs := containerStatus(p, "app")
+	if !strings.HasPrefix(cs.ContainerID, "containerd://") || cs.ImageID == "" || cs.RestartCount != 0 || !cs.Ready {
+		t.Errorf("container status %+v", cs)
+	}
+
+	logFile := filepath.Join(n.logs, "default_web-n1_"+uid, "app", "0.log")
+	eventually(t, 30*time.Second, "the container's log line", func() (bool, string) {
+		b, err := os.ReadFile(logFile)
+		if err != nil {
+			return false, err.Error()
+		}
+		line, err := crilog.ParseLine([]byte(strings.SplitN(string(b), "\n", 2)[0]))
+		return err == nil && string(line.Content) == "hello-from-berth" && !line.Partial, string(b)
+	})
+	if len(n.podCgroups(uid)) == 0 {
+		t.Errorf("no pod cgroup under %s/kubepods/besteffort", n.cgroupRoot)
+	}
+
+	// A changed manifest replaces the pod: new UID, old one gone.
+	n.write("web.yaml", podManifest(n.env, "web", "", "app=echo second; "+sleeper))
+	p2 := n.waitPod("web-n1", "replaced and Running", time.Minute, func(p *v1.Pod) bool { return string(p.UID) != uid && running(p) })
+	eventually(t, time.Minute, "the old pod removed", func() (bool, string) {
+		return len(n.sandboxes(uid)) == 0 && len(n.containers(uid)) == 0, ""
+	})
+	if _, err := os.Stat(filepath.Dir(filepath.Dir(logFile))); !os.IsNotExist(err) {
+		t.Errorf("the old pod's log directory is left: %v", err)
+	}
+	if left := n.podCgroups(uid); len(left) != 0 {
+		t.Errorf("the old pod's cgroups are left: %v", left)
+	}
+	n.removeAllAndWait()
+	if left := n.podCgroups(string(p2.UID)); len(left) != 0 {
+		t.Errorf("cgroups left: %v", left)
+	}
+	eventually(t, 10*time.Second, "the pod gone from GET /pods", func() (bool, string) {
+		pods, err := n.pods()
+		return err == nil && len(pods) == 0, ""
+	})
+}
