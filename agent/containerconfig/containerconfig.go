@@ -21,6 +21,7 @@ import (
 	"berth/agent/qos"
 	"berth/cri"
 	"berth/internal/errdefs"
+	"berth/internal/expansion"
 )
 
 // Options are what Build needs beyond the pod spec, resolved by the caller.
@@ -157,14 +158,14 @@ func LogPath(containerName string, restartCount int) string {
 }
 
 // ExpandCommandAndArgs expands $(VAR) references in the container's command
-// and args against its environment (see Expand).
+// and args against its environment (see expansion.Expand).
 func ExpandCommandAndArgs(c *v1.Container, env map[string]string) (command, args []string) {
-	lookup := lookupIn(env)
+	lookup := expansion.Lookup(env)
 	for _, s := range c.Command {
-		command = append(command, Expand(s, lookup))
+		command = append(command, expansion.Expand(s, lookup))
 	}
 	for _, s := range c.Args {
-		args = append(args, Expand(s, lookup))
+		args = append(args, expansion.Expand(s, lookup))
 	}
 	return command, args
 }

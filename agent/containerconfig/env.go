@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 
 	"berth/internal/errdefs"
+	"berth/internal/expansion"
 )
 
 // EnvVar is one resolved environment variable.
@@ -66,7 +67,7 @@ func Env(pod *v1.Pod, c *v1.Container, opts Options) ([]EnvVar, error) {
 		}
 		switch {
 		case e.Value != "":
-			env.set(e.Name, Expand(e.Value, lookupIn(env.values, opts.ServiceEnv)))
+			env.set(e.Name, expansion.Expand(e.Value, expansion.Lookup(env.values, opts.ServiceEnv)))
 		case e.ValueFrom == nil:
 			env.set(e.Name, "")
 		default:

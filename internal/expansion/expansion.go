@@ -1,4 +1,6 @@
-package containerconfig
+// Package expansion expands $(VAR) references in container commands, args
+// and env values with Kubernetes' rules.
+package expansion
 
 import "strings"
 
@@ -51,8 +53,8 @@ func Expand(s string, lookup func(name string) (string, bool)) string {
 	return b.String()
 }
 
-// lookupIn returns a lookup over maps, the first holding a name winning.
-func lookupIn(maps ...map[string]string) func(string) (string, bool) {
+// Lookup returns a lookup over maps for Expand; the first map holding a name wins.
+func Lookup(maps ...map[string]string) func(name string) (string, bool) {
 	return func(name string) (string, bool) {
 		for _, m := range maps {
 			if v, ok := m[name]; ok {

@@ -1,4 +1,4 @@
-package containerconfig
+package expansion
 
 import "testing"
 
@@ -45,14 +45,14 @@ func TestExpand(t *testing.T) {
 		{"ünïcode $(VAR_A) ✓", "ünïcode A ✓"},
 	}
 	for _, tt := range tests {
-		if got := Expand(tt.in, lookupIn(vars)); got != tt.want {
+		if got := Expand(tt.in, Lookup(vars)); got != tt.want {
 			t.Errorf("Expand(%q) = %q, want %q", tt.in, got, tt.want)
 		}
 	}
 }
 
-func TestLookupInPrefersEarlierMaps(t *testing.T) {
-	l := lookupIn(map[string]string{"A": "first"}, map[string]string{"A": "second", "B": "b"})
+func TestLookupPrefersEarlierMaps(t *testing.T) {
+	l := Lookup(map[string]string{"A": "first"}, map[string]string{"A": "second", "B": "b"})
 	if v, _ := l("A"); v != "first" {
 		t.Errorf("A = %q, want first", v)
 	}
