@@ -537,3 +537,34 @@ func TestNewRejectsBadResources(t *testing.T) {
 		t.Errorf("New(duplicate): %v", err)
 	}
 }
+
+// TestServerSideApplyPatchType checks Info.ServerSideApply adds the apply
+// patch type and the force parameter to PATCH operations, and only then.
+func TestServerSideApplyPatchType(t *testing.T) {
+	for _, ssa := range []bool{false, true} {
+		docs, err := New(DefaultResources(), Info{ServerSideApply: ssa})
+		if err != nil {
+			t.Fatal(err)
+		}
+		patches := 0
+		for path, item := range docs.Swagger().Paths.Paths {
+			op := item.Patch
+			if op == nil {
+				continue
+			}
+			patches++
+			hasForce := slices.ContainsFunc(op.Parameters, func(p spec.Parameter) bool { return p.Name == "force" })
+			if slices.Contains(op.Consumes, mimeApplyPatch) != ssa || hasForce != ssa {
+				t.Errorf("ServerSideApply=%v: PATCH %s consumes %v, force parameter %v", ssa, path, op.Consumes, hasForce)
+			}
+			for _, want := range []string{mimeJSONPatch, mimeMergePatch, mimeStrategicPatch} {
+				if !slices.Contains(op.Consumes, want) {
+					t.Errorf("PATCH %s does not consume %s", path, want)
+				}
+			}
+		}
+		if patches == 0 {
+			t.Fatal("no PATCH operations")
+		}
+	}
+}

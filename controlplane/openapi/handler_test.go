@@ -221,3 +221,54 @@ func TestNegotiate(t *testing.T) {
 		}
 	}
 }
+
+// TestConcurrentFirstRequests sends the first protobuf and gzip requests of
+// fresh documents at once: every response must be the same complete body.
+func TestConcurrentFirstRequests(t *testing.T) {
+	docs := newDefaultDocuments(t)
+	srv := httptest.NewServer(docs.Handler())
+	t.Cleanup(srv.Close)
+	const n = 8
+	cases := []struct {
+		path    string
+		headers map[string]string
+	}{
+		{PathV2, map[string]string{"Accept": mimeV2ProtobufDeprecated}},
+		{PathV2, map[string]string{"Accept-Encoding": "gzip"}},
+		{PathV3 + "/api/v1", map[string]string{"Accept": mimeV3Protobuf}},
+	}
+	for _, c := range cases {
+		bodies := make([][]byte, n)
+		errs := make(chan error, n)
+		for i := range n {
+			go func() {
+				req, err := http.NewRequest(http.MethodGet, srv.URL+c.path, nil)
+				if err != nil {
+					errs <- err
+					return
+				}
+				for k, v := range c.headers {
+					req.Header.Set(k, v)
+				}
+				resp, err := (&http.Client{Transport: &http.Transport{DisableCompression: true}}).Do(req)
+				if err != nil {
+					errs <- err
+					return
+				}
+				defer resp.Body.Close()
+				bodies[i], err = io.ReadAll(resp.Body)
+				errs <- err
+			}()
+		}
+		for range n {
+			if err := <-errs; err != nil {
+				t.Fatal(err)
+			}
+		}
+		for i := 1; i < n; i++ {
+			if len(bodies[0]) == 0 || !bytes.Equal(bodies[i], bodies[0]) {
+				t.Fatalf("%s %v: response %d differs from response 0 (%d vs %d bytes)", c.path, c.headers, i, len(bodies[i]), len(bodies[0]))
+			}
+		}
+	}
+}

@@ -136,6 +136,29 @@ func TestKubectlExplain(t *testing.T) {
 	}
 }
 
+// TestKubectlExplainEveryResource explains every served resource with the
+// oldest kubectl, whose template is the fussiest about paths (it finds a
+// kind through the GET of its cluster-wide list path).
+func TestKubectlExplainEveryResource(t *testing.T) {
+	k := kubectls()[0]
+	requireKubectl(t, k)
+	resources := DefaultResources()
+	srv, _ := startTestAPI(t, newDefaultDocuments(t), resources)
+	for _, r := range resources {
+		gv := r.GVK.GroupVersion()
+		out, err := runKubectl(t, k, srv.URL, "explain", r.Resource, "--api-version="+gv.String())
+		if err != nil {
+			t.Errorf("kubectl explain %s --api-version=%s: %v\n%s", r.Resource, gv, err, out)
+			continue
+		}
+		want := []string{"KIND:       " + r.GVK.Kind, "VERSION:    " + gv.Version, "DESCRIPTION:", "FIELDS:", "metadata\t<ObjectMeta>"}
+		if gv.Group != "" {
+			want = append(want, "GROUP:      "+gv.Group)
+		}
+		assertContains(t, out, want...)
+	}
+}
+
 // TestKubectlApplyUsesServerSideValidation runs kubectl apply twice: the
 // create must carry fieldValidation=Strict (kubectl found the parameter in
 // the documents, so it left validation to the server), and the re-apply must

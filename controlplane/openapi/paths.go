@@ -340,7 +340,7 @@ func (p *paths) add(r Resource) error {
 	nameParam := pathParam("name", "The name of the "+kind+".")
 	collectionPath := prefix + scope + "/" + r.Resource
 	itemPath := collectionPath + "/{name}"
-	ok := map[int]*spec.Schema{200: obj}
+	read := map[int]*spec.Schema{200: obj}
 	written := map[int]*spec.Schema{200: obj, 201: obj}
 	created := map[int]*spec.Schema{200: obj, 201: obj, 202: obj}
 
@@ -399,7 +399,7 @@ func (p *paths) add(r Resource) error {
 	item := spec.PathItem{}
 	if verbs[VerbGet] {
 		item.Get = operation{id: "read" + gvPart + scoped, description: "read the specified " + kind, action: "get",
-			gvk: r.GVK, consumes: anyConsumes, produces: objectProduces, responses: ok}.build(gv)
+			gvk: r.GVK, consumes: anyConsumes, produces: objectProduces, responses: read}.build(gv)
 	}
 	if verbs[VerbUpdate] {
 		item.Put = operation{id: "replace" + gvPart + scoped, description: "replace the specified " + kind, action: "put",

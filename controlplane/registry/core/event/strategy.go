@@ -1,0 +1,118 @@
+// Package event is the registry strategy for core/v1 events: validation,
+// create-on-update (as upstream), the involvedObject/reason/type/source
+// field selectors, and the table (LAST SEEN TYPE REASON OBJECT MESSAGE,
+// wide: SUBOBJECT SOURCE FIRST SEEN COUNT NAME).
+package event
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"berth/controlplane/registry/base"
+	"berth/internal/api/fieldsets"
+	"berth/internal/api/validation"
+)
+
+// Strategy is the events strategy.
+type Strategy struct{ base.Strategy }
+
+// NewStrategy returns the events strategy; a PUT may create an event.
+func NewStrategy(typer runtime.ObjectTyper) Strategy {
+	s := Strategy{base.New(typer, true)}
+	s.CreateOnUpdate = true
+	return s
+}
+
+// PrepareForCreate does nothing: an event has no status.
+func (Strategy) PrepareForCreate(context.Context, runtime.Object) {}
+
+// PrepareForUpdate does nothing: an event has no status.
+func (Strategy) PrepareForUpdate(context.Context, runtime.Object, runtime.Object) {}
+
+// Validate validates a new event.
+func (Strategy) Validate(_ context.Context, obj runtime.Object) field.ErrorList {
+	return validation.ValidateEvent(obj.(*v1.Event))
+}
+
+// ValidateUpdate validates an event update.
+func (Strategy) ValidateUpdate(_ context.Context, obj, old runtime.Object) field.ErrorList {
+	return validation.ValidateEventUpdate(obj.(*v1.Event), old.(*v1.Event))
+}
+
+// GetAttrs returns an event's labels and selectable fields.
+var GetAttrs = base.Attrs(func(o runtime.Object) fields.Set { return fieldsets.Event(o.(*v1.Event)) })
+
+// Predicate matches events against label and field selectors.
+var Predicate = base.Predicate(GetAttrs)
+
+// Columns are the event table's columns (shared with events.k8s.io).
+var Columns = []metav1.TableColumnDefinition{
+	base.Col("Last Seen", v1.Event{}.SwaggerDoc()["lastTimestamp"]),
+	base.Col("Type", v1.Event{}.SwaggerDoc()["type"]),
+	base.Col("Reason", v1.Event{}.SwaggerDoc()["reason"]),
+	base.Col("Object", v1.Event{}.SwaggerDoc()["involvedObject"]),
+	base.Wide(base.Col("Subobject", v1.ObjectReference{}.SwaggerDoc()["fieldPath"])),
+	base.Wide(base.Col("Source", v1.Event{}.SwaggerDoc()["source"])),
+	base.Col("Message", v1.Event{}.SwaggerDoc()["message"]),
+	base.Wide(base.Col("First Seen", v1.Event{}.SwaggerDoc()["firstTimestamp"])),
+	base.Wide(base.IntCol("Count", v1.Event{}.SwaggerDoc()["count"])),
+	base.Wide(metav1.TableColumnDefinition{Name: "Name", Type: "string", Format: "name", Description: metav1.ObjectMeta{}.SwaggerDoc()["name"]}),
+}
+
+// Table prints events as kubectl get events does.
+var Table = base.Table[*v1.Event]{Columns: Columns, Row: func(e *v1.Event, now time.Time) ([]interface{}, []metav1.TableRowCondition) {
+	return Row(e, now), nil
+}}
+
+// Row computes an event's cells, in Columns order.
+func Row(e *v1.Event, now time.Time) []interface{} {
+	first := base.Age(e.FirstTimestamp, now)
+	if e.FirstTimestamp.IsZero() {
+		first = base.MicroAge(e.EventTime, now)
+	}
+	last := base.Age(e.LastTimestamp, now)
+	if e.LastTimestamp.IsZero() {
+		last = first
+	}
+	count := e.Count
+	if e.Series != nil {
+		last = base.MicroAge(e.Series.LastObservedTime, now)
+		count = e.Series.Count
+	} else if count == 0 {
+		count = 1
+	}
+	target := strings.ToLower(e.InvolvedObject.Kind)
+	if e.InvolvedObject.Name != "" {
+		target = fmt.Sprintf("%s/%s", target, e.InvolvedObject.Name)
+	}
+	return []interface{}{last, e.Type, e.Reason, target, e.InvolvedObject.FieldPath,
+		Source(firstNonEmpty(e.Source.Component, e.ReportingController), firstNonEmpty(e.Source.Host, e.ReportingInstance)),
+		strings.TrimSpace(e.Message), first, int64(count), e.Name}
+}
+
+// Source formats an event source as "component, instance" (or just the
+// component), as kubectl does.
+func Source(component, instance string) string {
+	if component == "" {
+		return ""
+	}
+	if instance == "" {
+		return component
+	}
+	return component + ", " + instance
+}
+
+func firstNonEmpty(a, b string) string {
+	if a != "" {
+		return a
+	}
+	return b
+}
