@@ -51,8 +51,9 @@ type Agent struct {
 	cfg Config
 
 	mu         sync.Mutex
-	networkErr error // why pod networking is not ready; nil when it is
-	runtimeErr error // why the runtime is not ready; nil when it is
+	networkErr    error // why the node's CNI config does not work; nil when it does
+	criNetworkErr error // why the runtime reports its network not ready
+	runtimeErr    error // why the runtime is not ready; nil when it is
 }
 
 // New validates cfg (see Config) and returns an agent.
@@ -97,6 +98,9 @@ func (a *Agent) Run(ctx context.Context) error {
 	defer client.Close()
 	version := client.RuntimeVersion()
 	log.Info("connected to the container runtime", "runtime", version.GetRuntimeName(), "version", version.GetRuntimeVersion())
+	if err := waitNetwork(ctx, client, 10*time.Second); err != nil {
+		log.Warn("the runtime's pod network is not ready yet; pods needing it wait", "err", err)
+	}
 
 	mounts, err := cgroups.Mountpoints("/proc/self/mountinfo")
 	if err != nil {
@@ -111,10 +115,11 @@ func (a *Agent) Run(ctx context.Context) error {
 		return fmt.Errorf("agent: %w", err)
 	}
 	statuses := status.NewManager()
+	crashBackOff := backoff.New(cfg.ContainerBackOff)
 	reader := podruntime.New(client)
 	nodeIP := net.ParseIP(cfg.NodeIP)
 	workers, err := podworker.New(podworker.Config{
-		CRI: client, Reader: reader, Status: statuses, BackOff: backoff.New(cfg.ContainerBackOff),
+		CRI: client, Reader: reader, Status: statuses, BackOff: crashBackOff,
 		Images: puller,
 		SandboxOptions: sandboxconfig.Options{PodLogDir: cfg.PodLogDir, CgroupRoot: cfg.CgroupRoot, DNS: dns.Options{
 			ClusterDNS: cfg.ClusterDNS, ClusterDomain: cfg.ClusterDomain, ResolvConf: cfg.ResolvConf, NodeIPs: []net.IP{nodeIP},
@@ -184,6 +189,18 @@ func (a *Agent) Run(ctx context.Context) error {
 	})
 	run.Go("pleg", detector.Run)
 	run.Go("runtime status", func(ctx context.Context) error { a.watchRuntime(ctx, client); return nil })
+	run.Go("back-off gc", func(ctx context.Context) error {
+		t := time.NewTicker(time.Minute)
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return nil
+			case now := <-t.C:
+				crashBackOff.GC(now)
+			}
+		}
+	})
 	if cfg.ReadOnlyPort != 0 {
 		lis, err := net.Listen("tcp", net.JoinHostPort(cfg.ReadOnlyAddress, strconv.Itoa(cfg.ReadOnlyPort)))
 		if err != nil {
@@ -201,29 +218,77 @@ func (a *Agent) Run(ctx context.Context) error {
 	return run.Wait()
 }
 
-// watchRuntime polls the runtime's Status for readiness of the runtime and
-// of its network.
+// watchRuntime polls the runtime's Status for the readiness of the runtime
+// and of its pod network (every second until both are ready, then every 5 s),
+// logging changes.
 func (a *Agent) watchRuntime(ctx context.Context, client *cri.Client) {
-	t := time.NewTicker(5 * time.Second)
-	defer t.Stop()
+	log := a.cfg.Logger
+	var lastRuntime, lastNetwork string
 	for {
-		resp, err := client.Status(ctx, false)
+		runtimeErr, networkErr := runtimeConditions(ctx, client)
 		a.mu.Lock()
-		a.runtimeErr = err
-		if err == nil {
-			a.runtimeErr = nil
-			for _, c := range resp.GetStatus().GetConditions() {
-				if c.GetType() == runtimeapi.RuntimeReady && !c.GetStatus() {
-					a.runtimeErr = fmt.Errorf("runtime not ready: %s: %s", c.GetReason(), c.GetMessage())
-				}
-			}
-		}
+		a.runtimeErr, a.criNetworkErr = runtimeErr, networkErr
 		a.mu.Unlock()
+		if s := errString(runtimeErr); s != lastRuntime {
+			log.Info("container runtime readiness", "ready", runtimeErr == nil, "err", runtimeErr)
+			lastRuntime = s
+		}
+		if s := errString(networkErr); s != lastNetwork {
+			log.Info("runtime network readiness", "ready", networkErr == nil, "err", networkErr)
+			lastNetwork = s
+		}
+		period := 5 * time.Second
+		if runtimeErr != nil || networkErr != nil {
+			period = time.Second
+		}
 		select {
 		case <-ctx.Done():
 			return
-		case <-t.C:
+		case <-time.After(period):
 		}
+	}
+}
+
+// runtimeConditions reads the runtime's RuntimeReady and NetworkReady
+// conditions, as errors saying why they are false.
+func runtimeConditions(ctx context.Context, client *cri.Client) (runtimeErr, networkErr error) {
+	resp, err := client.Status(ctx, false)
+	if err != nil {
+		return err, err
+	}
+	for _, c := range resp.GetStatus().GetConditions() {
+		if c.GetStatus() {
+			continue
+		}
+		err := fmt.Errorf("%s is false: %s: %s", c.GetType(), c.GetReason(), c.GetMessage())
+		switch c.GetType() {
+		case runtimeapi.RuntimeReady:
+			runtimeErr = err
+		case runtimeapi.NetworkReady:
+			networkErr = err
+		}
+	}
+	return runtimeErr, networkErr
+}
+
+func errString(err error) string {
+	if err == nil {
+		return ""
+	}
+	return err.Error()
+}
+
+// waitNetwork waits up to timeout for the runtime to report its network
+// ready (containerd loads a new conflist within moments), so the first pods
+// do not find it unready.
+func waitNetwork(ctx context.Context, client *cri.Client, timeout time.Duration) error {
+	deadline := time.Now().Add(timeout)
+	for {
+		_, err := runtimeConditions(ctx, client)
+		if err == nil || time.Now().After(deadline) || ctx.Err() != nil {
+			return err
+		}
+		time.Sleep(50 * time.Millisecond)
 	}
 }
 
@@ -233,13 +298,15 @@ func (a *Agent) setNetwork(err error) {
 	a.networkErr = err
 }
 
-// networkReady reports why pods cannot get a network yet. containerd 1.6
-// reports NetworkReady false until it has loaded a conflist, which it does
-// on its next sandbox; the agent's own CNI check is what it trusts.
+// networkReady reports why pods cannot get a network yet: the agent's CNI
+// check failed, or the runtime reports its network not ready.
 func (a *Agent) networkReady() error {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	return a.networkErr
+	if a.networkErr != nil {
+		return a.networkErr
+	}
+	return a.criNetworkErr
 }
 
 func (a *Agent) healthy() error {

@@ -33,14 +33,15 @@ func (c *Client) StartContainer(ctx context.Context, id string) error {
 	return translate("StartContainer", id, err)
 }
 
-// StopContainer stops a container, killing it after timeout (rounded down to
-// seconds; 0 kills at once). The call is bounded by CallTimeout plus timeout.
+// StopContainer stops a container, killing it after timeout (rounded up to
+// whole seconds; 0 kills at once). The call is bounded by CallTimeout plus
+// timeout.
 // A container already gone counts as stopped (nil).
 func (c *Client) StopContainer(ctx context.Context, id string, timeout time.Duration) error {
 	// The runtime waits up to timeout for the container: give the call that long on top.
 	ctx, cancel := context.WithTimeout(ctx, c.cfg.CallTimeout+timeout)
 	defer cancel()
-	_, err := c.runtime.StopContainer(ctx, &runtimeapi.StopContainerRequest{ContainerId: id, Timeout: int64(timeout / time.Second)})
+	_, err := c.runtime.StopContainer(ctx, &runtimeapi.StopContainerRequest{ContainerId: id, Timeout: seconds(timeout)})
 	return ignoreNotFound(translate("StopContainer", id, err))
 }
 
@@ -113,4 +114,13 @@ func (c *Client) ListContainerStats(ctx context.Context, filter *runtimeapi.Cont
 		return nil, translate("ListContainerStats", "", err)
 	}
 	return resp.GetStats(), nil
+}
+
+// seconds rounds d up to whole seconds, the CRI's unit for timeouts, so that
+// a short timeout is not turned into none (0).
+func seconds(d time.Duration) int64 {
+	if d <= 0 {
+		return 0
+	}
+	return int64((d + time.Second - 1) / time.Second)
 }

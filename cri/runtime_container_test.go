@@ -92,8 +92,11 @@ func TestStopContainerKillsARunningContainer(t *testing.T) {
 
 	srv.SetStopResult(0, "")
 	_, id2 := runPod(t, ctx, c, "q", "busybox")
-	if err := c.StopContainer(ctx, id2, 10*time.Second); err != nil {
+	if err := c.StopContainer(ctx, id2, 1500*time.Millisecond); err != nil {
 		t.Fatal(err)
+	}
+	if got, ok := srv.LastStopTimeout(id2); !ok || got != 2 {
+		t.Fatalf("runtime got StopContainer timeout %d (%v), want 2 (1.5s rounded up)", got, ok)
 	}
 	if st := containerStatus(t, c, id2); st.GetExitCode() != 0 || st.GetReason() != "Completed" {
 		t.Fatalf("status after a graceful stop = %v, want exit 0, Completed", st)

@@ -8,13 +8,13 @@ import (
 )
 
 // ExecSync runs cmd in a running container and returns its output and exit
-// code. A non-zero exit code is not an error. timeout (rounded down to
+// code. A non-zero exit code is not an error. timeout (rounded up to whole
 // seconds; 0 for none) is passed to the runtime, and the call is bounded by
 // CallTimeout plus timeout.
 func (c *Client) ExecSync(ctx context.Context, id string, cmd []string, timeout time.Duration) (stdout, stderr []byte, exitCode int32, err error) {
 	ctx, cancel := context.WithTimeout(ctx, c.cfg.CallTimeout+timeout)
 	defer cancel()
-	resp, err := c.runtime.ExecSync(ctx, &runtimeapi.ExecSyncRequest{ContainerId: id, Cmd: cmd, Timeout: int64(timeout / time.Second)})
+	resp, err := c.runtime.ExecSync(ctx, &runtimeapi.ExecSyncRequest{ContainerId: id, Cmd: cmd, Timeout: seconds(timeout)})
 	if err != nil {
 		return nil, nil, 0, translate("ExecSync", id, err)
 	}

@@ -157,7 +157,8 @@ func (m *Manager) Run(ctx context.Context) error {
 }
 
 // Update sets the desired pod: a new pod gets a worker, a known one a new
-// spec. It returns at once.
+// spec. It does not wait for the pod's sync (but, called before Run, it
+// waits for Run to start).
 func (m *Manager) Update(pod *v1.Pod) {
 	for {
 		w := m.worker(pod.UID, true)

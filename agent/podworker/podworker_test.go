@@ -28,7 +28,7 @@ import (
 
 // harness runs a Manager against the in-memory CRI runtime.
 type harness struct {
-	t       *testing.T
+	t       testing.TB
 	srv     *critest.Server
 	cri     *cri.Client
 	status  *status.Manager
@@ -43,7 +43,10 @@ type harness struct {
 // agent/backoff's to test.
 var fastBackOff = backoff.Policy{Initial: 100 * time.Millisecond, Max: 400 * time.Millisecond, ResetAfter: time.Minute}
 
-func newHarness(t *testing.T, srv *critest.Server) *harness {
+func newHarness(t *testing.T, srv *critest.Server) *harness { return newBenchHarness(t, srv) }
+
+// newBenchHarness is newHarness for tests and benchmarks.
+func newBenchHarness(t testing.TB, srv *critest.Server) *harness {
 	t.Helper()
 	ctx := context.Background()
 	client, err := cri.New(ctx, cri.Config{Endpoint: srv.Endpoint()})

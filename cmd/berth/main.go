@@ -27,6 +27,7 @@ func newRootCommand() *cobra.Command {
 	root.AddCommand(newVersionCommand())
 	root.AddCommand(newAgentCommand())
 	root.AddCommand(newServerCommand())
+	root.AddCommand(newSchedulerCommand())
 	return root
 }
 

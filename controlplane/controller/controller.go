@@ -91,7 +91,7 @@ func KeyFunc(obj any) (string, bool) {
 // Loop runs sync for the queue's keys with the given number of workers
 // until ctx ends: it first waits for the informers to sync. A sync error
 // requeues the key with back-off; a key that syncs cleanly is forgotten.
-func Loop(ctx context.Context, cfg *Config, queue workqueue.TypedRateLimitingInterface[string], synced []cache.InformerSynced, sync func(ctx context.Context, key string) error) error {
+func Loop(ctx context.Context, cfg *Config, queue workqueue.TypedRateLimitingInterface[string], synced []cache.InformerSynced, syncFn func(ctx context.Context, key string) error) error {
 	defer queue.ShutDown()
 	if !cache.WaitForCacheSync(ctx.Done(), synced...) {
 		if ctx.Err() != nil {
@@ -105,7 +105,7 @@ func Loop(ctx context.Context, cfg *Config, queue workqueue.TypedRateLimitingInt
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			for processNext(ctx, cfg.Logger, queue, sync) {
+			for processNext(ctx, cfg.Logger, queue, syncFn) {
 			}
 		}()
 	}
@@ -115,14 +115,14 @@ func Loop(ctx context.Context, cfg *Config, queue workqueue.TypedRateLimitingInt
 	return nil
 }
 
-func processNext(ctx context.Context, log *slog.Logger, queue workqueue.TypedRateLimitingInterface[string], sync func(context.Context, string) error) bool {
+func processNext(ctx context.Context, log *slog.Logger, queue workqueue.TypedRateLimitingInterface[string], syncFn func(context.Context, string) error) bool {
 	key, quit := queue.Get()
 	if quit {
 		return false
 	}
 	defer queue.Done(key)
 	start := time.Now()
-	err := sync(ctx, key)
+	err := syncFn(ctx, key)
 	if err == nil {
 		queue.Forget(key)
 		log.Debug("synced", "key", key, "took", time.Since(start))

@@ -221,39 +221,43 @@ func (r *reader) write(l Line) error {
 
 // waitForMore is called at the end of a followed file. It reports stop=true
 // when the container is no longer running (read to the end once more, then
-// stop), reopens the path when the file was rotated, and otherwise waits one
-// poll interval.
+// stop); otherwise it polls until there is more to read (see checkRotation)
+// or ctx ends.
 func (r *reader) waitForMore(ctx context.Context) (stop bool, err error) {
-	if r.opts.Running != nil {
-		running, err := r.opts.Running(ctx)
-		if err != nil {
-			return false, fmt.Errorf("crilog: follow %s: %w", r.path, err)
+	for {
+		if more, err := r.checkRotation(); err != nil || more {
+			return false, err
 		}
-		if !running {
-			return true, nil
+		if r.opts.Running != nil {
+			running, err := r.opts.Running(ctx)
+			if err != nil {
+				return false, fmt.Errorf("crilog: follow %s: %w", r.path, err)
+			}
+			if !running {
+				return true, nil
+			}
+		}
+		t := time.NewTimer(r.opts.PollInterval)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return false, ctx.Err()
+		case <-t.C:
 		}
 	}
-	if rotated, err := r.checkRotation(); err != nil || rotated {
-		return false, err
-	}
-	t := time.NewTimer(r.opts.PollInterval)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return false, ctx.Err()
-	case <-t.C:
-	}
-	_, err = r.checkRotation()
-	return false, err
 }
 
-// checkRotation reopens the path if it now names another file (rotation by
-// rename and create), or rewinds if the file shrank (copytruncate). The old
-// file has been read to its end before this is called.
+// checkRotation reports whether there is more to read at once: the file
+// grew, or the path now names another file (rotation by rename and create:
+// once the old file is read to its end, the new one is opened), or the file
+// shrank (copytruncate: read again from its start).
 func (r *reader) checkRotation() (bool, error) {
 	cur, err := r.f.Stat()
 	if err != nil {
 		return false, fmt.Errorf("crilog: stat %s: %w", r.path, err)
+	}
+	if cur.Size() > r.offset {
+		return true, nil
 	}
 	now, err := os.Stat(r.path)
 	if err != nil {

@@ -77,7 +77,7 @@ func TestReadFileSkipsMalformedRecords(t *testing.T) {
 	if out.String() != "good 1\ngood 2\n" {
 		t.Fatalf("ReadFile = %q, want the good records only", out.String())
 	}
-	for _, want := range []string{"line 2 (offset 31)", `no stream after the timestamp \"not\"`, "line 3", `stream \"stdin\": must be stdout or stderr`} {
+	for _, want := range []string{"line 2 (offset 37)", `timestamp \"not\": not RFC 3339`, "line 3", `stream \"stdin\": must be stdout or stderr`} {
 		if !strings.Contains(logs.String(), want) {
 			t.Errorf("log %q lacks %q", logs.String(), want)
 		}
@@ -167,24 +167,33 @@ func appendTo(t *testing.T, path, s string) {
 	}
 }
 
-func follow(t *testing.T, path string, opts Options) (*syncBuffer, context.CancelFunc, <-chan error) {
+// follow runs ReadFile with Follow in the background; wait returns its error.
+func follow(t *testing.T, path string, opts Options) (out *syncBuffer, cancel context.CancelFunc, wait func() error) {
 	t.Helper()
 	opts.Follow = true
 	opts.PollInterval = time.Millisecond
 	ctx, cancel := context.WithCancel(context.Background())
-	out := &syncBuffer{}
-	done := make(chan error, 1)
-	go func() { done <- ReadFile(ctx, path, opts, out) }()
+	out = &syncBuffer{}
+	finished := make(chan struct{})
+	var err error
+	go func() {
+		defer close(finished)
+		err = ReadFile(ctx, path, opts, out)
+	}()
+	wait = func() error {
+		<-finished
+		return err
+	}
 	t.Cleanup(func() {
 		cancel()
-		<-done
+		<-finished
 	})
-	return out, cancel, done
+	return out, cancel, wait
 }
 
 func TestFollowSeesAppendedRecords(t *testing.T) {
 	path := writeLog(t, "2024-01-02T03:04:05Z stdout F first\n")
-	out, cancel, done := follow(t, path, Options{})
+	out, cancel, wait := follow(t, path, Options{})
 	waitFor(t, out, "first\n")
 	// A record written in two pieces is read once complete.
 	appendTo(t, path, "2024-01-02T03:04:06Z stdout F sec")
@@ -192,7 +201,7 @@ func TestFollowSeesAppendedRecords(t *testing.T) {
 	appendTo(t, path, "\n2024-01-02T03:04:08Z stdout F rd\n")
 	waitFor(t, out, "first\nsecond\nthird\n")
 	cancel()
-	if err := <-done; err != context.Canceled {
+	if err := wait(); err != context.Canceled {
 		t.Fatalf("ReadFile after cancel = %v, want context.Canceled", err)
 	}
 }
@@ -201,7 +210,7 @@ func TestFollowStopsWhenTheContainerStops(t *testing.T) {
 	path := writeLog(t, "2024-01-02T03:04:05Z stdout F first\n")
 	var mu sync.Mutex
 	running := true
-	out, _, done := follow(t, path, Options{Running: func(context.Context) (bool, error) {
+	out, _, wait := follow(t, path, Options{Running: func(context.Context) (bool, error) {
 		mu.Lock()
 		defer mu.Unlock()
 		return running, nil
@@ -211,7 +220,7 @@ func TestFollowStopsWhenTheContainerStops(t *testing.T) {
 	mu.Lock()
 	running = false
 	mu.Unlock()
-	if err := <-done; err != nil {
+	if err := wait(); err != nil {
 		t.Fatalf("ReadFile after the container stopped = %v, want nil", err)
 	}
 	if out.String() != "first\nlast words\n" {
@@ -249,4 +258,22 @@ func TestFollowWithTailStartsNearTheEnd(t *testing.T) {
 	waitFor(t, out, "four\n")
 	appendTo(t, path, "2024-01-02T03:04:10Z stdout F five\n")
 	waitFor(t, out, "four\nfive\n")
+}
+
+func TestFollowStopsWhenTheContainerStopsWithoutMoreOutput(t *testing.T) {
+	path := writeLog(t, "2024-01-02T03:04:05Z stdout F only\n")
+	stopped := make(chan struct{})
+	out, _, wait := follow(t, path, Options{Running: func(context.Context) (bool, error) {
+		select {
+		case <-stopped:
+			return false, nil
+		default:
+			return true, nil
+		}
+	}})
+	waitFor(t, out, "only\n")
+	close(stopped)
+	if err := wait(); err != nil {
+		t.Fatalf("ReadFile after the container stopped = %v, want nil", err)
+	}
 }

@@ -207,6 +207,7 @@ func (r *runtimeService) StopContainer(_ context.Context, req *runtimeapi.StopCo
 	s := r.s
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.stopTimeouts[req.GetContainerId()] = req.GetTimeout()
 	c, err := s.getContainer(req.GetContainerId())
 	if err != nil {
 		return nil, err

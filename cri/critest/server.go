@@ -65,6 +65,7 @@ type Server struct {
 	stopExitCode   int32
 	stopReason     string
 	podCIDR        string
+	stopTimeouts   map[string]int64 // container ID → Timeout of its last StopContainer
 	nextIP         uint32
 	subscribers    map[*subscriber]struct{}
 }
@@ -91,6 +92,7 @@ func NewServer(t testing.TB, opts ...Option) *Server {
 		images:         map[string]*image{},
 		registry:       map[string]*registryImage{},
 		faults:         map[string]*fault{},
+		stopTimeouts:   map[string]int64{},
 		calls:          map[string]int{},
 		conditions: []*runtimeapi.RuntimeCondition{
 			{Type: runtimeapi.RuntimeReady, Status: true},
@@ -296,6 +298,15 @@ func (s *Server) SetStopResult(exitCode int32, reason string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.stopExitCode, s.stopReason = exitCode, reason
+}
+
+// LastStopTimeout returns the Timeout (seconds) of the last StopContainer
+// call for a container, even one since removed.
+func (s *Server) LastStopTimeout(containerID string) (seconds int64, ok bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	seconds, ok = s.stopTimeouts[containerID]
+	return seconds, ok
 }
 
 // PodCIDR returns the pod CIDR last set with UpdateRuntimeConfig.

@@ -91,3 +91,45 @@ func TestPodRunsWithIPLogsAndLabels(t *testing.T) {
 		return err == nil && len(pods) == 0, ""
 	})
 }
+
+// A hostNetwork pod runs in the node's network namespace and shows the
+// node's IP as its own.
+func TestHostNetworkPod(t *testing.T) {
+	n := newNode(t)
+	n.start()
+	n.write("host.yaml", podManifest(n.env, "host", "  hostNetwork: true\n", "app="+sleeper))
+	p := n.waitPod("host-n1", "Running", time.Minute, running)
+	if p.Status.PodIP != "127.0.0.1" || p.Status.HostIP != "127.0.0.1" {
+		t.Errorf("podIP %q hostIP %q, want the node's IP", p.Status.PodIP, p.Status.HostIP)
+	}
+	sbs := n.sandboxes(string(p.UID))
+	st, err := n.cri.PodSandboxStatus(context.Background(), sbs[0].GetId(), false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if mode := st.GetStatus().GetLinux().GetNamespaces().GetOptions().GetNetwork(); mode.String() != "NODE" {
+		t.Errorf("sandbox network namespace mode %s, want NODE", mode)
+	}
+	n.removeAllAndWait()
+}
+
+// The termination message a container writes to its terminationMessagePath
+// is reported; FallbackToLogsOnError reports the log's tail when the file is
+// empty and the container failed.
+func TestTerminationMessages(t *testing.T) {
+	n := newNode(t)
+	n.start()
+	n.write("file.yaml", podManifest(n.env, "file", "  restartPolicy: Never\n", "app=printf 'written to the file' > /dev/termination-log; exit 4"))
+	logs := podManifest(n.env, "logs", "  restartPolicy: Never\n", "app=echo first line; echo last words; exit 5")
+	logs += "    terminationMessagePolicy: FallbackToLogsOnError\n"
+	n.write("logs.yaml", logs)
+	p := n.waitPod("file-n1", "Failed", time.Minute, func(p *v1.Pod) bool { return p.Status.Phase == v1.PodFailed })
+	if term := containerStatus(p, "app").State.Terminated; term == nil || term.Message != "written to the file" || term.ExitCode != 4 {
+		t.Errorf("file message: %+v", containerStatus(p, "app").State)
+	}
+	p = n.waitPod("logs-n1", "Failed", time.Minute, func(p *v1.Pod) bool { return p.Status.Phase == v1.PodFailed })
+	if term := containerStatus(p, "app").State.Terminated; term == nil || !strings.Contains(term.Message, "last words") || term.ExitCode != 5 {
+		t.Errorf("log fallback message: %+v", containerStatus(p, "app").State)
+	}
+	n.removeAllAndWait()
+}

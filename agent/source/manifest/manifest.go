@@ -284,7 +284,7 @@ func Load(data []byte, file, node string) (*v1.Pod, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", file, err)
 	}
-	uid := UID(data, node, file)
+	uid := podUID(pod, node, file)
 	pod.UID = uid
 	pod.Name = pod.Name + "-" + strings.ToLower(node)
 	if pod.Namespace == "" {
@@ -304,19 +304,26 @@ func Load(data []byte, file, node string) (*v1.Pod, error) {
 }
 
 // UID is a static pod's UID as the kubelet derives it: an MD5 over the
-// manifest, then "host:<node>" and "file:<path>". The kubelet hashes the
-// decoded object; berth hashes the decoded-and-re-encoded JSON when the
-// content parses (so whitespace and comments do not change the UID) and the
-// raw bytes otherwise.
+// decoded manifest, then "host:<node>" and "file:<path>" — so it changes with
+// the content, the node and the file, and not with comments or whitespace.
+// Content that does not decode is hashed as it is.
 func UID(data []byte, node, file string) types.UID {
-	h := md5.New()
 	if pod, err := scheme.DecodePod(data); err == nil {
-		pod.Status = v1.PodStatus{}
-		b, _ := json.Marshal(pod) // a decoded pod always encodes
-		h.Write(b)
-	} else {
-		h.Write(data)
+		return podUID(pod, node, file)
 	}
+	h := md5.New()
+	h.Write(data)
+	fmt.Fprintf(h, "host:%s", node)
+	fmt.Fprintf(h, "file:%s", file)
+	return types.UID(hex.EncodeToString(h.Sum(nil)))
+}
+
+// podUID hashes a freshly decoded pod (the kubelet hashes the decoded
+// object; berth its JSON encoding, which is deterministic).
+func podUID(pod *v1.Pod, node, file string) types.UID {
+	h := md5.New()
+	b, _ := json.Marshal(pod) // a decoded pod always encodes
+	h.Write(b)
 	fmt.Fprintf(h, "host:%s", node)
 	fmt.Fprintf(h, "file:%s", file)
 	return types.UID(hex.EncodeToString(h.Sum(nil)))

@@ -29,6 +29,8 @@ type Strategy struct {
 	// CreateOnUpdate allows a PUT to create a missing object (services,
 	// leases, events and RBAC objects upstream).
 	CreateOnUpdate bool
+	// Reset are the fields every write resets (see GetResetFields).
+	Reset ResetFields
 }
 
 // New returns a base strategy using typer (berth's scheme) and the simple

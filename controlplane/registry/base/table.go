@@ -102,3 +102,11 @@ func Wide(c metav1.TableColumnDefinition) metav1.TableColumnDefinition {
 	c.Priority = 1
 	return c
 }
+
+// CreatedAtColumn is the CREATED AT column RBAC roles print.
+var CreatedAtColumn = metav1.TableColumnDefinition{Name: "Created At", Type: "date", Description: metav1.ObjectMeta{}.SwaggerDoc()["creationTimestamp"]}
+
+// CreatedAt formats a creation time as the CREATED AT column does (RFC 3339, UTC).
+func CreatedAt(ts metav1.Time) string {
+	return ts.UTC().Format(time.RFC3339)
+}

@@ -176,3 +176,60 @@ func ValidateEndpointSliceUpdate(newES, oldES *discoveryv1.EndpointSlice) field.
 	errs = append(errs, ValidateEndpointSlice(newES)...)
 	return append(errs, apimachineryvalidation.ValidateImmutableField(newES.AddressType, oldES.AddressType, field.NewPath("addressType"))...)
 }
+
+// ValidateEndpoints validates core/v1 endpoints: each subset has addresses
+// (ready or not) with valid IPs, hostnames and node names, and ports with
+// valid numbers and protocols, named when there is more than one.
+func ValidateEndpoints(ep *v1.Endpoints) field.ErrorList {
+	errs := apimachineryvalidation.ValidateObjectMeta(&ep.ObjectMeta, true, DNSSubdomainName, metadataPath)
+	subsetsPath := field.NewPath("subsets")
+	for i, ss := range ep.Subsets {
+		p := subsetsPath.Index(i)
+		if len(ss.Addresses) == 0 && len(ss.NotReadyAddresses) == 0 {
+			errs = append(errs, field.Required(p, "must specify `addresses` or `notReadyAddresses`"))
+		}
+		for j, a := range ss.Addresses {
+			errs = append(errs, validateEndpointAddress(a, p.Child("addresses").Index(j))...)
+		}
+		for j, a := range ss.NotReadyAddresses {
+			errs = append(errs, validateEndpointAddress(a, p.Child("notReadyAddresses").Index(j))...)
+		}
+		names := sets.New[string]()
+		for j, port := range ss.Ports {
+			pp := p.Child("ports").Index(j)
+			if len(ss.Ports) > 1 && port.Name == "" {
+				errs = append(errs, field.Required(pp.Child("name"), ""))
+			} else if port.Name != "" {
+				errs = append(errs, validateDNS1123Label(port.Name, pp.Child("name"))...)
+				if names.Has(port.Name) {
+					errs = append(errs, field.Duplicate(pp.Child("name"), port.Name))
+				}
+				names.Insert(port.Name)
+			}
+			errs = append(errs, validatePortNum(port.Port, pp.Child("port"))...)
+			if port.Protocol == "" {
+				errs = append(errs, field.Required(pp.Child("protocol"), ""))
+			} else if !supportedPortProtocols.Has(string(port.Protocol)) {
+				errs = append(errs, field.NotSupported(pp.Child("protocol"), port.Protocol, sets.List(supportedPortProtocols)))
+			}
+		}
+	}
+	return errs
+}
+
+func validateEndpointAddress(a v1.EndpointAddress, fldPath *field.Path) field.ErrorList {
+	errs := validation.IsValidIP(fldPath.Child("ip"), a.IP)
+	if a.Hostname != "" {
+		errs = append(errs, validateDNS1123Label(a.Hostname, fldPath.Child("hostname"))...)
+	}
+	if a.NodeName != nil {
+		errs = append(errs, validateNodeName(*a.NodeName, fldPath.Child("nodeName"))...)
+	}
+	return errs
+}
+
+// ValidateEndpointsUpdate validates an endpoints update.
+func ValidateEndpointsUpdate(newEP, oldEP *v1.Endpoints) field.ErrorList {
+	errs := apimachineryvalidation.ValidateObjectMetaUpdate(&newEP.ObjectMeta, &oldEP.ObjectMeta, metadataPath)
+	return append(errs, ValidateEndpoints(newEP)...)
+}

@@ -342,3 +342,18 @@ func TestValidateRBAC(t *testing.T) {
 	checkErrors(t, ValidateClusterRoleBinding(crb), want{field.ErrorTypeNotSupported, "roleRef.kind", ""}, want{field.ErrorTypeRequired, "subjects[0].namespace", ""})
 	checkErrors(t, ValidateServiceAccount(&v1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "Bad_SA", Namespace: "default"}}), want{field.ErrorTypeInvalid, "metadata.name", ""})
 }
+
+func TestValidateEndpoints(t *testing.T) {
+	ep := &v1.Endpoints{ObjectMeta: meta, Subsets: []v1.EndpointSubset{
+		{Addresses: []v1.EndpointAddress{{IP: "10.0.0.1"}}, Ports: []v1.EndpointPort{{Port: 80, Protocol: v1.ProtocolTCP}}},
+		{Ports: []v1.EndpointPort{{Port: 0, Protocol: "X"}, {Name: "b", Port: 1, Protocol: v1.ProtocolUDP}}},
+		{Addresses: []v1.EndpointAddress{{IP: "bogus", Hostname: "A_B"}}},
+	}}
+	checkErrors(t, ValidateEndpoints(ep),
+		want{field.ErrorTypeRequired, "subsets[1]", "must specify `addresses` or `notReadyAddresses`"},
+		want{field.ErrorTypeRequired, "subsets[1].ports[0].name", ""},
+		want{field.ErrorTypeInvalid, "subsets[1].ports[0].port", ""},
+		want{field.ErrorTypeNotSupported, "subsets[1].ports[0].protocol", ""},
+		want{field.ErrorTypeInvalid, "subsets[2].addresses[0].ip", ""},
+		want{field.ErrorTypeInvalid, "subsets[2].addresses[0].hostname", ""})
+}

@@ -23,7 +23,11 @@ import (
 type Strategy struct{ base.Strategy }
 
 // NewStrategy returns the namespaces strategy.
-func NewStrategy(typer runtime.ObjectTyper) Strategy { return Strategy{base.New(typer, false)} }
+func NewStrategy(typer runtime.ObjectTyper) Strategy {
+	s := Strategy{base.New(typer, false)}
+	s.Reset = base.Reset("v1", "status")
+	return s
+}
 
 // PrepareForCreate sets phase Active and makes sure the "kubernetes"
 // finalizer is in spec.finalizers.
@@ -73,7 +77,9 @@ type StatusStrategy struct{ Strategy }
 
 // NewStatusStrategy returns the namespaces/status strategy.
 func NewStatusStrategy(typer runtime.ObjectTyper) StatusStrategy {
-	return StatusStrategy{NewStrategy(typer)}
+	s := StatusStrategy{NewStrategy(typer)}
+	s.Reset = base.Reset("v1", "spec")
+	return s
 }
 
 // PrepareForUpdate keeps the spec.

@@ -24,7 +24,11 @@ import (
 type Strategy struct{ base.Strategy }
 
 // NewStrategy returns the nodes strategy.
-func NewStrategy(typer runtime.ObjectTyper) Strategy { return Strategy{base.New(typer, false)} }
+func NewStrategy(typer runtime.ObjectTyper) Strategy {
+	s := Strategy{base.New(typer, false)}
+	s.Reset = base.Reset("v1", "status")
+	return s
+}
 
 // PrepareForCreate keeps podCIDR and podCIDRs consistent (a node registers
 // with its status, as the kubelet does).
@@ -65,7 +69,9 @@ type StatusStrategy struct{ Strategy }
 
 // NewStatusStrategy returns the nodes/status strategy.
 func NewStatusStrategy(typer runtime.ObjectTyper) StatusStrategy {
-	return StatusStrategy{NewStrategy(typer)}
+	s := StatusStrategy{NewStrategy(typer)}
+	s.Reset = base.Reset("v1", "spec")
+	return s
 }
 
 // PrepareForUpdate keeps the spec.

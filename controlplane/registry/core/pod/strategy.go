@@ -34,16 +34,24 @@ var (
 
 // NewStrategy returns the pods strategy; typer is berth's scheme.
 func NewStrategy(typer runtime.ObjectTyper) Strategy {
-	return Strategy{base.New(typer, true)}
+	s := Strategy{base.New(typer, true)}
+	s.Reset = base.Reset("v1", "status")
+	return s
 }
 
 // PrepareForCreate clears the status (phase Pending, QoS class computed from
-// the spec) and sets metadata.generation to 1.
+// the spec, PodScheduled=False/SchedulingGated when the pod has scheduling
+// gates) and sets metadata.generation to 1.
 func (Strategy) PrepareForCreate(_ context.Context, obj runtime.Object) {
 	pod := obj.(*v1.Pod)
 	pod.Status = v1.PodStatus{Phase: v1.PodPending, QOSClass: QOSClass(pod)}
+	if len(pod.Spec.SchedulingGates) > 0 {
+		pod.Status.Conditions = []v1.PodCondition{{
+			Type: v1.PodScheduled, Status: v1.ConditionFalse, Reason: v1.PodReasonSchedulingGated,
+			Message: "Scheduling is blocked due to non-empty scheduling gates",
+		}}
+	}
 	pod.Generation = 1
-	clampNegativeGracePeriod(pod)
 }
 
 // PrepareForUpdate keeps the stored status (status changes go through
@@ -51,18 +59,8 @@ func (Strategy) PrepareForCreate(_ context.Context, obj runtime.Object) {
 func (Strategy) PrepareForUpdate(_ context.Context, obj, old runtime.Object) {
 	newPod, oldPod := obj.(*v1.Pod), old.(*v1.Pod)
 	newPod.Status = oldPod.Status
-	clampNegativeGracePeriod(newPod)
 	if !apiequality.Semantic.DeepEqual(newPod.Spec, oldPod.Spec) {
 		newPod.Generation = oldPod.Generation + 1
-	}
-}
-
-// clampNegativeGracePeriod treats a negative terminationGracePeriodSeconds
-// as 1 (immediate), as upstream has since v1.27.
-func clampNegativeGracePeriod(pod *v1.Pod) {
-	if g := pod.Spec.TerminationGracePeriodSeconds; g != nil && *g < 0 {
-		one := int64(1)
-		pod.Spec.TerminationGracePeriodSeconds = &one
 	}
 }
 
@@ -111,7 +109,9 @@ type StatusStrategy struct{ Strategy }
 
 // NewStatusStrategy returns the pods/status strategy.
 func NewStatusStrategy(typer runtime.ObjectTyper) StatusStrategy {
-	return StatusStrategy{NewStrategy(typer)}
+	s := StatusStrategy{NewStrategy(typer)}
+	s.Reset = base.Reset("v1", "spec", "metadata.deletionTimestamp", "metadata.ownerReferences")
+	return s
 }
 
 // PrepareForUpdate keeps the stored spec, deletion timestamp and owner
@@ -123,6 +123,25 @@ func (StatusStrategy) PrepareForUpdate(_ context.Context, obj, old runtime.Objec
 	newPod.OwnerReferences = oldPod.OwnerReferences
 	if newPod.Status.QOSClass == "" {
 		newPod.Status.QOSClass = oldPod.Status.QOSClass
+	}
+	SyncIPs(&newPod.Status)
+}
+
+// SyncIPs keeps status.podIP and status.podIPs (and hostIP/hostIPs)
+// consistent when a writer set only one of them, as upstream's v1
+// conversion does: the single field is the first of the list.
+func SyncIPs(s *v1.PodStatus) {
+	if len(s.PodIPs) == 0 && s.PodIP != "" {
+		s.PodIPs = []v1.PodIP{{IP: s.PodIP}}
+	}
+	if s.PodIP == "" && len(s.PodIPs) > 0 {
+		s.PodIP = s.PodIPs[0].IP
+	}
+	if len(s.HostIPs) == 0 && s.HostIP != "" {
+		s.HostIPs = []v1.HostIP{{IP: s.HostIP}}
+	}
+	if s.HostIP == "" && len(s.HostIPs) > 0 {
+		s.HostIP = s.HostIPs[0].IP
 	}
 }
 

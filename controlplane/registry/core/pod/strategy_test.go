@@ -36,6 +36,15 @@ func TestPrepareForCreateResetsStatus(t *testing.T) {
 	if errs := s.Validate(context.Background(), p); len(errs) != 0 {
 		t.Fatalf("valid pod rejected: %v", errs)
 	}
+	gated := newPod()
+	gated.Spec.SchedulingGates = []v1.PodSchedulingGate{{Name: "example.com/wait"}}
+	s.PrepareForCreate(context.Background(), gated)
+	if c := gated.Status.Conditions; len(c) != 1 || c[0].Type != v1.PodScheduled || c[0].Status != v1.ConditionFalse || c[0].Reason != v1.PodReasonSchedulingGated {
+		t.Fatalf("gated pod conditions = %+v", c)
+	}
+	if got := Summarize(gated).Status; got != "SchedulingGated" {
+		t.Errorf("gated pod STATUS = %q", got)
+	}
 }
 
 func TestPrepareForUpdateKeepsStatusAndBumpsGeneration(t *testing.T) {
@@ -162,5 +171,17 @@ func TestQOSClass(t *testing.T) {
 		if got := QOSClass(p); got != tc.want {
 			t.Errorf("%s: QOSClass = %s, want %s", name, got, tc.want)
 		}
+	}
+}
+
+func TestStatusStrategySyncsPodIPs(t *testing.T) {
+	s := NewStatusStrategy(scheme.New())
+	old := newPod()
+	upd := old.DeepCopy()
+	upd.Status.PodIP = "10.1.0.7"
+	upd.Status.HostIPs = []v1.HostIP{{IP: "192.168.1.2"}}
+	s.PrepareForUpdate(context.Background(), upd, old)
+	if len(upd.Status.PodIPs) != 1 || upd.Status.PodIPs[0].IP != "10.1.0.7" || upd.Status.HostIP != "192.168.1.2" {
+		t.Fatalf("IPs not synced: %+v", upd.Status)
 	}
 }

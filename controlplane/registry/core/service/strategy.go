@@ -29,6 +29,7 @@ type Strategy struct{ base.Strategy }
 func NewStrategy(typer runtime.ObjectTyper) Strategy {
 	s := Strategy{base.New(typer, true)}
 	s.CreateOnUpdate = true
+	s.Reset = base.Reset("v1", "status")
 	return s
 }
 
@@ -73,7 +74,9 @@ type StatusStrategy struct{ Strategy }
 
 // NewStatusStrategy returns the services/status strategy.
 func NewStatusStrategy(typer runtime.ObjectTyper) StatusStrategy {
-	return StatusStrategy{NewStrategy(typer)}
+	s := StatusStrategy{NewStrategy(typer)}
+	s.Reset = base.Reset("v1", "spec")
+	return s
 }
 
 // PrepareForUpdate keeps the spec.

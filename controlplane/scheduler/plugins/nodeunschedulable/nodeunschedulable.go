@@ -5,7 +5,7 @@ package nodeunschedulable
 
 import (
 	v1 "k8s.io/api/core/v1"
-	"k8s.io/klog/v2"
+	"github.com/go-logr/logr"
 
 	v1helper "k8s.io/component-helpers/scheduling/corev1"
 
@@ -34,7 +34,7 @@ func (*Plugin) Filter(_ *fw.CycleState, pod *fw.PodInfo, node *fw.NodeInfo) *fw.
 	if !node.Node.Spec.Unschedulable {
 		return nil
 	}
-	if v1helper.TolerationsTolerateTaint(klog.Background(), pod.Pod.Spec.Tolerations, &unschedulableTaint, true) {
+	if v1helper.TolerationsTolerateTaint(logr.Discard(), pod.Pod.Spec.Tolerations, &unschedulableTaint, false) {
 		return nil
 	}
 	return fw.NewStatus(fw.UnschedulableAndUnresolvable, ErrReason)

@@ -1,0 +1,236 @@
+// Package volumes sets up and tears down a pod's volumes on the node, the
+// way the kubelet's volume manager and its in-tree plugins do: emptyDir,
+// hostPath, configMap, secret, downwardAPI and projected volumes under
+// <root-dir>/pods/<uid>/volumes/kubernetes.io~<plugin>/<name>, and the CRI
+// mounts that put them into containers (readOnly, subPath, subPathExpr,
+// mountPropagation).
+//
+// configMap, secret, downwardAPI and projected volumes are written with
+// agent/volumes/atomic (a timestamped directory behind a ..data symlink), so
+// Resync can update running pods without them ever seeing half a change.
+// secret and projected volumes live on a tmpfs, as upstream keeps them off
+// the node's disks.
+//
+// Every method is safe for concurrent use; calls for one pod are serialised.
+// SetUp and TearDown are idempotent, and TearDown is always safe to call,
+// also for a pod whose SetUp never ran or failed half way.
+package volumes
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sync"
+
+	authenticationv1 "k8s.io/api/authentication/v1"
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/clock"
+
+	"berth/internal/errdefs"
+)
+
+// ObjectSource reads the configMaps and secrets that volumes project. An
+// object that does not exist is an error wrapping errdefs.ErrNotFound.
+type ObjectSource interface {
+	// GetConfigMap returns the configMap namespace/name.
+	GetConfigMap(ctx context.Context, namespace, name string) (*v1.ConfigMap, error)
+	// GetSecret returns the secret namespace/name.
+	GetSecret(ctx context.Context, namespace, name string) (*v1.Secret, error)
+}
+
+// TokenGetter issues service account tokens for projected
+// serviceAccountToken sources (the TokenRequest API).
+type TokenGetter interface {
+	// GetServiceAccountToken requests a token for the service account
+	// namespace/name; the answer carries Status.Token and
+	// Status.ExpirationTimestamp.
+	GetServiceAccountToken(ctx context.Context, namespace, name string, req *authenticationv1.TokenRequest) (*authenticationv1.TokenRequest, error)
+}
+
+// Config configures a Manager. RootDir is required.
+type Config struct {
+	// RootDir is the agent's root directory; volumes live under
+	// <RootDir>/pods/<uid>/volumes and subPath bind mounts under
+	// <RootDir>/pods/<uid>/volume-subpaths.
+	RootDir string
+	// Logger; default discards.
+	Logger *slog.Logger
+	// Objects reads configMaps and secrets. Nil: configMap and secret
+	// volumes (and projections) fail with errdefs.ErrUnavailable, as on a
+	// standalone node without an API server.
+	Objects ObjectSource
+	// Tokens issues service account tokens. Nil: projected
+	// serviceAccountToken sources fail with errdefs.ErrUnavailable.
+	Tokens TokenGetter
+	// Clock names the atomic writer's directories and times token
+	// refreshes; default the real clock.
+	Clock clock.Clock
+	// NodeAllocatable is the node's allocatable resources: the default for
+	// unset container limits in downwardAPI resourceFieldRefs and the
+	// upper bound of memory-backed emptyDir sizes. May be empty.
+	NodeAllocatable v1.ResourceList
+}
+
+func (c *Config) validate() error {
+	if c.RootDir == "" {
+		return fmt.Errorf("volumes: Config.RootDir is required: %w", errdefs.ErrInvalidArgument)
+	}
+	if !filepath.IsAbs(c.RootDir) {
+		return fmt.Errorf("volumes: Config.RootDir %q must be an absolute path: %w", c.RootDir, errdefs.ErrInvalidArgument)
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	if c.Clock == nil {
+		c.Clock = clock.RealClock{}
+	}
+	return nil
+}
+
+// Manager sets up, updates and tears down the volumes of the node's pods.
+type Manager struct {
+	cfg    Config
+	root   string // RootDir with symlinks resolved, as mountinfo shows it
+	tokens *tokenCache
+
+	mu   sync.Mutex
+	pods map[types.UID]*podLock
+}
+
+type podLock struct {
+	sync.Mutex
+	users int
+}
+
+// New validates cfg, creates <RootDir>/pods if needed and returns a Manager.
+func New(cfg Config) (*Manager, error) {
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	if err := os.MkdirAll(filepath.Join(cfg.RootDir, "pods"), 0o750); err != nil {
+		return nil, fmt.Errorf("volumes: create %s/pods: %w", cfg.RootDir, err)
+	}
+	root, err := filepath.EvalSymlinks(cfg.RootDir)
+	if err != nil {
+		return nil, fmt.Errorf("volumes: resolve root dir: %w", err)
+	}
+	return &Manager{
+		cfg:    cfg,
+		root:   root,
+		tokens: newTokenCache(cfg.Clock),
+		pods:   map[types.UID]*podLock{},
+	}, nil
+}
+
+// lockPod serialises the calls for one pod; the returned func unlocks.
+func (m *Manager) lockPod(uid types.UID) func() {
+	m.mu.Lock()
+	l := m.pods[uid]
+	if l == nil {
+		l = &podLock{}
+		m.pods[uid] = l
+	}
+	l.users++
+	m.mu.Unlock()
+	l.Lock()
+	return func() {
+		l.Unlock()
+		m.mu.Lock()
+		if l.users--; l.users == 0 {
+			delete(m.pods, uid)
+		}
+		m.mu.Unlock()
+	}
+}
+
+// MountError is the failure to set up one volume. Its message is the
+// kubelet's FailedMount event text: `MountVolume.SetUp failed for volume
+// "<name>" : <cause>`; the pod stays in ContainerCreating and SetUp is to be
+// retried with back-off.
+type MountError struct {
+	// Volume is the pod volume's name.
+	Volume string
+	// Err is the cause, classified with errdefs.
+	Err error
+}
+
+func (e *MountError) Error() string {
+	return fmt.Sprintf("MountVolume.SetUp failed for volume %q : %v", e.Volume, e.Err)
+}
+
+func (e *MountError) Unwrap() error { return e.Err }
+
+// SetUp sets up every volume of pod (idempotent: what is set up already is
+// kept, payloads are refreshed) and returns the volumes ready to be mounted
+// into the pod's containers. Each volume that fails adds a *MountError to
+// the joined error; then no Mounts are returned and nothing half set up
+// stays behind for a volume set up for the first time.
+func (m *Manager) SetUp(ctx context.Context, pod *v1.Pod) (*Mounts, error) {
+	if err := checkPod(pod); err != nil {
+		return nil, err
+	}
+	defer m.lockPod(pod.UID)()
+	ms := &Mounts{m: m, pod: pod, volumes: map[string]mountedVolume{}}
+	var errs []error
+	for i := range pod.Spec.Volumes {
+		vol := &pod.Spec.Volumes[i]
+		mv, err := m.setUpVolume(ctx, pod, vol)
+		if err != nil {
+			m.cfg.Logger.Warn("volume set-up failed", "pod", pod.Namespace+"/"+pod.Name, "uid", pod.UID, "volume", vol.Name, "err", err)
+			errs = append(errs, &MountError{Volume: vol.Name, Err: err})
+			continue
+		}
+		ms.volumes[vol.Name] = mv
+	}
+	if len(errs) > 0 {
+		return nil, errors.Join(errs...)
+	}
+	return ms, nil
+}
+
+// Resync rewrites the payloads of pod's configMap, secret, downwardAPI and
+// projected volumes that are set up already, so running containers see
+// updated objects (changed files appear atomically; unchanged payloads are
+// not written). subPath mounts keep what they were bound to, as upstream.
+// A volume whose object cannot be read keeps its current content.
+func (m *Manager) Resync(ctx context.Context, pod *v1.Pod) error {
+	if err := checkPod(pod); err != nil {
+		return err
+	}
+	defer m.lockPod(pod.UID)()
+	var errs []error
+	for i := range pod.Spec.Volumes {
+		vol := &pod.Spec.Volumes[i]
+		k := kindOf(vol)
+		if !k.atomic || !isSetUp(m.volumeDir(pod.UID, k.plugin, vol.Name)) {
+			continue
+		}
+		if _, err := m.setUpVolume(ctx, pod, vol); err != nil {
+			errs = append(errs, &MountError{Volume: vol.Name, Err: err})
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func checkPod(pod *v1.Pod) error {
+	switch {
+	case pod == nil:
+		return fmt.Errorf("volumes: pod is nil: %w", errdefs.ErrInvalidArgument)
+	case pod.UID == "":
+		return fmt.Errorf("volumes: pod %s/%s: metadata.uid is required: %w", pod.Namespace, pod.Name, errdefs.ErrInvalidArgument)
+	case !validUID(pod.UID):
+		return fmt.Errorf("volumes: pod %s/%s: metadata.uid %q is not a valid directory name: %w", pod.Namespace, pod.Name, pod.UID, errdefs.ErrInvalidArgument)
+	}
+	return nil
+}
+
+// validUID refuses UIDs that would name something other than one
+// directory under <root>/pods.
+func validUID(uid types.UID) bool {
+	s := string(uid)
+	return s != "" && s != "." && s != ".." && filepath.Base(s) == s && len(s) <= 255
+}

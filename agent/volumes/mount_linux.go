@@ -1,0 +1,50 @@
+package volumes
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"syscall"
+
+	"golang.org/x/sys/unix"
+)
+
+// mountTmpfs mounts a tmpfs at dir, limited to size bytes when size > 0.
+func mountTmpfs(dir string, size int64) error {
+	var data string
+	if size > 0 {
+		data = fmt.Sprintf("size=%d", size)
+	}
+	if err := unix.Mount("tmpfs", dir, "tmpfs", 0, data); err != nil {
+		return fmt.Errorf("mount tmpfs at %s (%s): %w", dir, data, err)
+	}
+	return nil
+}
+
+// bindMount bind-mounts src at target.
+func bindMount(src, target string) error {
+	if err := unix.Mount(src, target, "", unix.MS_BIND, ""); err != nil {
+		return fmt.Errorf("bind mount %s at %s: %w", src, target, err)
+	}
+	return nil
+}
+
+// unmount unmounts the filesystem at path; nothing mounted there is fine.
+func unmount(path string) error {
+	err := unix.Unmount(path, 0)
+	if err == nil || errors.Is(err, unix.EINVAL) || errors.Is(err, unix.ENOENT) {
+		return nil
+	}
+	return fmt.Errorf("unmount %s: %w", path, err)
+}
+
+func statOf(info fs.FileInfo) (*syscall.Stat_t, bool) {
+	st, ok := info.Sys().(*syscall.Stat_t)
+	return st, ok
+}
+
+// sameFile reports whether a and b are the same inode.
+func sameFile(a, b *unix.Stat_t) bool { return a.Dev == b.Dev && a.Ino == b.Ino }
+
+var _ = os.Getpid

@@ -1,0 +1,77 @@
+package mountinfo
+
+import (
+	"reflect"
+	"strings"
+	"testing"
+)
+
+const sample = `22 1 8:1 / / rw,relatime shared:1 - ext4 /dev/sda1 rw,errors=remount-ro
+30 22 0:25 / /var/lib/berth/pods/u1/volumes/kubernetes.io~secret/s rw,relatime - tmpfs tmpfs rw,size=1024k
+31 22 8:1 /data /var/lib/berth/pods/u1/volume-subpaths/v/c/0 rw,relatime shared:1 - ext4 /dev/sda1 rw
+32 30 0:26 / /var/lib/berth/pods/u1/volumes/kubernetes.io~secret/s/inner rw - tmpfs tmpfs rw
+33 22 0:27 / /var/lib/berth/pods/u10/volumes/kubernetes.io~empty-dir/with\040space rw - tmpfs tmpfs rw
+34 22 0:28 / /var/lib/berth/pods/u1/volumes/kubernetes.io~secret/s rw - tmpfs tmpfs rw
+`
+
+func TestParse(t *testing.T) {
+	mounts, err := Parse(strings.NewReader(sample))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(mounts) != 6 {
+		t.Fatalf("%d mounts, want 6", len(mounts))
+	}
+	want := Mount{MountPoint: "/var/lib/berth/pods/u1/volumes/kubernetes.io~secret/s", Root: "/", FSType: "tmpfs", Source: "tmpfs", Options: "rw,relatime", SuperOptions: "rw,size=1024k"}
+	if !reflect.DeepEqual(mounts[1], want) {
+		t.Errorf("mount[1] = %+v, want %+v", mounts[1], want)
+	}
+	if got := mounts[4].MountPoint; got != "/var/lib/berth/pods/u10/volumes/kubernetes.io~empty-dir/with space" {
+		t.Errorf("escaped mount point decoded to %q", got)
+	}
+	if mounts[2].Root != "/data" {
+		t.Errorf("root = %q, want /data", mounts[2].Root)
+	}
+}
+
+func TestParseRejectsMalformed(t *testing.T) {
+	if _, err := Parse(strings.NewReader("1 2 3 / /x\n")); err == nil {
+		t.Fatal("malformed line accepted")
+	}
+}
+
+func TestUnderDeepestAndUpperFirst(t *testing.T) {
+	mounts, err := Parse(strings.NewReader(sample))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, m := range Under(mounts, "/var/lib/berth/pods/u1/") {
+		got = append(got, m.MountPoint+"@"+m.SuperOptions)
+	}
+	want := []string{
+		"/var/lib/berth/pods/u1/volumes/kubernetes.io~secret/s/inner@rw",
+		"/var/lib/berth/pods/u1/volume-subpaths/v/c/0@rw",
+		"/var/lib/berth/pods/u1/volumes/kubernetes.io~secret/s@rw",
+		"/var/lib/berth/pods/u1/volumes/kubernetes.io~secret/s@rw,size=1024k",
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("Under = %v\nwant %v", got, want)
+	}
+	if !IsMountPoint(mounts, "/var/lib/berth/pods/u1/volume-subpaths/v/c/0/") {
+		t.Error("IsMountPoint(subpath) = false")
+	}
+	if IsMountPoint(mounts, "/var/lib/berth/pods/u1") {
+		t.Error("IsMountPoint(pod dir) = true")
+	}
+}
+
+func TestReadSelf(t *testing.T) {
+	mounts, err := Read(SelfPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !IsMountPoint(mounts, "/") {
+		t.Errorf("no mount at / in %s", SelfPath)
+	}
+}

@@ -1,0 +1,102 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/spf13/cobra"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
+
+	"berth/controlplane/scheduler"
+)
+
+// newSchedulerCommand runs the scheduler on its own against an apiserver.
+func newSchedulerCommand() *cobra.Command {
+	var (
+		cfg            scheduler.Config
+		kubeconfig     string
+		metricsAddress string
+		logLevel       string
+		qps            float32
+		burst          int
+	)
+	cmd := &cobra.Command{
+		Use:   "scheduler",
+		Short: "Run the pod scheduler on its own (as `berth server` runs it inside), against the apiserver of a kubeconfig",
+		Long: `Run the pod scheduler against the apiserver named by a kubeconfig: pending
+pods whose spec.schedulerName is --scheduler-name are filtered and scored
+over the nodes as kube-scheduler's default profile does, and bound through
+pods/binding.
+
+  berth scheduler --kubeconfig /var/lib/berth/admin.kubeconfig`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			var level slog.Level
+			if err := level.UnmarshalText([]byte(logLevel)); err != nil {
+				return fmt.Errorf("--log-level: %w", err)
+			}
+			cfg.Logger = slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: level}))
+			restCfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+			if err != nil {
+				return fmt.Errorf("--kubeconfig %q: %w", kubeconfig, err)
+			}
+			restCfg.QPS, restCfg.Burst = qps, burst
+			restCfg.UserAgent = "berth-scheduler"
+			client, err := kubernetes.NewForConfig(restCfg)
+			if err != nil {
+				return fmt.Errorf("--kubeconfig %q: %w", kubeconfig, err)
+			}
+			reg := prometheus.NewRegistry()
+			reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+			cfg.Client, cfg.Metrics = client, reg
+			cfg.Informers = informers.NewSharedInformerFactory(client, 0)
+			s, err := scheduler.New(cfg)
+			if err != nil {
+				return err
+			}
+			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+			defer stop()
+			if metricsAddress != "" {
+				ln, err := net.Listen("tcp", metricsAddress)
+				if err != nil {
+					return fmt.Errorf("--metrics-address: %w", err)
+				}
+				srv := &http.Server{Handler: promhttp.HandlerFor(reg, promhttp.HandlerOpts{}), ReadHeaderTimeout: 10 * time.Second}
+				go func() {
+					if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+						cfg.Logger.Error("metrics server stopped", "err", err)
+					}
+				}()
+				defer srv.Shutdown(context.Background())
+				cfg.Logger.Info("serving metrics", "address", ln.Addr().String())
+			}
+			return s.Run(ctx)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&kubeconfig, "kubeconfig", "", "kubeconfig of the apiserver to schedule for (required)")
+	f.StringVar(&cfg.SchedulerName, "scheduler-name", scheduler.DefaultSchedulerName, "the spec.schedulerName this scheduler serves")
+	f.Int32Var(&cfg.PercentageOfNodesToScore, "percentage-of-nodes-to-score", 0, "stop filtering once this percentage of nodes is feasible (0: adaptive, as kube-scheduler)")
+	f.IntVar(&cfg.Parallelism, "parallelism", scheduler.DefaultParallelism, "goroutines filtering and scoring nodes")
+	f.DurationVar(&cfg.InitialBackoff, "pod-initial-backoff", scheduler.DefaultInitialBackoff, "back-off after a pod's first failed attempt")
+	f.DurationVar(&cfg.MaxBackoff, "pod-max-backoff", scheduler.DefaultMaxBackoff, "longest back-off between a pod's attempts")
+	f.StringVar(&metricsAddress, "metrics-address", "", "host:port to serve /metrics on (empty: not served)")
+	f.StringVar(&logLevel, "log-level", "info", "log level: debug, info, warn or error")
+	f.Float32Var(&qps, "kube-api-qps", 500, "queries per second towards the apiserver")
+	f.IntVar(&burst, "kube-api-burst", 1000, "burst of queries towards the apiserver")
+	_ = cmd.MarkFlagRequired("kubeconfig")
+	return cmd
+}

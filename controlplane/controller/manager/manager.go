@@ -1,0 +1,283 @@
+// Package manager runs berth's controllers under leader election: one
+// coordination.k8s.io Lease names the active controller manager, so several
+// `berth server` replicas on one etcd run each controller exactly once.
+// While this manager leads, it builds a fresh shared informer factory,
+// event recorder and every enabled controller, runs them, and tears them
+// all down when leadership is lost (then it campaigns again).
+package manager
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/rand"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/kubernetes/scheme"
+	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
+	"k8s.io/client-go/metadata"
+	"k8s.io/client-go/tools/leaderelection"
+	"k8s.io/client-go/tools/leaderelection/resourcelock"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/utils/clock"
+
+	"berth/controlplane/controller"
+	"berth/controlplane/controller/deployment"
+	"berth/controlplane/controller/garbagecollector"
+	"berth/controlplane/controller/nodeipam"
+	"berth/controlplane/controller/nodelifecycle"
+	"berth/controlplane/controller/replicaset"
+	"berth/controlplane/controller/serviceaccount"
+	"berth/internal/errdefs"
+)
+
+// Defaults for Config.
+const (
+	DefaultLeaseNamespace = "kube-system"
+	DefaultLeaseName      = "berth-controller-manager"
+	DefaultLeaseDuration  = 15 * time.Second
+	DefaultRenewDeadline  = 10 * time.Second
+	DefaultRetryPeriod    = 2 * time.Second
+	// EventComponent is the source component of the controllers' Events.
+	EventComponent = "berth-controller-manager"
+)
+
+// Controllers lists every controller name the manager knows, in start order.
+var Controllers = []string{
+	replicaset.Name, deployment.Name, garbagecollector.Name,
+	serviceaccount.Name, nodeipam.Name, nodelifecycle.Name,
+}
+
+// Config configures the manager.
+type Config struct {
+	// Client talks to the apiserver; required.
+	Client kubernetes.Interface
+	// Metadata is the metadata-only client the garbage collector watches
+	// every resource with; required when the garbage collector is enabled.
+	Metadata metadata.Interface
+	// Identity names this manager in the Lease; default "<hostname>_<random>".
+	Identity string
+	// LeaseNamespace and LeaseName locate the Lease; defaults
+	// DefaultLeaseNamespace, DefaultLeaseName.
+	LeaseNamespace, LeaseName string
+	// LeaseDuration, RenewDeadline and RetryPeriod are client-go's leader
+	// election timings (defaults 15s, 10s, 2s; LeaseDuration > RenewDeadline
+	// > RetryPeriod).
+	LeaseDuration, RenewDeadline, RetryPeriod time.Duration
+	// Controllers are the names (of Controllers) to run; empty runs all.
+	Controllers []string
+	// Workers overrides every controller's default worker count when > 0.
+	Workers int
+	// ResyncPeriod is the informers' resync period; 0 disables resyncs.
+	ResyncPeriod time.Duration
+	// NodeIPAM configures the nodeipam controller (cluster CIDR, mask size).
+	NodeIPAM nodeipam.Options
+	// NodeLifecycle configures the nodelifecycle controller (grace period,
+	// monitor period).
+	NodeLifecycle nodelifecycle.Options
+	// GarbageCollector configures the garbage collector.
+	GarbageCollector garbagecollector.Options
+	// Logger; nil discards.
+	Logger *slog.Logger
+	// Clock drives the controllers (not the leader election); nil is real time.
+	Clock clock.WithTicker
+}
+
+// Validate fills defaults and checks every field, naming the bad one.
+func (c *Config) Validate() error {
+	if c.Client == nil {
+		return fmt.Errorf("controller manager config: Client is required: %w", errdefs.ErrInvalidArgument)
+	}
+	if c.Identity == "" {
+		host, _ := os.Hostname()
+		c.Identity = host + "_" + rand.String(8)
+	}
+	if c.LeaseNamespace == "" {
+		c.LeaseNamespace = DefaultLeaseNamespace
+	}
+	if c.LeaseName == "" {
+		c.LeaseName = DefaultLeaseName
+	}
+	if c.LeaseDuration == 0 {
+		c.LeaseDuration = DefaultLeaseDuration
+	}
+	if c.RenewDeadline == 0 {
+		c.RenewDeadline = DefaultRenewDeadline
+	}
+	if c.RetryPeriod == 0 {
+		c.RetryPeriod = DefaultRetryPeriod
+	}
+	if !(c.LeaseDuration > c.RenewDeadline && c.RenewDeadline > c.RetryPeriod && c.RetryPeriod > 0) {
+		return fmt.Errorf("controller manager config: want LeaseDuration (%s) > RenewDeadline (%s) > RetryPeriod (%s) > 0: %w", c.LeaseDuration, c.RenewDeadline, c.RetryPeriod, errdefs.ErrInvalidArgument)
+	}
+	if len(c.Controllers) == 0 {
+		c.Controllers = slices.Clone(Controllers)
+	}
+	for _, n := range c.Controllers {
+		if !slices.Contains(Controllers, n) {
+			return fmt.Errorf("controller manager config: unknown controller %q (known: %v): %w", n, Controllers, errdefs.ErrInvalidArgument)
+		}
+	}
+	if slices.Contains(c.Controllers, garbagecollector.Name) && c.Metadata == nil {
+		return fmt.Errorf("controller manager config: Metadata client is required by the garbage collector: %w", errdefs.ErrInvalidArgument)
+	}
+	if c.Workers < 0 || c.ResyncPeriod < 0 {
+		return fmt.Errorf("controller manager config: Workers and ResyncPeriod must not be negative: %w", errdefs.ErrInvalidArgument)
+	}
+	if err := c.NodeIPAM.Validate(); err != nil {
+		return fmt.Errorf("controller manager config: %w", err)
+	}
+	if err := c.NodeLifecycle.Validate(); err != nil {
+		return fmt.Errorf("controller manager config: %w", err)
+	}
+	if err := c.GarbageCollector.Validate(); err != nil {
+		return fmt.Errorf("controller manager config: %w", err)
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	if c.Clock == nil {
+		c.Clock = clock.RealClock{}
+	}
+	return nil
+}
+
+// Manager runs the enabled controllers while it holds the Lease.
+type Manager struct {
+	cfg     Config
+	leading atomic.Bool
+}
+
+// New validates cfg.
+func New(cfg Config) (*Manager, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	return &Manager{cfg: cfg}, nil
+}
+
+// Identity is this manager's identity in the Lease.
+func (m *Manager) Identity() string { return m.cfg.Identity }
+
+// Leading reports whether this manager currently runs the controllers.
+func (m *Manager) Leading() bool { return m.leading.Load() }
+
+// Run campaigns for the Lease until ctx ends; each time it leads it runs
+// the controllers until leadership is lost. On ctx's end the Lease is
+// released so another manager takes over at once.
+func (m *Manager) Run(ctx context.Context) error {
+	log := m.cfg.Logger.With("component", "controller-manager", "identity", m.cfg.Identity)
+	for ctx.Err() == nil {
+		var runErr error
+		elector, err := leaderelection.NewLeaderElector(leaderelection.LeaderElectionConfig{
+			Lock: &resourcelock.LeaseLock{
+				LeaseMeta:  metav1.ObjectMeta{Namespace: m.cfg.LeaseNamespace, Name: m.cfg.LeaseName},
+				Client:     m.cfg.Client.CoordinationV1(),
+				LockConfig: resourcelock.ResourceLockConfig{Identity: m.cfg.Identity},
+			},
+			LeaseDuration:   m.cfg.LeaseDuration,
+			RenewDeadline:   m.cfg.RenewDeadline,
+			RetryPeriod:     m.cfg.RetryPeriod,
+			ReleaseOnCancel: true,
+			Name:            m.cfg.LeaseName,
+			Callbacks: leaderelection.LeaderCallbacks{
+				OnStartedLeading: func(lctx context.Context) {
+					log.Info("leading: starting controllers", "controllers", m.cfg.Controllers)
+					m.leading.Store(true)
+					runErr = m.runControllers(lctx, log)
+				},
+				OnStoppedLeading: func() {
+					m.leading.Store(false)
+					log.Info("not leading")
+				},
+				OnNewLeader: func(id string) {
+					if id != m.cfg.Identity {
+						log.Info("another manager leads", "leader", id)
+					}
+				},
+			},
+		})
+		if err != nil {
+			return fmt.Errorf("controller manager: leader election: %w", err)
+		}
+		elector.Run(ctx)
+		if runErr != nil {
+			return runErr
+		}
+	}
+	return nil
+}
+
+// runControllers builds and runs every enabled controller until ctx ends
+// (leadership lost or shutdown). A controller that fails to build is a
+// configuration error and ends the manager.
+func (m *Manager) runControllers(ctx context.Context, log *slog.Logger) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	factory := informers.NewSharedInformerFactory(m.cfg.Client, m.cfg.ResyncPeriod)
+	broadcaster := record.NewBroadcaster(record.WithContext(ctx))
+	broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: m.cfg.Client.CoreV1().Events("")})
+	defer broadcaster.Shutdown()
+	base := controller.Config{
+		Client:    m.cfg.Client,
+		Informers: factory,
+		Recorder:  broadcaster.NewRecorder(scheme.Scheme, corev1.EventSource{Component: EventComponent}),
+		Logger:    log,
+		Clock:     m.cfg.Clock,
+		Workers:   m.cfg.Workers,
+	}
+	var runners []interface{ Run(context.Context) error }
+	for _, name := range m.cfg.Controllers {
+		r, err := m.build(name, base)
+		if err != nil {
+			return fmt.Errorf("controller manager: build %s: %w", name, err)
+		}
+		runners = append(runners, r)
+	}
+	factory.Start(ctx.Done())
+	defer factory.Shutdown()
+	var wg sync.WaitGroup
+	errs := make([]error, len(runners))
+	for i, r := range runners {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := r.Run(ctx); err != nil {
+				errs[i] = fmt.Errorf("%s: %w", m.cfg.Controllers[i], err)
+				log.Error("controller failed", "controller", m.cfg.Controllers[i], "err", err)
+			}
+		}()
+	}
+	wg.Wait()
+	if ctx.Err() != nil {
+		return nil
+	}
+	return errors.Join(errs...)
+}
+
+func (m *Manager) build(name string, base controller.Config) (interface{ Run(context.Context) error }, error) {
+	switch name {
+	case replicaset.Name:
+		return replicaset.New(replicaset.Config{Config: base})
+	case deployment.Name:
+		return deployment.New(deployment.Config{Config: base})
+	case serviceaccount.Name:
+		return serviceaccount.New(serviceaccount.Config{Config: base})
+	case nodeipam.Name:
+		return nodeipam.New(nodeipam.Config{Config: base, Options: m.cfg.NodeIPAM})
+	case nodelifecycle.Name:
+		return nodelifecycle.New(nodelifecycle.Config{Config: base, Options: m.cfg.NodeLifecycle})
+	case garbagecollector.Name:
+		return garbagecollector.New(garbagecollector.Config{Config: base, Metadata: m.cfg.Metadata, Options: m.cfg.GarbageCollector})
+	}
+	return nil, fmt.Errorf("unknown controller %q: %w", name, errdefs.ErrInvalidArgument)
+}

@@ -1,0 +1,395 @@
+package replicaset
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
+	appslisters "k8s.io/client-go/listers/apps/v1"
+	corelisters "k8s.io/client-go/listers/core/v1"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/util/workqueue"
+
+	"berth/controlplane/controller"
+	"berth/controlplane/controller/controllerref"
+)
+
+// Name is the controller's name (in the manager, logs and the queue).
+const Name = "replicaset"
+
+// DefaultWorkers is the number of parallel syncs by default (upstream's
+// --concurrent-replicaset-syncs).
+const DefaultWorkers = 5
+
+var rsKind = appsv1.SchemeGroupVersion.WithKind("ReplicaSet")
+
+// Config configures the ReplicaSet controller.
+type Config struct {
+	controller.Config
+}
+
+// Controller is the ReplicaSet controller.
+type Controller struct {
+	cfg          Config
+	rsLister     appslisters.ReplicaSetLister
+	podLister    corelisters.PodLister
+	synced       []cache.InformerSynced
+	queue        workqueue.TypedRateLimitingInterface[string]
+	expectations *Expectations
+}
+
+// New validates cfg and registers the controller's informers (ReplicaSets,
+// Pods) with cfg.Informers.
+func New(cfg Config) (*Controller, error) {
+	if err := cfg.Validate(Name, DefaultWorkers); err != nil {
+		return nil, err
+	}
+	rsInf := cfg.Informers.Apps().V1().ReplicaSets()
+	podInf := cfg.Informers.Core().V1().Pods()
+	c := &Controller{
+		cfg:          cfg,
+		rsLister:     rsInf.Lister(),
+		podLister:    podInf.Lister(),
+		synced:       []cache.InformerSynced{rsInf.Informer().HasSynced, podInf.Informer().HasSynced},
+		queue:        controller.NewQueue(Name, cfg.Clock),
+		expectations: NewExpectations(cfg.Clock),
+	}
+	if _, err := rsInf.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    c.enqueue,
+		UpdateFunc: func(_, cur any) { c.enqueue(cur) },
+		DeleteFunc: c.deleteRS,
+	}); err != nil {
+		return nil, fmt.Errorf("replicaset controller: %w", err)
+	}
+	if _, err := podInf.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    c.addPod,
+		UpdateFunc: c.updatePod,
+		DeleteFunc: c.deletePod,
+	}); err != nil {
+		return nil, fmt.Errorf("replicaset controller: %w", err)
+	}
+	return c, nil
+}
+
+// Run syncs ReplicaSets until ctx ends.
+func (c *Controller) Run(ctx context.Context) error {
+	return controller.Loop(ctx, &c.cfg.Config, c.queue, c.synced, c.sync)
+}
+
+func (c *Controller) enqueue(obj any) {
+	if key, ok := controller.KeyFunc(obj); ok {
+		c.queue.Add(key)
+	}
+}
+
+func (c *Controller) deleteRS(obj any) {
+	if key, ok := controller.KeyFunc(obj); ok {
+		c.expectations.Delete(key)
+		c.queue.Add(key)
+	}
+}
+
+// owner resolves a pod's controllerRef to a ReplicaSet in the cache.
+func (c *Controller) owner(p *corev1.Pod, ref *metav1.OwnerReference) *appsv1.ReplicaSet {
+	if ref == nil || ref.Kind != rsKind.Kind || ref.APIVersion != rsKind.GroupVersion().String() {
+		return nil
+	}
+	rs, err := c.rsLister.ReplicaSets(p.Namespace).Get(ref.Name)
+	if err != nil || rs.UID != ref.UID {
+		return nil
+	}
+	return rs
+}
+
+// enqueueMatching enqueues every ReplicaSet whose selector matches orphan p.
+func (c *Controller) enqueueMatching(p *corev1.Pod) {
+	all, err := c.rsLister.ReplicaSets(p.Namespace).List(labels.Everything())
+	if err != nil {
+		return
+	}
+	for _, rs := range all {
+		sel, err := metav1.LabelSelectorAsSelector(rs.Spec.Selector)
+		if err != nil || sel.Empty() || !sel.Matches(labels.Set(p.Labels)) {
+			continue
+		}
+		c.enqueue(rs)
+	}
+}
+
+func (c *Controller) addPod(obj any) {
+	p := obj.(*corev1.Pod)
+	if p.DeletionTimestamp != nil {
+		c.deletePod(p)
+		return
+	}
+	if ref := metav1.GetControllerOfNoCopy(p); ref != nil {
+		if rs := c.owner(p, ref); rs != nil {
+			key, _ := controller.KeyFunc(rs)
+			c.expectations.CreationObserved(key)
+			c.queue.Add(key)
+		}
+		return
+	}
+	c.enqueueMatching(p)
+}
+
+func (c *Controller) updatePod(oldObj, curObj any) {
+	old, cur := oldObj.(*corev1.Pod), curObj.(*corev1.Pod)
+	if old.ResourceVersion == cur.ResourceVersion {
+		return
+	}
+	if cur.DeletionTimestamp != nil {
+		c.deletePod(cur)
+		if !equality.Semantic.DeepEqual(old.Labels, cur.Labels) {
+			c.deletePod(old)
+		}
+		return
+	}
+	oldRef, curRef := metav1.GetControllerOfNoCopy(old), metav1.GetControllerOfNoCopy(cur)
+	if oldRef != nil && (curRef == nil || *oldRef != *curRef) {
+		if rs := c.owner(old, oldRef); rs != nil {
+			c.enqueue(rs)
+		}
+	}
+	if curRef != nil {
+		rs := c.owner(cur, curRef)
+		if rs == nil {
+			return
+		}
+		c.enqueue(rs)
+		// A pod that just became ready becomes available minReadySeconds
+		// later: look again then.
+		if !isReady(old) && isReady(cur) && rs.Spec.MinReadySeconds > 0 {
+			key, _ := controller.KeyFunc(rs)
+			c.queue.AddAfter(key, time.Duration(rs.Spec.MinReadySeconds)*time.Second+time.Second)
+		}
+		return
+	}
+	if !equality.Semantic.DeepEqual(old.Labels, cur.Labels) || oldRef != nil {
+		c.enqueueMatching(cur)
+	}
+}
+
+func (c *Controller) deletePod(obj any) {
+	p, ok := obj.(*corev1.Pod)
+	if !ok {
+		tomb, ok := obj.(cache.DeletedFinalStateUnknown)
+		if !ok {
+			return
+		}
+		if p, ok = tomb.Obj.(*corev1.Pod); !ok {
+			return
+		}
+	}
+	rs := c.owner(p, metav1.GetControllerOfNoCopy(p))
+	if rs == nil {
+		return
+	}
+	key, _ := controller.KeyFunc(rs)
+	podKey, _ := controller.KeyFunc(p)
+	c.expectations.DeletionObserved(key, podKey)
+	c.queue.Add(key)
+}
+
+func (c *Controller) sync(ctx context.Context, key string) error {
+	ns, name, err := cache.SplitMetaNamespaceKey(key)
+	if err != nil {
+		return nil
+	}
+	rs, err := c.rsLister.ReplicaSets(ns).Get(name)
+	if apierrors.IsNotFound(err) {
+		c.expectations.Delete(key)
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	satisfied := c.expectations.Satisfied(key)
+	sel, err := metav1.LabelSelectorAsSelector(rs.Spec.Selector)
+	if err != nil {
+		c.cfg.Recorder.Eventf(rs, corev1.EventTypeWarning, "InvalidSelector", "invalid selector: %v", err)
+		return nil // not retriable until the object changes
+	}
+	pods, err := c.podLister.Pods(ns).List(labels.Everything())
+	if err != nil {
+		return err
+	}
+	owned, claimErr := c.claim(ctx, rs, Claim(rs, sel, pods))
+
+	var manageErr error
+	if claimErr == nil {
+		plan := Manage(rs, owned, satisfied, c.cfg.Clock.Now())
+		manageErr = c.execute(ctx, key, rs, plan)
+	}
+	status := CalculateStatus(rs, owned, manageErr, c.cfg.Clock.Now())
+	updated, err := c.writeStatus(ctx, rs, status)
+	if err != nil {
+		return errors.Join(claimErr, manageErr, err)
+	}
+	if manageErr == nil && claimErr == nil && updated.Spec.MinReadySeconds > 0 &&
+		updated.Status.ReadyReplicas == replicas(updated) && updated.Status.AvailableReplicas != replicas(updated) {
+		c.queue.AddAfter(key, time.Duration(updated.Spec.MinReadySeconds)*time.Second)
+	}
+	return errors.Join(claimErr, manageErr)
+}
+
+// claim adopts and releases pods; it returns the pods rs owns afterwards.
+// Before the first adoption it re-reads rs from the apiserver so that a
+// ReplicaSet deleted and recreated under the same name does not adopt.
+func (c *Controller) claim(ctx context.Context, rs *appsv1.ReplicaSet, cl controllerref.Claim[*corev1.Pod]) ([]*corev1.Pod, error) {
+	owned := cl.Owned
+	var errs []error
+	if len(cl.Adopt) > 0 {
+		fresh, err := c.cfg.Client.AppsV1().ReplicaSets(rs.Namespace).Get(ctx, rs.Name, metav1.GetOptions{})
+		switch {
+		case err != nil:
+			errs = append(errs, fmt.Errorf("re-read %s/%s before adopting: %w", rs.Namespace, rs.Name, err))
+		case fresh.UID != rs.UID || fresh.DeletionTimestamp != nil:
+			errs = append(errs, fmt.Errorf("%s/%s changed (uid %s, deleting %v); not adopting", rs.Namespace, rs.Name, fresh.UID, fresh.DeletionTimestamp != nil))
+		default:
+			for _, p := range cl.Adopt {
+				_, err := c.cfg.Client.CoreV1().Pods(p.Namespace).Patch(ctx, p.Name, types.StrategicMergePatchType, controllerref.AdoptPatch(rs, rsKind, p.UID), metav1.PatchOptions{})
+				if err != nil {
+					if !apierrors.IsNotFound(err) {
+						errs = append(errs, fmt.Errorf("adopt pod %s: %w", p.Name, err))
+					}
+					continue
+				}
+				owned = append(owned, p)
+			}
+		}
+	}
+	for _, p := range cl.Release {
+		_, err := c.cfg.Client.CoreV1().Pods(p.Namespace).Patch(ctx, p.Name, types.StrategicMergePatchType, controllerref.ReleasePatch(rs.UID, p.UID), metav1.PatchOptions{})
+		if err != nil && !apierrors.IsNotFound(err) {
+			errs = append(errs, fmt.Errorf("release pod %s: %w", p.Name, err))
+		}
+	}
+	return owned, errors.Join(errs...)
+}
+
+// execute creates or deletes pods as plan says, recording expectations
+// first so that syncs on a stale cache do nothing until the cache catches up.
+func (c *Controller) execute(ctx context.Context, key string, rs *appsv1.ReplicaSet, plan ManagePlan) error {
+	if plan.Create > 0 {
+		return c.create(ctx, key, rs, plan.Create)
+	}
+	if len(plan.Delete) == 0 {
+		return nil
+	}
+	podKeys := make([]string, len(plan.Delete))
+	for i, p := range plan.Delete {
+		podKeys[i], _ = controller.KeyFunc(p)
+	}
+	c.expectations.ExpectDeletions(key, podKeys)
+	var wg sync.WaitGroup
+	errCh := make(chan error, len(plan.Delete))
+	for i, p := range plan.Delete {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			err := c.cfg.Client.CoreV1().Pods(p.Namespace).Delete(ctx, p.Name, metav1.DeleteOptions{})
+			if err == nil {
+				c.cfg.Recorder.Eventf(rs, corev1.EventTypeNormal, "SuccessfulDelete", "Deleted pod: %s", p.Name)
+				return
+			}
+			c.expectations.DeletionObserved(key, podKeys[i])
+			if apierrors.IsNotFound(err) {
+				return
+			}
+			c.cfg.Recorder.Eventf(rs, corev1.EventTypeWarning, ReasonFailedDelete, "Error deleting: %v", err)
+			errCh <- fmt.Errorf("delete pod %s: %w", p.Name, err)
+		}()
+	}
+	wg.Wait()
+	close(errCh)
+	return <-errCh
+}
+
+func (c *Controller) create(ctx context.Context, key string, rs *appsv1.ReplicaSet, n int) error {
+	c.expectations.ExpectCreations(key, n)
+	created := 0
+	for _, batch := range SlowStartBatches(n) {
+		var wg sync.WaitGroup
+		errCh := make(chan error, batch)
+		for range batch {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				pod, err := c.cfg.Client.CoreV1().Pods(rs.Namespace).Create(ctx, PodFromTemplate(rs), metav1.CreateOptions{})
+				if err != nil {
+					c.expectations.CreationObserved(key)
+					if apierrors.HasStatusCause(err, corev1.NamespaceTerminatingCause) {
+						return // the namespace is going away; nothing to do
+					}
+					c.cfg.Recorder.Eventf(rs, corev1.EventTypeWarning, ReasonFailedCreate, "Error creating: %v", err)
+					errCh <- err
+					return
+				}
+				c.cfg.Recorder.Eventf(rs, corev1.EventTypeNormal, "SuccessfulCreate", "Created pod: %s", pod.Name)
+			}()
+		}
+		wg.Wait()
+		close(errCh)
+		created += batch
+		if err, failed := <-errCh; failed {
+			// The pods of the batches never attempted will not be seen.
+			for range n - created {
+				c.expectations.CreationObserved(key)
+			}
+			return err
+		}
+	}
+	return nil
+}
+
+// PodFromTemplate is the pod rs creates: its template's labels, annotations,
+// finalizers and spec, named after rs, with rs as its controller.
+func PodFromTemplate(rs *appsv1.ReplicaSet) *corev1.Pod {
+	t := rs.Spec.Template.DeepCopy()
+	return &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{
+			GenerateName:    rs.Name + "-",
+			Namespace:       rs.Namespace,
+			Labels:          t.Labels,
+			Annotations:     t.Annotations,
+			Finalizers:      t.Finalizers,
+			OwnerReferences: []metav1.OwnerReference{*controllerref.NewControllerRef(rs, rsKind)},
+		},
+		Spec: t.Spec,
+	}
+}
+
+// writeStatus writes status if it differs from rs's, retrying once on a
+// conflict with a fresh copy.
+func (c *Controller) writeStatus(ctx context.Context, rs *appsv1.ReplicaSet, status appsv1.ReplicaSetStatus) (*appsv1.ReplicaSet, error) {
+	if equality.Semantic.DeepEqual(rs.Status, status) {
+		return rs, nil
+	}
+	cp := rs.DeepCopy()
+	cp.Status = status
+	client := c.cfg.Client.AppsV1().ReplicaSets(rs.Namespace)
+	out, err := client.UpdateStatus(ctx, cp, metav1.UpdateOptions{})
+	if apierrors.IsConflict(err) {
+		fresh, gerr := client.Get(ctx, rs.Name, metav1.GetOptions{})
+		if gerr != nil {
+			return nil, gerr
+		}
+		status.ObservedGeneration = fresh.Generation
+		fresh.Status = status
+		out, err = client.UpdateStatus(ctx, fresh, metav1.UpdateOptions{})
+	}
+	if err != nil {
+		return nil, fmt.Errorf("update status of replicaset %s/%s: %w", rs.Namespace, rs.Name, err)
+	}
+	return out, nil
+}

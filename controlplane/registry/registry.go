@@ -1,0 +1,130 @@
+// Package registry lists berth's per-resource registry parts in one place,
+// for the apiserver to build its stores from: for each served resource the
+// strategy, the status strategy (when it has /status), the table
+// convertor, and the field-selector attributes, predicate and indexes.
+package registry
+
+import (
+	appsv1 "k8s.io/api/apps/v1"
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	eventsv1 "k8s.io/api/events/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	storagev1 "k8s.io/api/storage/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apiserver/pkg/registry/rest"
+	"k8s.io/apiserver/pkg/storage"
+	"k8s.io/client-go/tools/cache"
+
+	"berth/controlplane/registry/apps/deployment"
+	"berth/controlplane/registry/apps/replicaset"
+	"berth/controlplane/registry/coordination/lease"
+	"berth/controlplane/registry/core/configmap"
+	"berth/controlplane/registry/core/endpoints"
+	coreevent "berth/controlplane/registry/core/event"
+	"berth/controlplane/registry/core/namespace"
+	"berth/controlplane/registry/core/node"
+	"berth/controlplane/registry/core/persistentvolume"
+	"berth/controlplane/registry/core/persistentvolumeclaim"
+	"berth/controlplane/registry/core/pod"
+	"berth/controlplane/registry/core/secret"
+	"berth/controlplane/registry/core/service"
+	"berth/controlplane/registry/core/serviceaccount"
+	"berth/controlplane/registry/discovery/endpointslice"
+	eventsevent "berth/controlplane/registry/events/event"
+	"berth/controlplane/registry/rbac/clusterrole"
+	"berth/controlplane/registry/rbac/clusterrolebinding"
+	"berth/controlplane/registry/rbac/role"
+	"berth/controlplane/registry/rbac/rolebinding"
+	"berth/controlplane/registry/storage/csidriver"
+	"berth/controlplane/registry/storage/csinode"
+	"berth/controlplane/registry/storage/storageclass"
+)
+
+// Strategy is what a resource's strategy implements: create, update and
+// delete (pods also rest.RESTGracefulDeleteStrategy).
+type Strategy interface {
+	rest.RESTCreateStrategy
+	rest.RESTUpdateStrategy
+	rest.RESTDeleteStrategy
+}
+
+// Resource holds one resource's registry parts.
+type Resource struct {
+	// GroupResource names the resource (e.g. {"", "pods"}).
+	GroupResource schema.GroupResource
+	// Strategy is the main resource's strategy.
+	Strategy Strategy
+	// StatusStrategy is the /status strategy; nil when there is no /status.
+	StatusStrategy Strategy
+	// Table prints the resource for kubectl get.
+	Table rest.TableConvertor
+	// AttrFunc gives an object's labels and selectable fields.
+	AttrFunc storage.AttrFunc
+	// PredicateFunc builds the storage predicate for label/field selectors.
+	PredicateFunc func(labels.Selector, fields.Selector) storage.SelectionPredicate
+	// TriggerFuncs and Indexers index the watch cache (pods by spec.nodeName);
+	// nil for resources without indexes.
+	TriggerFuncs storage.IndexerFuncs
+	Indexers     *cache.Indexers
+}
+
+// Resources returns every resource berth's registry covers, keyed by
+// group-resource; typer is berth's scheme. Note that core/v1 "events" and
+// events.k8s.io "events" are two entries.
+func Resources(typer runtime.ObjectTyper) map[schema.GroupResource]Resource {
+	core := func(r string) schema.GroupResource { return corev1.SchemeGroupVersion.WithResource(r).GroupResource() }
+	gr := func(gv schema.GroupVersion, r string) schema.GroupResource { return gv.WithResource(r).GroupResource() }
+	list := []Resource{
+		{GroupResource: core("pods"), Strategy: pod.NewStrategy(typer), StatusStrategy: pod.NewStatusStrategy(typer), Table: pod.Table,
+			AttrFunc: pod.GetAttrs, PredicateFunc: pod.Predicate, TriggerFuncs: pod.TriggerFuncs(), Indexers: pod.Indexers()},
+		{GroupResource: core("namespaces"), Strategy: namespace.NewStrategy(typer), StatusStrategy: namespace.NewStatusStrategy(typer), Table: namespace.Table,
+			AttrFunc: namespace.GetAttrs, PredicateFunc: namespace.Predicate},
+		{GroupResource: core("nodes"), Strategy: node.NewStrategy(typer), StatusStrategy: node.NewStatusStrategy(typer), Table: node.Table,
+			AttrFunc: node.GetAttrs, PredicateFunc: node.Predicate},
+		{GroupResource: core("configmaps"), Strategy: configmap.NewStrategy(typer), Table: configmap.Table, AttrFunc: configmap.GetAttrs, PredicateFunc: configmap.Predicate},
+		{GroupResource: core("secrets"), Strategy: secret.NewStrategy(typer), Table: secret.Table, AttrFunc: secret.GetAttrs, PredicateFunc: secret.Predicate},
+		{GroupResource: core("serviceaccounts"), Strategy: serviceaccount.NewStrategy(typer), Table: serviceaccount.Table,
+			AttrFunc: serviceaccount.GetAttrs, PredicateFunc: serviceaccount.Predicate},
+		{GroupResource: core("events"), Strategy: coreevent.NewStrategy(typer), Table: coreevent.Table, AttrFunc: coreevent.GetAttrs, PredicateFunc: coreevent.Predicate},
+		{GroupResource: core("endpoints"), Strategy: endpoints.NewStrategy(typer), Table: endpoints.Table, AttrFunc: endpoints.GetAttrs, PredicateFunc: endpoints.Predicate},
+		{GroupResource: core("services"), Strategy: service.NewStrategy(typer), StatusStrategy: service.NewStatusStrategy(typer), Table: service.Table,
+			AttrFunc: service.GetAttrs, PredicateFunc: service.Predicate},
+		{GroupResource: core("persistentvolumes"), Strategy: persistentvolume.NewStrategy(typer), StatusStrategy: persistentvolume.NewStatusStrategy(typer),
+			Table: persistentvolume.Table, AttrFunc: persistentvolume.GetAttrs, PredicateFunc: persistentvolume.Predicate},
+		{GroupResource: core("persistentvolumeclaims"), Strategy: persistentvolumeclaim.NewStrategy(typer), StatusStrategy: persistentvolumeclaim.NewStatusStrategy(typer),
+			Table: persistentvolumeclaim.Table, AttrFunc: persistentvolumeclaim.GetAttrs, PredicateFunc: persistentvolumeclaim.Predicate},
+		{GroupResource: gr(appsv1.SchemeGroupVersion, "deployments"), Strategy: deployment.NewStrategy(typer), StatusStrategy: deployment.NewStatusStrategy(typer),
+			Table: deployment.Table, AttrFunc: deployment.GetAttrs, PredicateFunc: deployment.Predicate},
+		{GroupResource: gr(appsv1.SchemeGroupVersion, "replicasets"), Strategy: replicaset.NewStrategy(typer), StatusStrategy: replicaset.NewStatusStrategy(typer),
+			Table: replicaset.Table, AttrFunc: replicaset.GetAttrs, PredicateFunc: replicaset.Predicate},
+		{GroupResource: gr(coordinationv1.SchemeGroupVersion, "leases"), Strategy: lease.NewStrategy(typer), Table: lease.Table,
+			AttrFunc: lease.GetAttrs, PredicateFunc: lease.Predicate},
+		{GroupResource: gr(eventsv1.SchemeGroupVersion, "events"), Strategy: eventsevent.NewStrategy(typer), Table: eventsevent.Table,
+			AttrFunc: eventsevent.GetAttrs, PredicateFunc: eventsevent.Predicate},
+		{GroupResource: gr(discoveryv1.SchemeGroupVersion, "endpointslices"), Strategy: endpointslice.NewStrategy(typer), Table: endpointslice.Table,
+			AttrFunc: endpointslice.GetAttrs, PredicateFunc: endpointslice.Predicate},
+		{GroupResource: gr(storagev1.SchemeGroupVersion, "storageclasses"), Strategy: storageclass.NewStrategy(typer), Table: storageclass.Table,
+			AttrFunc: storageclass.GetAttrs, PredicateFunc: storageclass.Predicate},
+		{GroupResource: gr(storagev1.SchemeGroupVersion, "csidrivers"), Strategy: csidriver.NewStrategy(typer), Table: csidriver.Table,
+			AttrFunc: csidriver.GetAttrs, PredicateFunc: csidriver.Predicate},
+		{GroupResource: gr(storagev1.SchemeGroupVersion, "csinodes"), Strategy: csinode.NewStrategy(typer), Table: csinode.Table,
+			AttrFunc: csinode.GetAttrs, PredicateFunc: csinode.Predicate},
+		{GroupResource: gr(rbacv1.SchemeGroupVersion, "roles"), Strategy: role.NewStrategy(typer), Table: role.Table, AttrFunc: role.GetAttrs, PredicateFunc: role.Predicate},
+		{GroupResource: gr(rbacv1.SchemeGroupVersion, "clusterroles"), Strategy: clusterrole.NewStrategy(typer), Table: clusterrole.Table,
+			AttrFunc: clusterrole.GetAttrs, PredicateFunc: clusterrole.Predicate},
+		{GroupResource: gr(rbacv1.SchemeGroupVersion, "rolebindings"), Strategy: rolebinding.NewStrategy(typer), Table: rolebinding.Table,
+			AttrFunc: rolebinding.GetAttrs, PredicateFunc: rolebinding.Predicate},
+		{GroupResource: gr(rbacv1.SchemeGroupVersion, "clusterrolebindings"), Strategy: clusterrolebinding.NewStrategy(typer), Table: clusterrolebinding.Table,
+			AttrFunc: clusterrolebinding.GetAttrs, PredicateFunc: clusterrolebinding.Predicate},
+	}
+	out := make(map[schema.GroupResource]Resource, len(list))
+	for _, r := range list {
+		out[r.GroupResource] = r
+	}
+	return out
+}

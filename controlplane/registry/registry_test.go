@@ -1,0 +1,192 @@
+package registry
+
+import (
+	"context"
+	"reflect"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	eventsv1 "k8s.io/api/events/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	storagev1 "k8s.io/api/storage/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	genericapirequest "k8s.io/apiserver/pkg/endpoints/request"
+	"k8s.io/apiserver/pkg/registry/rest"
+	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
+
+	"berth/internal/api/scheme"
+)
+
+// samples returns one valid (undefaulted) object per resource.
+func samples() map[schema.GroupResource]runtime.Object {
+	ns := metav1.ObjectMeta{Name: "s", Namespace: "default", Labels: map[string]string{"app": "web"}}
+	cl := metav1.ObjectMeta{Name: "s", Labels: map[string]string{"app": "web"}}
+	podSpec := corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "busybox:1"}}}
+	tmpl := corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": "web"}}, Spec: podSpec}
+	sel := &metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}}
+	now := metav1.MicroTime{Time: time.Now()}
+	port := int32(80)
+	holder := "me"
+	return map[schema.GroupResource]runtime.Object{
+		{Resource: "pods"}:                                 &corev1.Pod{ObjectMeta: ns, Spec: podSpec},
+		{Resource: "namespaces"}:                           &corev1.Namespace{ObjectMeta: cl},
+		{Resource: "nodes"}:                                &corev1.Node{ObjectMeta: cl},
+		{Resource: "configmaps"}:                           &corev1.ConfigMap{ObjectMeta: ns, Data: map[string]string{"k": "v"}},
+		{Resource: "secrets"}:                              &corev1.Secret{ObjectMeta: ns, Data: map[string][]byte{"k": []byte("v")}},
+		{Resource: "serviceaccounts"}:                      &corev1.ServiceAccount{ObjectMeta: ns},
+		{Resource: "events"}:                               &corev1.Event{ObjectMeta: ns, InvolvedObject: corev1.ObjectReference{Kind: "Pod", Name: "p", Namespace: "default"}, Reason: "Started"},
+		{Resource: "endpoints"}:                            &corev1.Endpoints{ObjectMeta: ns, Subsets: []corev1.EndpointSubset{{Addresses: []corev1.EndpointAddress{{IP: "10.0.0.1"}}, Ports: []corev1.EndpointPort{{Port: 80, Protocol: corev1.ProtocolTCP}}}}},
+		{Resource: "services"}:                             &corev1.Service{ObjectMeta: ns, Spec: corev1.ServiceSpec{Ports: []corev1.ServicePort{{Port: 80}}, Selector: map[string]string{"app": "web"}}},
+		{Resource: "persistentvolumes"}:                    &corev1.PersistentVolume{ObjectMeta: cl, Spec: corev1.PersistentVolumeSpec{AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce}, Capacity: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")}, PersistentVolumeSource: corev1.PersistentVolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: "/d"}}}},
+		{Resource: "persistentvolumeclaims"}:               &corev1.PersistentVolumeClaim{ObjectMeta: ns, Spec: corev1.PersistentVolumeClaimSpec{AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce}, Resources: corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")}}}},
+		{Group: "apps", Resource: "deployments"}:           &appsv1.Deployment{ObjectMeta: ns, Spec: appsv1.DeploymentSpec{Selector: sel, Template: tmpl}},
+		{Group: "apps", Resource: "replicasets"}:           &appsv1.ReplicaSet{ObjectMeta: ns, Spec: appsv1.ReplicaSetSpec{Selector: sel, Template: tmpl}},
+		{Group: "coordination.k8s.io", Resource: "leases"}: &coordinationv1.Lease{ObjectMeta: ns, Spec: coordinationv1.LeaseSpec{HolderIdentity: &holder}},
+		{Group: "events.k8s.io", Resource: "events"}: &eventsv1.Event{ObjectMeta: ns, EventTime: now, ReportingController: "berth.dev/agent", ReportingInstance: "n1", Action: "Start", Reason: "Started", Type: "Normal",
+			Regarding: corev1.ObjectReference{Kind: "Pod", Name: "p", Namespace: "default"}},
+		{Group: "discovery.k8s.io", Resource: "endpointslices"}: &discoveryv1.EndpointSlice{ObjectMeta: ns, AddressType: discoveryv1.AddressTypeIPv4,
+			Endpoints: []discoveryv1.Endpoint{{Addresses: []string{"10.0.0.1"}}}, Ports: []discoveryv1.EndpointPort{{Port: &port}}},
+		{Group: "storage.k8s.io", Resource: "storageclasses"}:          &storagev1.StorageClass{ObjectMeta: cl, Provisioner: "berth.dev/local"},
+		{Group: "storage.k8s.io", Resource: "csidrivers"}:              &storagev1.CSIDriver{ObjectMeta: metav1.ObjectMeta{Name: "local.csi.berth.dev", Labels: map[string]string{"app": "web"}}},
+		{Group: "storage.k8s.io", Resource: "csinodes"}:                &storagev1.CSINode{ObjectMeta: cl, Spec: storagev1.CSINodeSpec{Drivers: []storagev1.CSINodeDriver{{Name: "local.csi.berth.dev", NodeID: "n1"}}}},
+		{Group: "rbac.authorization.k8s.io", Resource: "roles"}:        &rbacv1.Role{ObjectMeta: ns, Rules: []rbacv1.PolicyRule{{Verbs: []string{"get"}, APIGroups: []string{""}, Resources: []string{"pods"}}}},
+		{Group: "rbac.authorization.k8s.io", Resource: "clusterroles"}: &rbacv1.ClusterRole{ObjectMeta: cl, Rules: []rbacv1.PolicyRule{{Verbs: []string{"get"}, NonResourceURLs: []string{"/healthz"}}}},
+		{Group: "rbac.authorization.k8s.io", Resource: "rolebindings"}: &rbacv1.RoleBinding{ObjectMeta: ns, RoleRef: rbacv1.RoleRef{Kind: "Role", Name: "r"},
+			Subjects: []rbacv1.Subject{{Kind: "User", Name: "u"}}},
+		{Group: "rbac.authorization.k8s.io", Resource: "clusterrolebindings"}: &rbacv1.ClusterRoleBinding{ObjectMeta: cl, RoleRef: rbacv1.RoleRef{Kind: "ClusterRole", Name: "r"},
+			Subjects: []rbacv1.Subject{{Kind: "ServiceAccount", Name: "sa", Namespace: "default"}}},
+	}
+}
+
+// TestEveryResourceThroughTheGenericRegistryFlow drives each resource's
+// strategies through k8s.io/apiserver's rest.BeforeCreate/BeforeUpdate (the
+// path the generic Store takes), and checks its table and field attributes.
+func TestEveryResourceThroughTheGenericRegistryFlow(t *testing.T) {
+	s := scheme.New()
+	resources := Resources(s)
+	objs := samples()
+	if len(resources) != len(objs) {
+		t.Fatalf("%d resources but %d samples", len(resources), len(objs))
+	}
+	for gr, res := range resources {
+		t.Run(gr.String(), func(t *testing.T) {
+			obj, ok := objs[gr]
+			if !ok {
+				t.Fatalf("no sample for %v", gr)
+			}
+			obj = obj.DeepCopyObject()
+			s.Default(obj)
+			ctx := genericapirequest.WithNamespace(genericapirequest.NewContext(), "")
+			if res.Strategy.NamespaceScoped() {
+				ctx = genericapirequest.WithNamespace(ctx, "default")
+			}
+			rest.FillObjectMetaSystemFields(obj.(metav1.Object))
+			if err := rest.BeforeCreate(res.Strategy, ctx, obj); err != nil {
+				t.Fatalf("BeforeCreate: %v", err)
+			}
+			m, _ := meta.Accessor(obj)
+			m.SetResourceVersion("1")
+
+			upd := obj.DeepCopyObject()
+			um, _ := meta.Accessor(upd)
+			um.SetLabels(map[string]string{"app": "web", "changed": "yes"})
+			if err := rest.BeforeUpdate(res.Strategy, ctx, upd, obj); err != nil {
+				t.Fatalf("BeforeUpdate (labels only): %v", err)
+			}
+
+			// A bad name is reported as a 422 naming metadata.name.
+			bad := obj.DeepCopyObject()
+			bm, _ := meta.Accessor(bad)
+			bm.SetName("bad/name")
+			bm.SetResourceVersion("")
+			err := rest.BeforeCreate(res.Strategy, ctx, bad)
+			if !apierrors.IsInvalid(err) {
+				t.Fatalf("bad name: want Invalid, got %v", err)
+			}
+			if causes := err.(apierrors.APIStatus).Status().Details.Causes; len(causes) == 0 || causes[0].Field != "metadata.name" {
+				t.Errorf("bad name causes = %+v", causes)
+			}
+
+			table, err := res.Table.ConvertToTable(ctx, obj, nil)
+			if err != nil {
+				t.Fatalf("ConvertToTable: %v", err)
+			}
+			if len(table.Rows) != 1 || len(table.Rows[0].Cells) != len(table.ColumnDefinitions) {
+				t.Fatalf("table: %d rows, cells %v for %d columns", len(table.Rows), table.Rows, len(table.ColumnDefinitions))
+			}
+			if table.Rows[0].Cells[0] != "s" && table.ColumnDefinitions[0].Name == "Name" && gr.Resource != "csidrivers" {
+				t.Errorf("NAME cell = %v", table.Rows[0].Cells[0])
+			}
+
+			lbls, flds, err := res.AttrFunc(obj)
+			if err != nil || lbls["app"] != "web" || flds["metadata.name"] != m.GetName() {
+				t.Errorf("AttrFunc = %v %v %v", lbls, flds, err)
+			}
+			pred := res.PredicateFunc(labels.SelectorFromSet(labels.Set{"app": "web"}), fields.OneTermEqualSelector("metadata.name", m.GetName()))
+			if ok, err := pred.Matches(obj); !ok || err != nil {
+				t.Errorf("predicate does not match its own object: %v %v", ok, err)
+			}
+
+			if res.StatusStrategy != nil {
+				checkStatusStrategyKeepsSpec(t, res, ctx, obj)
+			}
+		})
+	}
+}
+
+// checkStatusStrategyKeepsSpec changes the spec through the status
+// strategy and expects the change dropped.
+func checkStatusStrategyKeepsSpec(t *testing.T, res Resource, ctx context.Context, obj runtime.Object) {
+	t.Helper()
+	upd := obj.DeepCopyObject()
+	spec := reflect.ValueOf(upd).Elem().FieldByName("Spec")
+	if !spec.IsValid() {
+		t.Fatalf("%T has no Spec", upd)
+	}
+	before := spec.Interface()
+	spec.Set(reflect.Zero(spec.Type()))
+	if err := rest.BeforeUpdate(res.StatusStrategy, ctx, upd, obj); err != nil {
+		t.Fatalf("status BeforeUpdate: %v", err)
+	}
+	if after := reflect.ValueOf(upd).Elem().FieldByName("Spec").Interface(); !reflect.DeepEqual(after, before) {
+		t.Errorf("status update changed the spec")
+	}
+}
+
+func TestResetFields(t *testing.T) {
+	res := Resources(scheme.New())
+	for gr, r := range res {
+		if r.StatusStrategy == nil {
+			continue
+		}
+		main, ok1 := r.Strategy.(rest.ResetFieldsStrategy)
+		status, ok2 := r.StatusStrategy.(rest.ResetFieldsStrategy)
+		if !ok1 || !ok2 {
+			t.Fatalf("%v: strategies do not report reset fields", gr)
+		}
+		for _, set := range main.GetResetFields() {
+			if !set.Has(fieldpath.MakePathOrDie("status")) {
+				t.Errorf("%v: main strategy does not reset status", gr)
+			}
+		}
+		for _, set := range status.GetResetFields() {
+			if !set.Has(fieldpath.MakePathOrDie("spec")) {
+				t.Errorf("%v: status strategy does not reset spec", gr)
+			}
+		}
+		if len(main.GetResetFields()) != 1 || len(status.GetResetFields()) != 1 {
+			t.Errorf("%v: reset fields %v / %v", gr, main.GetResetFields(), status.GetResetFields())
+		}
+	}
+}

@@ -1,0 +1,158 @@
+package agent_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"berth/cri"
+)
+
+// BenchmarkStartup writes N static pod manifests at once into a running
+// agent's directory and measures, per pod, the time from its manifest being
+// written to its container running (the runtime's startedAt, read through
+// CRI), plus the agent's RSS and CPU time. Run it with
+//
+//	go test -run '^$' -bench Startup -benchtime 1x ./integration/agent/
+//
+// It prints one table row per N. BERTH_BENCH_AGENT_ARGS adds agent flags
+// (e.g. "--max-parallel-pod-starts 8") to compare settings.
+func BenchmarkStartup(b *testing.B) {
+	for _, n := range []int{10, 30, 100} {
+		b.Run(fmt.Sprintf("pods=%d", n), func(b *testing.B) {
+			for range b.N {
+				r := startupRound(b, n)
+				b.ReportMetric(r.p50.Seconds(), "p50-s")
+				b.ReportMetric(r.p99.Seconds(), "p99-s")
+				b.ReportMetric(r.max.Seconds(), "max-s")
+				b.ReportMetric(float64(r.rssAfter)/(1<<20), "rss-MiB")
+				b.ReportMetric(r.cpu.Seconds(), "cpu-s")
+				b.Logf("\n%-6s %8s %8s %8s %12s %12s %12s %12s %10s %12s\n%-6d %8s %8s %8s %10.1fMB %10.1fMB %10.1fMB %10.1fMB %9.2fs %10.1fms",
+					"pods", "p50", "p99", "max", "RSS idle", "RSS after", "anon idle", "anon after", "CPU", "CPU/pod",
+					n, r.p50.Round(time.Millisecond), r.p99.Round(time.Millisecond), r.max.Round(time.Millisecond),
+					float64(r.rssIdle)/1e6, float64(r.rssAfter)/1e6, float64(r.anonIdle)/1e6, float64(r.anonAfter)/1e6,
+					r.cpu.Seconds(), r.cpu.Seconds()*1000/float64(n))
+			}
+		})
+	}
+}
+
+type startupResult struct {
+	p50, p99, max     time.Duration
+	rssIdle, rssAfter int64
+	anonIdle, anonAfter int64
+	cpu               time.Duration
+}
+
+func startupRound(b *testing.B, count int) startupResult {
+	b.StopTimer()
+	n := newNode(b, strings.Fields(os.Getenv("BERTH_BENCH_AGENT_ARGS"))...)
+	a := n.start()
+	pid := a.cmd.Process.Pid
+	time.Sleep(time.Second) // let the agent settle before the idle reading
+	rssIdle, anonIdle := rss(b, pid), rssAnon(b, pid)
+	cpu0 := cpuTime(b, pid)
+
+	// Prepare the files, then move them in one after another as fast as
+	// possible.
+	written := map[string]time.Time{}
+	tmp := filepath.Join(filepath.Dir(n.manifests), "staging")
+	if err := os.MkdirAll(tmp, 0o755); err != nil {
+		b.Fatal(err)
+	}
+	for i := range count {
+		name := fmt.Sprintf("bench-%03d", i)
+		if err := os.WriteFile(filepath.Join(tmp, name+".yaml"), []byte(podManifest(n.env, name, "", "app="+sleeper)), 0o644); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.StartTimer()
+	for i := range count {
+		name := fmt.Sprintf("bench-%03d", i)
+		if err := os.Rename(filepath.Join(tmp, name+".yaml"), filepath.Join(n.manifests, name+".yaml")); err != nil {
+			b.Fatal(err)
+		}
+		written[name+"-n1"] = time.Now()
+	}
+	started := map[string]time.Time{}
+	ctx := context.Background()
+	eventually(b, 10*time.Minute, fmt.Sprintf("%d pods running", count), func() (bool, string) {
+		cs, err := n.cri.ListContainers(ctx, &runtimeapi.ContainerFilter{State: &runtimeapi.ContainerStateValue{State: runtimeapi.ContainerState_CONTAINER_RUNNING}})
+		if err != nil {
+			return false, err.Error()
+		}
+		for _, c := range cs {
+			pod := c.GetLabels()[cri.LabelPodName]
+			if _, ok := started[pod]; ok {
+				continue
+			}
+			st, err := n.cri.ContainerStatus(ctx, c.GetId(), false)
+			if err != nil {
+				continue
+			}
+			started[pod] = time.Unix(0, st.GetStatus().GetStartedAt())
+		}
+		return len(started) == count, fmt.Sprintf("%d running", len(started))
+	})
+	b.StopTimer()
+	cpu := cpuTime(b, pid) - cpu0
+	rssAfter, anonAfter := rss(b, pid), rssAnon(b, pid)
+	var lat []time.Duration
+	for pod, at := range started {
+		lat = append(lat, at.Sub(written[pod]))
+	}
+	slices.Sort(lat)
+	pct := func(p float64) time.Duration { return lat[min(len(lat)-1, int(float64(len(lat))*p))] }
+	r := startupResult{p50: pct(0.50), p99: pct(0.99), max: lat[len(lat)-1], rssIdle: rssIdle, rssAfter: rssAfter, anonIdle: anonIdle, anonAfter: anonAfter, cpu: cpu}
+	n.removeAllAndWait()
+	return r
+}
+
+// rss is the process's resident set in bytes.
+func rss(b *testing.B, pid int) int64 { return procStatus(b, pid, "VmRSS:") }
+
+// rssAnon is the anonymous part of the resident set (heap, stacks), without
+// the pages of the binary itself.
+func rssAnon(b *testing.B, pid int) int64 { return procStatus(b, pid, "RssAnon:") }
+
+// procStatus reads one kB field of /proc/<pid>/status, in bytes.
+func procStatus(b *testing.B, pid int, field string) int64 {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		if rest, ok := strings.CutPrefix(line, field); ok {
+			kb, err := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(rest), "kB")), 10, 64)
+			if err != nil {
+				b.Fatal(err)
+			}
+			return kb * 1024
+		}
+	}
+	b.Fatalf("no %s in /proc/%d/status", field, pid)
+	return 0
+}
+
+// cpuTime is the process's user + system CPU time.
+func cpuTime(b *testing.B, pid int) time.Duration {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		b.Fatal(err)
+	}
+	// Fields after the command (which may hold spaces) start after ")".
+	fields := strings.Fields(string(data[strings.LastIndexByte(string(data), ')')+1:]))
+	// utime and stime are fields 14 and 15 of stat, 12 and 13 here.
+	ut, _ := strconv.ParseInt(fields[11], 10, 64)
+	st, _ := strconv.ParseInt(fields[12], 10, 64)
+	const ticks = 100 // USER_HZ
+	return time.Duration(ut+st) * time.Second / ticks
+}
