@@ -42,6 +42,7 @@ import (
 	"berth/agent/server"
 	"berth/agent/source/manifest"
 	"berth/agent/status"
+	"berth/agent/volumes"
 	"berth/cni"
 	"berth/cri"
 )
@@ -50,7 +51,7 @@ import (
 type Agent struct {
 	cfg Config
 
-	mu         sync.Mutex
+	mu            sync.Mutex
 	networkErr    error // why the node's CNI config does not work; nil when it does
 	criNetworkErr error // why the runtime reports its network not ready
 	runtimeErr    error // why the runtime is not ready; nil when it is
@@ -114,13 +115,18 @@ func (a *Agent) Run(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("agent: %w", err)
 	}
+	vols, err := volumes.New(volumes.Config{RootDir: cfg.RootDir, Logger: log,
+		NodeAllocatable: v1.ResourceList{v1.ResourceMemory: *resource.NewQuantity(memory, resource.BinarySI)}})
+	if err != nil {
+		return fmt.Errorf("agent: %w", err)
+	}
 	statuses := status.NewManager()
 	crashBackOff := backoff.New(cfg.ContainerBackOff)
 	reader := podruntime.New(client)
 	nodeIP := net.ParseIP(cfg.NodeIP)
 	workers, err := podworker.New(podworker.Config{
 		CRI: client, Reader: reader, Status: statuses, BackOff: crashBackOff,
-		Images: puller,
+		Images: puller, Volumes: vols,
 		SandboxOptions: sandboxconfig.Options{PodLogDir: cfg.PodLogDir, CgroupRoot: cfg.CgroupRoot, DNS: dns.Options{
 			ClusterDNS: cfg.ClusterDNS, ClusterDomain: cfg.ClusterDomain, ResolvConf: cfg.ResolvConf, NodeIPs: []net.IP{nodeIP},
 		}},
@@ -148,6 +154,8 @@ func (a *Agent) Run(ctx context.Context) error {
 	}
 	var synced sync.Once
 	sourceSynced := make(chan struct{})
+	var lastVolumeGC time.Time
+	var suspects map[types.UID]bool
 	detector, err := pleg.New(pleg.Config{
 		Reader: reader, CRI: client, Period: cfg.RelistPeriod, Logger: log,
 		Changed: workers.Wake,
@@ -157,12 +165,23 @@ func (a *Agent) Run(ctx context.Context) error {
 			default:
 				return // until the manifests are read, every pod may be wanted
 			}
+			active := make([]types.UID, 0, len(pods))
 			for uid, p := range pods {
+				active = append(active, uid)
 				if !workers.Known(uid) {
 					log.Info("removing a pod no manifest asks for", "pod", p.Namespace+"/"+p.Name, "uid", uid)
 					workers.RemoveOrphan(uid)
 				}
 			}
+			// Volumes of pods gone from both the runtime and the agent
+			// (removed while it was down, or a failed teardown), checked
+			// every minute and removed when seen orphaned twice in a row,
+			// so a pod being added as the check runs is never touched.
+			if time.Since(lastVolumeGC) < time.Minute {
+				return
+			}
+			lastVolumeGC = time.Now()
+			suspects = a.collectOrphanVolumes(ctx, vols, append(active, workers.UIDs()...), suspects)
 		},
 	})
 	if err != nil {
@@ -216,6 +235,41 @@ func (a *Agent) Run(ctx context.Context) error {
 		run.Go("read-only API", srv.Run)
 	}
 	return run.Wait()
+}
+
+// collectOrphanVolumes tears down the volumes of pods not in active that
+// were already suspects at the previous check, and returns the new suspects.
+func (a *Agent) collectOrphanVolumes(ctx context.Context, vols *volumes.Manager, active []types.UID, suspects map[types.UID]bool) map[types.UID]bool {
+	log := a.cfg.Logger
+	onDisk, err := vols.Reconstruct(ctx)
+	if err != nil {
+		log.Warn("listing pod volumes failed", "err", err)
+		return suspects
+	}
+	isActive := make(map[types.UID]bool, len(active))
+	for _, uid := range active {
+		isActive[uid] = true
+	}
+	next := map[types.UID]bool{}
+	keep := active
+	for _, pv := range onDisk {
+		switch {
+		case isActive[pv.UID]:
+		case suspects[pv.UID]:
+			continue // orphaned twice in a row: not kept
+		default:
+			next[pv.UID] = true
+		}
+		keep = append(keep, pv.UID)
+	}
+	cleaned, err := vols.CleanupOrphans(ctx, keep)
+	if err != nil {
+		log.Warn("cleaning up orphaned pod volumes failed", "err", err)
+	}
+	if len(cleaned) > 0 {
+		log.Info("removed orphaned pod volumes", "uids", cleaned)
+	}
+	return next
 }
 
 // watchRuntime polls the runtime's Status for the readiness of the runtime

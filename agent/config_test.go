@@ -40,7 +40,9 @@ func TestConfigErrorsNameTheField(t *testing.T) {
 		{"bad port", func(c *Config) { c.ReadOnlyPort = 70000 }, "--read-only-port"},
 		{"upper-case node", func(c *Config) { c.NodeName = "Node1" }, "--node-name"},
 		{"bad node ip", func(c *Config) { c.NodeIP = "nope" }, "--node-ip"},
-		{"bad back-off", func(c *Config) { c.ContainerBackOff = backoff.Policy{Initial: time.Second, Max: time.Millisecond, ResetAfter: time.Minute} }, "ContainerBackOff"},
+		{"bad back-off", func(c *Config) {
+			c.ContainerBackOff = backoff.Policy{Initial: time.Second, Max: time.Millisecond, ResetAfter: time.Minute}
+		}, "ContainerBackOff"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -20,6 +20,8 @@ import (
 	"berth/agent/podstate"
 	"berth/agent/sandboxconfig"
 	"berth/agent/status"
+	"berth/agent/volumes"
+	"berth/internal/errdefs"
 )
 
 // execute applies a plan, in this order:
@@ -28,11 +30,13 @@ import (
 //     period), then every ready sandbox. When no sandbox is to be created,
 //     that is all.
 //  2. ContainersToKill: stop them (in parallel, within the grace period).
-//  3. CreateSandbox: wait for a start slot, make the log directory, run the
+//  3. Set up the pod's volumes (idempotent); a failure ends the sync, the
+//     containers waiting in ContainerCreating, as upstream.
+//  4. CreateSandbox: wait for a start slot, make the log directory, run the
 //     sandbox. A failure ends the sync.
-//  4. InitToStart: pull, create and start the next init container, and end
+//  5. InitToStart: pull, create and start the next init container, and end
 //     the sync (the next one runs when it exits).
-//  5. ContainersToStart, in spec order: pull, create, start; a failure of
+//  6. ContainersToStart, in spec order: pull, create, start; a failure of
 //     one is recorded for its status and does not stop the others.
 //
 // It returns when a failed step should be retried (zero: at the next sync).
@@ -71,6 +75,13 @@ func (w *worker) execute(ctx context.Context, log *slog.Logger, pod *v1.Pod, rt 
 			w.failures[c.Name] = status.Failure{Reason: ReasonCreateContainerConfigError, Message: err.Error()}
 		}
 		return time.Time{}
+	}
+	var mounts *volumes.Mounts
+	if cfg.Volumes != nil {
+		if mounts, err = cfg.Volumes.SetUp(ctx, pod); err != nil {
+			log.Warn("the pod's volumes are not ready", "err", err)
+			return cfg.Clock.Now().Add(2 * time.Second)
+		}
 	}
 	sandboxID := plan.SandboxID
 	var podIPs []string
@@ -113,18 +124,18 @@ func (w *worker) execute(ctx context.Context, log *slog.Logger, pod *v1.Pod, rt 
 		}
 	}
 	if plan.InitToStart != nil {
-		earliest(w.startContainer(ctx, log, pod, sandboxID, sandboxCfg, podIPs, plan.InitToStart))
+		earliest(w.startContainer(ctx, log, pod, sandboxID, sandboxCfg, podIPs, mounts, plan.InitToStart))
 		return retry
 	}
 	for i := range plan.ContainersToStart {
-		earliest(w.startContainer(ctx, log, pod, sandboxID, sandboxCfg, podIPs, &plan.ContainersToStart[i]))
+		earliest(w.startContainer(ctx, log, pod, sandboxID, sandboxCfg, podIPs, mounts, &plan.ContainersToStart[i]))
 	}
 	return retry
 }
 
 // startContainer pulls, creates and starts one container, recording a
 // failure for its status; it returns when a failure should be retried.
-func (w *worker) startContainer(ctx context.Context, log *slog.Logger, pod *v1.Pod, sandboxID string, sandboxCfg *runtimeapi.PodSandboxConfig, podIPs []string, s *lifecycle.Start) time.Time {
+func (w *worker) startContainer(ctx context.Context, log *slog.Logger, pod *v1.Pod, sandboxID string, sandboxCfg *runtimeapi.PodSandboxConfig, podIPs []string, mounts *volumes.Mounts, s *lifecycle.Start) time.Time {
 	cfg := &w.m.cfg
 	c := s.Container
 	log = log.With("container", c.Name)
@@ -154,6 +165,9 @@ func (w *worker) startContainer(ctx context.Context, log *slog.Logger, pod *v1.P
 	if err == nil {
 		err = w.imageUser(ctx, pod, c, res.ImageRef, &opts)
 	}
+	if err == nil {
+		opts.Mounts, err = volumeMounts(pod, c, mounts, opts)
+	}
 	var ccfg *runtimeapi.ContainerConfig
 	if err == nil {
 		ccfg, err = containerconfig.Build(pod, c, opts)
@@ -182,8 +196,36 @@ func (w *worker) startContainer(ctx context.Context, log *slog.Logger, pod *v1.P
 	return time.Time{}
 }
 
+// volumeMounts are the CRI mounts of c's volumeMounts; subPathExpr is
+// expanded with the container's environment.
+func volumeMounts(pod *v1.Pod, c *v1.Container, mounts *volumes.Mounts, opts containerconfig.Options) ([]*runtimeapi.Mount, error) {
+	if len(c.VolumeMounts) == 0 {
+		return nil, nil
+	}
+	if mounts == nil {
+		return nil, fmt.Errorf("container %q: volumeMounts: volumes are not supported by this agent: %w", c.Name, errdefs.ErrUnimplemented)
+	}
+	var env map[string]string
+	for _, vm := range c.VolumeMounts {
+		if vm.SubPathExpr == "" {
+			continue
+		}
+		vars, err := containerconfig.Env(pod, c, opts)
+		if err != nil {
+			return nil, err
+		}
+		env = make(map[string]string, len(vars))
+		for _, v := range vars {
+			env[v.Name] = v.Value
+		}
+		break
+	}
+	return mounts.Container(c, env)
+}
+
 // imageUser reads the image's configured user when the container's
-// runAsNonRoot check or runAsUser default needs it.
+// runAsNonRoot check or runAsUser default needs it. As upstream, an image
+// that names no user runs as root (uid 0).
 func (w *worker) imageUser(ctx context.Context, pod *v1.Pod, c *v1.Container, imageRef string, opts *containerconfig.Options) error {
 	sc := containerconfig.EffectiveSecurityContext(pod, c)
 	if sc == nil || sc.RunAsUser != nil {
@@ -193,11 +235,16 @@ func (w *worker) imageUser(ctx context.Context, pod *v1.Pod, c *v1.Container, im
 	if err != nil || img == nil {
 		return err
 	}
-	if img.GetUid() != nil {
+	switch {
+	case img.GetUid() != nil:
 		uid := img.GetUid().GetValue()
 		opts.ImageUID = &uid
+	case img.GetUsername() != "":
+		opts.ImageUser = img.GetUsername()
+	default:
+		root := int64(0)
+		opts.ImageUID = &root
 	}
-	opts.ImageUser = img.GetUsername()
 	return nil
 }
 

@@ -30,6 +30,7 @@ import (
 	"berth/agent/podstate"
 	"berth/agent/sandboxconfig"
 	"berth/agent/status"
+	"berth/agent/volumes"
 	"berth/cri"
 	"berth/internal/errdefs"
 )
@@ -58,6 +59,11 @@ type Config struct {
 	// (agent/containerconfig: NodeName, HostIPs, MemoryCapacity, CgroupV2,
 	// …); the worker sets the per-container fields.
 	ContainerOptions containerconfig.Options
+
+	// Volumes sets up and tears down the pods' volumes (agent/volumes); nil
+	// runs pods without their volumes set up (a pod declaring volume mounts
+	// then fails with CreateContainerConfigError).
+	Volumes *volumes.Manager
 
 	// NetworkReady reports why pod networking cannot be set up yet (nil:
 	// ready); pods that are not host-network wait for it. Nil means ready.
@@ -231,6 +237,17 @@ func (m *Manager) Known(uid types.UID) bool {
 	defer m.mu.Unlock()
 	_, ok := m.workers[uid]
 	return ok
+}
+
+// UIDs lists the pods that have a worker (running or terminating).
+func (m *Manager) UIDs() []types.UID {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	out := make([]types.UID, 0, len(m.workers))
+	for uid := range m.workers {
+		out = append(out, uid)
+	}
+	return out
 }
 
 // worker returns uid's worker, creating it when create is set.

@@ -21,6 +21,7 @@ import (
 	"berth/agent/podruntime"
 	"berth/agent/sandboxconfig"
 	"berth/agent/status"
+	"berth/agent/volumes"
 	"berth/cri"
 	"berth/cri/critest"
 	"berth/internal/errdefs"
@@ -28,15 +29,15 @@ import (
 
 // harness runs a Manager against the in-memory CRI runtime.
 type harness struct {
-	t       testing.TB
-	srv     *critest.Server
-	cri     *cri.Client
-	status  *status.Manager
-	m       *Manager
-	root    string
-	logs    string
-	cancel  context.CancelFunc
-	done    chan error
+	t      testing.TB
+	srv    *critest.Server
+	cri    *cri.Client
+	status *status.Manager
+	m      *Manager
+	root   string
+	logs   string
+	cancel context.CancelFunc
+	done   chan error
 }
 
 // fastBackOff keeps crash-loop tests short; the curve's shape is
@@ -66,9 +67,14 @@ func (h *harness) start() {
 	if err != nil {
 		h.t.Fatal(err)
 	}
+	vols, err := volumes.New(volumes.Config{RootDir: h.root})
+	if err != nil {
+		h.t.Fatal(err)
+	}
 	m, err := New(Config{
 		CRI: h.cri, Reader: podruntime.New(h.cri), Status: h.status, BackOff: backoff.New(fastBackOff),
 		Images:           puller,
+		Volumes:          vols,
 		SandboxOptions:   sandboxconfig.Options{PodLogDir: h.logs},
 		ContainerOptions: containerconfig.Options{NodeName: "node1", MemoryCapacity: 8 << 30},
 		RootDir:          h.root,
@@ -228,10 +234,11 @@ func TestInitContainersRunInOrderBeforeApps(t *testing.T) {
 		if cs := h.containers(pod.UID, "app"); len(cs) != 0 {
 			t.Fatalf("app container created while init container %s runs", name)
 		}
-		st := h.podStatus(pod.UID)
-		if st.Phase != v1.PodPending {
-			t.Errorf("phase %s during init, want Pending", st.Phase)
-		}
+		eventually(t, "Pending with "+name+" running", func() (bool, string) {
+			st := h.podStatus(pod.UID)
+			cs := containerStatus(st, name)
+			return st.Phase == v1.PodPending && cs.State.Running != nil, fmt.Sprintf("%+v", st)
+		})
 		if err := srv.ExitContainer(c.GetId(), 0, ""); err != nil {
 			t.Fatal(err)
 		}
@@ -516,5 +523,44 @@ func TestConfigValidation(t *testing.T) {
 	_, err := New(Config{})
 	if !errors.Is(err, errdefs.ErrInvalidArgument) {
 		t.Fatalf("New(empty) = %v, want ErrInvalidArgument", err)
+	}
+}
+
+func TestVolumesAreMountedAndTornDown(t *testing.T) {
+	srv := critest.NewServer(t)
+	srv.AddImage("busybox")
+	h := newHarness(t, srv)
+	hostDir := t.TempDir()
+	pod := testPod("vols", v1.RestartPolicyAlways, nil, "app")
+	pod.Spec.Volumes = []v1.Volume{
+		{Name: "scratch", VolumeSource: v1.VolumeSource{EmptyDir: &v1.EmptyDirVolumeSource{}}},
+		{Name: "host", VolumeSource: v1.VolumeSource{HostPath: &v1.HostPathVolumeSource{Path: hostDir}}},
+	}
+	pod.Spec.Containers[0].VolumeMounts = []v1.VolumeMount{{Name: "scratch", MountPath: "/scratch"}, {Name: "host", MountPath: "/host", ReadOnly: true}}
+	h.m.Update(pod)
+	var c *runtimeapi.Container
+	eventually(t, "running", func() (bool, string) { c = h.running(pod.UID, "app"); return c != nil, "" })
+	st, err := h.cri.ContainerStatus(context.Background(), c.GetId(), false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]*runtimeapi.Mount{}
+	for _, m := range st.GetStatus().GetMounts() {
+		got[m.GetContainerPath()] = m
+	}
+	scratch, host := got["/scratch"], got["/host"]
+	if scratch == nil || !strings.HasPrefix(scratch.GetHostPath(), filepath.Join(h.root, "pods", "uid-vols", "volumes")) {
+		t.Fatalf("emptyDir mount %v", scratch)
+	}
+	if host == nil || host.GetHostPath() != hostDir || !host.GetReadonly() {
+		t.Fatalf("hostPath mount %v", host)
+	}
+	h.m.Remove(pod.UID)
+	eventually(t, "pod gone", func() (bool, string) { return !h.m.Known(pod.UID), "" })
+	if _, err := os.Stat(filepath.Join(h.root, "pods", "uid-vols")); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("pod directory left: %v", err)
+	}
+	if _, err := os.Stat(hostDir); err != nil {
+		t.Errorf("the hostPath directory was touched: %v", err)
 	}
 }

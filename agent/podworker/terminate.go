@@ -3,6 +3,7 @@ package podworker
 import (
 	"context"
 	"errors"
+	"io/fs"
 	"os"
 	"path/filepath"
 
@@ -55,7 +56,7 @@ func (w *worker) terminate(ctx context.Context, pod *v1.Pod) bool {
 	if name != "" {
 		errs = append(errs, os.RemoveAll(sandboxconfig.LogDirectory(cfg.SandboxOptions.PodLogDir, ns, name, w.uid)))
 	}
-	errs = append(errs, os.RemoveAll(filepath.Join(cfg.RootDir, "pods", string(w.uid))))
+	errs = append(errs, w.removePodDir(ctx))
 	if cfg.PodCleanup != nil {
 		errs = append(errs, cfg.PodCleanup(w.uid, pod))
 	}
@@ -75,3 +76,23 @@ func (w *worker) terminate(ctx context.Context, pod *v1.Pod) bool {
 	return true
 }
 
+// removePodDir removes <root>/pods/<uid>: the volumes first (torn down by
+// agent/volumes, which never deletes across a mount), then the agent's own
+// files (termination messages), then the directory. A directory that still
+// holds something else is left, with a warning.
+func (w *worker) removePodDir(ctx context.Context) error {
+	cfg := &w.m.cfg
+	dir := filepath.Join(cfg.RootDir, "pods", string(w.uid))
+	if cfg.Volumes != nil {
+		if err := cfg.Volumes.TearDown(ctx, w.uid); err != nil {
+			return err
+		}
+	}
+	if err := os.RemoveAll(filepath.Join(dir, "containers")); err != nil {
+		return err
+	}
+	if err := os.Remove(dir); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		cfg.Logger.Warn("the pod's directory holds unknown files; leaving it", "dir", dir, "err", err)
+	}
+	return nil
+}

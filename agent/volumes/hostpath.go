@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"path/filepath"
+	"strings"
 
 	v1 "k8s.io/api/core/v1"
 
@@ -17,6 +19,12 @@ import (
 func checkHostPath(src *v1.HostPathVolumeSource) error {
 	if src.Path == "" {
 		return fmt.Errorf("hostPath.path is required: %w", errdefs.ErrInvalidArgument)
+	}
+	if !filepath.IsAbs(src.Path) {
+		return fmt.Errorf("hostPath.path %q must be an absolute path: %w", src.Path, errdefs.ErrInvalidArgument)
+	}
+	if err := checkSubPath(strings.TrimPrefix(src.Path, "/")); err != nil {
+		return fmt.Errorf("hostPath.path %q %w", src.Path, err)
 	}
 	t := v1.HostPathUnset
 	if src.Type != nil {

@@ -14,6 +14,16 @@
 // Every method is safe for concurrent use; calls for one pod are serialised.
 // SetUp and TearDown are idempotent, and TearDown is always safe to call,
 // also for a pod whose SetUp never ran or failed half way.
+//
+// The agent uses a Manager like this:
+//
+//	at start:        Reconstruct, then CleanupOrphans(active UIDs) once the pod sources have synced
+//	before a pod's sandbox and containers: ms, err := SetUp(ctx, pod)
+//	                 (each *MountError → a FailedMount event with its message; retry with back-off)
+//	for each container created: mounts, err := ms.Container(c, env)
+//	                 (err → CreateContainerConfigError; mounts → the container config's mounts)
+//	every sync period of a running pod: Resync(ctx, pod)
+//	after the pod's containers and sandbox are gone: TearDown(ctx, uid), before removing the pod directory
 package volumes
 
 import (
@@ -73,6 +83,11 @@ type Config struct {
 	// unset container limits in downwardAPI resourceFieldRefs and the
 	// upper bound of memory-backed emptyDir sizes. May be empty.
 	NodeAllocatable v1.ResourceList
+	// RecursiveReadOnly reports that the runtime supports recursive
+	// read-only mounts (its RuntimeHandler features say so; containerd 1.6
+	// does not). Without it a volumeMount with recursiveReadOnly Enabled
+	// fails and IfPossible mounts plain read-only, as upstream.
+	RecursiveReadOnly bool
 }
 
 func (c *Config) validate() error {

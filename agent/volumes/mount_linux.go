@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"os"
 	"syscall"
 
 	"golang.org/x/sys/unix"
@@ -43,8 +42,3 @@ func statOf(info fs.FileInfo) (*syscall.Stat_t, bool) {
 	st, ok := info.Sys().(*syscall.Stat_t)
 	return st, ok
 }
-
-// sameFile reports whether a and b are the same inode.
-func sameFile(a, b *unix.Stat_t) bool { return a.Dev == b.Dev && a.Ino == b.Ino }
-
-var _ = os.Getpid

@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -129,6 +130,9 @@ func (m *Manager) writePayload(pod *v1.Pod, dir string, k kind, payload map[stri
 	if err := m.prepareDir(dir, k.memory, size); err != nil {
 		return err
 	}
+	if err := makeNestedMountpoints(pod, filepath.Base(dir), dir); err != nil {
+		return err
+	}
 	w, err := atomic.NewWriter(dir, m.cfg.Clock)
 	if err != nil {
 		return err
@@ -218,6 +222,35 @@ func (m *Manager) setUpEmptyDir(pod *v1.Pod, vol *v1.Volume) (mountedVolume, err
 		}
 	}
 	return mountedVolume{path: dir}, nil
+}
+
+// makeNestedMountpoints creates, in the read-only volume at dir, the
+// directories where containers mount other volumes below this volume's
+// mount path (the runtime could not create them in a read-only mount), as
+// the kubelet does.
+func makeNestedMountpoints(pod *v1.Pod, volume, dir string) error {
+	all := append(append([]v1.Container{}, pod.Spec.InitContainers...), pod.Spec.Containers...)
+	for _, c := range all {
+		for _, own := range c.VolumeMounts {
+			if own.Name != volume || own.SubPath != "" || own.SubPathExpr != "" {
+				continue
+			}
+			parent := filepath.Clean(own.MountPath) + "/"
+			for _, other := range c.VolumeMounts {
+				rel, ok := strings.CutPrefix(filepath.Clean(other.MountPath), parent)
+				if !ok || rel == "" {
+					continue
+				}
+				if err := checkSubPath(rel); err != nil || strings.HasPrefix(rel, "..") {
+					return fmt.Errorf("nested mount point %q of container %q in volume %q: must not contain '..': %w", other.MountPath, c.Name, volume, errdefs.ErrInvalidArgument)
+				}
+				if err := os.MkdirAll(filepath.Join(dir, rel), 0o755); err != nil {
+					return fmt.Errorf("create nested mount point %s: %w", rel, err)
+				}
+			}
+		}
+	}
+	return nil
 }
 
 func modeOr(p *int32, def int32) int32 {

@@ -28,6 +28,7 @@ func newRootCommand() *cobra.Command {
 	root.AddCommand(newAgentCommand())
 	root.AddCommand(newServerCommand())
 	root.AddCommand(newSchedulerCommand())
+	root.AddCommand(newCSILocalCommand())
 	return root
 }
 

@@ -18,6 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metainternalversion "k8s.io/apimachinery/pkg/apis/meta/internalversion"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
 	genericapirequest "k8s.io/apiserver/pkg/endpoints/request"
 	"k8s.io/apiserver/pkg/registry/rest"
@@ -82,7 +83,11 @@ func (c *cleaner) loop(ctx context.Context, w watch.Interface, tick <-chan time.
 			if !ok {
 				return
 			}
-			ns, isNS := ev.Object.(*corev1.Namespace)
+			obj := ev.Object
+			if c, ok := obj.(runtime.CacheableObject); ok {
+				obj = c.GetObject()
+			}
+			ns, isNS := obj.(*corev1.Namespace)
 			if !isNS {
 				continue
 			}

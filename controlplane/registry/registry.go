@@ -46,11 +46,13 @@ import (
 )
 
 // Strategy is what a resource's strategy implements: create, update and
-// delete (pods also rest.RESTGracefulDeleteStrategy).
+// delete, and the fields it resets for server-side apply (pods also
+// rest.RESTGracefulDeleteStrategy).
 type Strategy interface {
 	rest.RESTCreateStrategy
 	rest.RESTUpdateStrategy
 	rest.RESTDeleteStrategy
+	rest.ResetFieldsStrategy
 }
 
 // Resource holds one resource's registry parts.

@@ -164,8 +164,12 @@ func (s *Server) Run(ctx context.Context) (err error) {
 	}
 	pool := x509.NewCertPool()
 	pool.AddCert(creds.CA)
+	// Requests (watches above all) end when the server stops.
+	reqCtx, cancelRequests := context.WithCancel(context.WithoutCancel(ctx))
+	defer cancelRequests()
 	srv := &http.Server{
 		Handler:           handler,
+		BaseContext:       func(net.Listener) context.Context { return reqCtx },
 		ReadHeaderTimeout: 30 * time.Second,
 		TLSConfig: &tls.Config{
 			Certificates: []tls.Certificate{cert},
@@ -215,6 +219,7 @@ func (s *Server) Run(ctx context.Context) (err error) {
 	case err := <-memberErr:
 		runErr = fmt.Errorf("server: embedded etcd failed: %w", err)
 	}
+	cancelRequests()
 	shutdownCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	if err := srv.Shutdown(shutdownCtx); err != nil {

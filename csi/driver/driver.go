@@ -87,13 +87,27 @@ func (c *Config) Validate() error {
 	if !driverNameRE.MatchString(c.DriverName) {
 		errs = append(errs, fmt.Errorf("driver name %q: must be at most 63 characters, start and end with a letter, and contain only letters, digits, '-', '.', '_': %w", c.DriverName, errdefs.ErrInvalidArgument))
 	}
-	if c.RegistrationDir != "" && !filepath.IsAbs(c.RegistrationDir) {
-		errs = append(errs, fmt.Errorf("registration dir %q: must be an absolute path: %w", c.RegistrationDir, errdefs.ErrInvalidArgument))
+	if c.RegistrationDir != "" {
+		if !filepath.IsAbs(c.RegistrationDir) {
+			errs = append(errs, fmt.Errorf("registration dir %q: must be an absolute path: %w", c.RegistrationDir, errdefs.ErrInvalidArgument))
+		} else if _, err := SocketPath(c.registrationSocket()); err != nil {
+			errs = append(errs, fmt.Errorf("registration dir: socket %w", err))
+		}
 	}
 	if c.MaxVolumesPerNode < 0 {
 		errs = append(errs, fmt.Errorf("max volumes per node %d: must not be negative: %w", c.MaxVolumesPerNode, errdefs.ErrInvalidArgument))
 	}
 	return errors.Join(errs...)
+}
+
+// MaxSocketPath is the longest path a unix socket can have on Linux
+// (sun_path is 108 bytes with its terminating NUL).
+const MaxSocketPath = 107
+
+// registrationSocket is where the driver serves the registration service,
+// named as node-driver-registrar names it.
+func (c *Config) registrationSocket() string {
+	return filepath.Join(c.RegistrationDir, c.DriverName+"-reg.sock")
 }
 
 // SocketPath turns "unix:///path" or "/path" into the socket's path.
@@ -112,7 +126,11 @@ func SocketPath(endpoint string) (string, error) {
 	if !filepath.IsAbs(path) {
 		return "", fmt.Errorf("%q: the socket path must be absolute: %w", endpoint, errdefs.ErrInvalidArgument)
 	}
-	return filepath.Clean(path), nil
+	path = filepath.Clean(path)
+	if len(path) > MaxSocketPath {
+		return "", fmt.Errorf("%q: a unix socket path can be at most %d bytes, this one has %d: %w", endpoint, MaxSocketPath, len(path), errdefs.ErrInvalidArgument)
+	}
+	return path, nil
 }
 
 // Driver is a running csi-local instance. It serves the CSI identity,
@@ -143,7 +161,7 @@ func New(cfg Config) (*Driver, error) {
 	d := &Driver{cfg: cfg, log: cfg.Logger, store: st}
 	if cfg.RegistrationDir != "" {
 		d.reg, err = registrar.New(registrar.Config{
-			SocketPath: filepath.Join(cfg.RegistrationDir, cfg.DriverName+"-reg.sock"),
+			SocketPath: cfg.registrationSocket(),
 			DriverName: cfg.DriverName,
 			Endpoint:   cfg.Endpoint,
 			Versions:   SupportedVersions,
@@ -196,12 +214,16 @@ func (d *Driver) Run(ctx context.Context) error {
 
 	regCtx, stopReg := context.WithCancel(ctx)
 	defer stopReg()
+	regDone := make(chan struct{})
 	if d.reg != nil {
 		go func() {
+			defer close(regDone)
 			if err := d.reg.Run(regCtx); err != nil {
 				errc <- err
 			}
 		}()
+	} else {
+		close(regDone)
 	}
 
 	var runErr error
@@ -209,7 +231,9 @@ func (d *Driver) Run(ctx context.Context) error {
 	case <-ctx.Done():
 	case runErr = <-errc:
 	}
+	// Deregister first (the registration socket goes), then stop serving CSI.
 	stopReg()
+	<-regDone
 	srv.GracefulStop()
 	_ = os.Remove(d.cfg.Endpoint)
 	return runErr

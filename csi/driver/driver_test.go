@@ -365,6 +365,8 @@ func TestConfigValidation(t *testing.T) {
 		"no node":        {driver.Config{Endpoint: "/s.sock", RootDir: "/r"}, "node id"},
 		"bad name":       {driver.Config{Endpoint: "/s.sock", RootDir: "/r", NodeID: "n", DriverName: "-bad"}, "driver name"},
 		"negative limit": {driver.Config{Endpoint: "/s.sock", RootDir: "/r", NodeID: "n", MaxVolumesPerNode: -1}, "max volumes"},
+		"long socket":    {driver.Config{Endpoint: "/" + strings.Repeat("d", 120) + "/s.sock", RootDir: "/r", NodeID: "n"}, "at most 107 bytes"},
+		"long reg dir":   {driver.Config{Endpoint: "/s.sock", RootDir: "/r", NodeID: "n", RegistrationDir: "/" + strings.Repeat("d", 90)}, "registration dir: socket"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			err := tc.cfg.Validate()

@@ -25,7 +25,7 @@ func (d *Driver) NodeGetVolumeStats(_ context.Context, req *csi.NodeGetVolumeSta
 
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	v, ok := d.store.get(req.GetVolumeId())
+	v, ok := d.store.published(req.GetVolumeId())
 	if !ok {
 		return nil, status.Errorf(codes.NotFound, "volume %q not found", req.GetVolumeId())
 	}

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strings"
+	"time"
 
 	"github.com/container-storage-interface/spec/lib/go/csi"
 	"golang.org/x/sys/unix"
@@ -17,7 +19,9 @@ import (
 // NodePublishVolume bind-mounts the staged volume at the target path,
 // read-only when asked (readonly, a reader-only access mode, or the "ro"
 // mount flag). The driver creates the target directory; publishing again
-// with the same options is a no-op.
+// with the same options is a no-op. A volume context marking a CSI ephemeral
+// inline volume makes the driver create an empty directory volume for the
+// handle on first publish and bind it directly (no staging).
 func (d *Driver) NodePublishVolume(_ context.Context, req *csi.NodePublishVolumeRequest) (*csi.NodePublishVolumeResponse, error) {
 	if req.GetVolumeId() == "" {
 		return nil, status.Error(codes.InvalidArgument, "volume_id: must not be empty")
@@ -34,7 +38,8 @@ func (d *Driver) NodePublishVolume(_ context.Context, req *csi.NodePublishVolume
 	if err := checkCapability(req.GetVolumeCapability()); err != nil {
 		return nil, status.Error(codes.InvalidArgument, err.Error())
 	}
-	if req.GetStagingTargetPath() == "" {
+	ephemeral := req.GetVolumeContext()[EphemeralContextKey] == "true"
+	if req.GetStagingTargetPath() == "" && !ephemeral {
 		return nil, status.Error(codes.InvalidArgument, "staging_target_path: must not be empty (csi-local has STAGE_UNSTAGE_VOLUME)")
 	}
 	flags, err := mounts.Flags(req.GetVolumeCapability().GetMount().GetMountFlags())
@@ -50,17 +55,27 @@ func (d *Driver) NodePublishVolume(_ context.Context, req *csi.NodePublishVolume
 
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	v, ok := d.store.get(req.GetVolumeId())
-	if !ok {
-		return nil, status.Errorf(codes.NotFound, "volume %q not found", req.GetVolumeId())
-	}
-	if v.StagingPath != staging {
-		return nil, status.Errorf(codes.FailedPrecondition, "volume %s is not staged at %s", v, staging)
-	}
-	if mounted, err := mounts.IsMountPoint(staging); err != nil {
-		return nil, status.Errorf(codes.Internal, "publish %s: %v", v, err)
-	} else if !mounted {
-		return nil, status.Errorf(codes.FailedPrecondition, "volume %s: staging path %s is not mounted (stage it again)", v, staging)
+	var v *volume
+	source := staging
+	if ephemeral {
+		var err error
+		if v, err = d.ephemeralVolume(req.GetVolumeId(), req.GetVolumeContext()); err != nil {
+			return nil, err
+		}
+		source = d.store.dataPath(v)
+	} else {
+		var ok bool
+		if v, ok = d.store.get(req.GetVolumeId()); !ok {
+			return nil, status.Errorf(codes.NotFound, "volume %q not found", req.GetVolumeId())
+		}
+		if v.StagingPath != staging {
+			return nil, status.Errorf(codes.FailedPrecondition, "volume %s is not staged at %s", v, staging)
+		}
+		if mounted, err := mounts.IsMountPoint(staging); err != nil {
+			return nil, status.Errorf(codes.Internal, "publish %s: %v", v, err)
+		} else if !mounted {
+			return nil, status.Errorf(codes.FailedPrecondition, "volume %s: staging path %s is not mounted (stage it again)", v, staging)
+		}
 	}
 	mounted, err := mounts.IsMountPoint(target)
 	if err != nil {
@@ -79,7 +94,7 @@ func (d *Driver) NodePublishVolume(_ context.Context, req *csi.NodePublishVolume
 	if err := os.MkdirAll(target, 0o750); err != nil {
 		return nil, status.Errorf(codes.Internal, "publish %s: create target: %v", v, err)
 	}
-	if err := mounts.Bind(staging, target, flags); err != nil {
+	if err := mounts.Bind(source, target, flags); err != nil {
 		return nil, status.Errorf(codes.Internal, "publish %s: %v", v, err)
 	}
 	if v.Published == nil {
@@ -96,7 +111,8 @@ func (d *Driver) NodePublishVolume(_ context.Context, req *csi.NodePublishVolume
 }
 
 // NodeUnpublishVolume unmounts the target path and removes it, as the spec
-// asks of the SP. A target that is already gone is a success.
+// asks of the SP. A target that is already gone is a success. An ephemeral
+// volume is deleted with its last publication.
 func (d *Driver) NodeUnpublishVolume(_ context.Context, req *csi.NodeUnpublishVolumeRequest) (*csi.NodeUnpublishVolumeResponse, error) {
 	if req.GetVolumeId() == "" {
 		return nil, status.Error(codes.InvalidArgument, "volume_id: must not be empty")
@@ -108,7 +124,7 @@ func (d *Driver) NodeUnpublishVolume(_ context.Context, req *csi.NodeUnpublishVo
 
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	v, ok := d.store.get(req.GetVolumeId())
+	v, ok := d.store.published(req.GetVolumeId())
 	if !ok {
 		return nil, status.Errorf(codes.NotFound, "volume %q not found", req.GetVolumeId())
 	}
@@ -131,5 +147,41 @@ func (d *Driver) NodeUnpublishVolume(_ context.Context, req *csi.NodeUnpublishVo
 		}
 		d.log.Info("volume unpublished", "id", v.ID, "targetPath", target)
 	}
+	if v.Ephemeral && len(v.Published) == 0 {
+		if err := os.RemoveAll(d.store.dataPath(v)); err != nil {
+			return nil, status.Errorf(codes.Internal, "unpublish %s: delete ephemeral volume: %v", v, err)
+		}
+		if err := d.store.remove(v.ID); err != nil {
+			return nil, status.Errorf(codes.Internal, "unpublish %s: %v", v, err)
+		}
+		d.log.Info("ephemeral volume deleted", "id", v.ID, "handle", v.Name)
+	}
 	return &csi.NodeUnpublishVolumeResponse{}, nil
+}
+
+// EphemeralContextKey is the volume-context key with which the kubelet marks
+// a CSI ephemeral inline volume ("true").
+const EphemeralContextKey = "csi.storage.k8s.io/ephemeral"
+
+// ephemeralVolume returns the ephemeral inline volume the CO calls handle,
+// creating it (an empty directory) on first publish. Callers hold d.mu.
+func (d *Driver) ephemeralVolume(handle string, volumeContext map[string]string) (*volume, error) {
+	if v, ok := d.store.getEphemeral(handle); ok {
+		return v, nil
+	}
+	for k := range volumeContext {
+		if !strings.HasPrefix(k, "csi.storage.k8s.io/") {
+			return nil, status.Errorf(codes.InvalidArgument, "volume_context: unknown attribute %q for an ephemeral volume (csi-local takes none)", k)
+		}
+	}
+	v := &volume{ID: ephemeralID(handle), Name: handle, Kind: kindDirectory, Ephemeral: true, Created: time.Now().UTC()}
+	if err := d.provision(v); err != nil {
+		return nil, status.Errorf(codes.Internal, "create ephemeral volume %q: %v", handle, err)
+	}
+	if err := d.store.save(v); err != nil {
+		_ = os.RemoveAll(d.store.dataPath(v))
+		return nil, status.Errorf(codes.Internal, "create ephemeral volume %q: %v", handle, err)
+	}
+	d.log.Info("ephemeral volume created", "id", v.ID, "handle", handle)
+	return v, nil
 }

@@ -2,6 +2,7 @@ package driver
 
 import (
 	"crypto/rand"
+	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -33,6 +34,10 @@ type volume struct {
 	FSType        string            `json:"fsType,omitempty"`
 	Parameters    map[string]string `json:"parameters,omitempty"`
 	Created       time.Time         `json:"created"`
+	// Ephemeral marks a CSI ephemeral inline volume: created by
+	// NodePublishVolume, named by the CO's volume handle, deleted by its last
+	// NodeUnpublishVolume, and invisible to the controller service.
+	Ephemeral bool `json:"ephemeral,omitempty"`
 	// StagingPath is where the volume is staged, "" when it is not.
 	StagingPath string `json:"stagingPath,omitempty"`
 	// Published maps each target path to whether it is read-only.
@@ -89,28 +94,58 @@ func (s *store) dataPath(v *volume) string {
 	return filepath.Join(s.dataDir(), v.ID)
 }
 
+// get returns the persistent (controller-created) volume with that ID.
 func (s *store) get(id string) (*volume, bool) {
 	if !volumeIDRE.MatchString(id) {
 		return nil, false
 	}
 	v, ok := s.volumes[id]
-	return v, ok
+	if !ok || v.Ephemeral {
+		return nil, false
+	}
+	return v, true
+}
+
+// getEphemeral returns the ephemeral inline volume the CO calls handle.
+func (s *store) getEphemeral(handle string) (*volume, bool) {
+	v, ok := s.volumes[ephemeralID(handle)]
+	if !ok || !v.Ephemeral || v.Name != handle {
+		return nil, false
+	}
+	return v, true
+}
+
+// published returns the volume a node call names: a persistent volume by
+// its ID, or an ephemeral inline volume by the CO's handle.
+func (s *store) published(id string) (*volume, bool) {
+	if v, ok := s.get(id); ok {
+		return v, true
+	}
+	return s.getEphemeral(id)
+}
+
+// ephemeralID is the internal ID of the ephemeral volume the CO calls handle.
+func ephemeralID(handle string) string {
+	sum := sha256.Sum256([]byte("ephemeral\x00" + handle))
+	return hex.EncodeToString(sum[:16])
 }
 
 func (s *store) byName(name string) (*volume, bool) {
 	for _, v := range s.volumes {
-		if v.Name == name {
+		if v.Name == name && !v.Ephemeral {
 			return v, true
 		}
 	}
 	return nil, false
 }
 
-// sorted returns the volumes ordered by ID (the ListVolumes order).
+// sorted returns the persistent volumes ordered by ID (the ListVolumes order).
 func (s *store) sorted() []*volume {
 	out := make([]*volume, 0, len(s.volumes))
 	for _, v := range s.volumes {
-		out = append(out, v)
+		if !v.Ephemeral {
+			out = append(out, v)
+		}
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
 	return out

@@ -290,13 +290,10 @@ func (c *Client) NodeUnpublishVolume(ctx context.Context, handle, targetPath str
 // VolumeStats is what NodeGetVolumeStats reports, in the shape of the
 // kubelet_volume_stats_* metrics.
 type VolumeStats struct {
-	CapacityBytes, AvailableBytes, UsedBytes    int64
-	Inodes, InodesFree, InodesUsed              int64
+	CapacityBytes, AvailableBytes, UsedBytes int64
+	Inodes, InodesFree, InodesUsed           int64
 	// HasBytes and HasInodes tell which units the driver reported.
 	HasBytes, HasInodes bool
-	// Abnormal and Message are the volume condition, if the driver reports one.
-	Abnormal bool
-	Message  string
 }
 
 // NodeGetVolumeStats asks the driver for the usage of the volume at volumePath.
@@ -320,9 +317,6 @@ func (c *Client) NodeGetVolumeStats(ctx context.Context, handle, volumePath stri
 			st.HasInodes = true
 			st.Inodes, st.InodesFree, st.InodesUsed = u.GetTotal(), u.GetAvailable(), u.GetUsed()
 		}
-	}
-	if cond := resp.GetVolumeCondition(); cond != nil {
-		st.Abnormal, st.Message = cond.GetAbnormal(), cond.GetMessage()
 	}
 	return st, nil
 }

@@ -31,6 +31,13 @@ func TestMissingImage(t *testing.T) {
 	if msg := seen["ImagePullBackOff"]; !strings.Contains(msg, "Back-off pulling image") {
 		t.Errorf("ImagePullBackOff message %q", msg)
 	}
+	// Pull policy Never: an image not on the node is not pulled.
+	never := strings.Replace(podManifest(n.env, "never", "", "app="+sleeper), n.env.BusyboxImage, n.env.Registry+"/berth/busybox:absent", 1)
+	n.write("never.yaml", never+"    imagePullPolicy: Never\n")
+	n.waitPod("never-n1", "ErrImageNeverPull", time.Minute, func(p *v1.Pod) bool {
+		w := containerStatus(p, "app").State.Waiting
+		return w != nil && w.Reason == "ErrImageNeverPull"
+	})
 	n.removeAllAndWait()
 }
 

@@ -141,7 +141,26 @@ func (w *Writer) Write(payload map[string]File, setPerms func(tsDir string) erro
 			return true, fmt.Errorf("atomic: remove old data %s: %w", oldTsPath, err)
 		}
 	}
-	return true, nil
+	return true, w.removeStaleTsDirs(tsName)
+}
+
+// removeStaleTsDirs removes timestamped directories other than current
+// that an interrupted earlier write left behind (never made visible).
+func (w *Writer) removeStaleTsDirs(current string) error {
+	entries, err := os.ReadDir(w.dir)
+	if err != nil {
+		return fmt.Errorf("atomic: list %s: %w", w.dir, err)
+	}
+	for _, e := range entries {
+		name := e.Name()
+		if name == current || !e.IsDir() || len(name) < 3 || !strings.HasPrefix(name, "..") || name[2] < '0' || name[2] > '9' {
+			continue
+		}
+		if err := os.RemoveAll(filepath.Join(w.dir, name)); err != nil {
+			return fmt.Errorf("atomic: remove stale %s: %w", name, err)
+		}
+	}
+	return nil
 }
 
 // currentTsDir returns the name ..data points at ("" when there is none).

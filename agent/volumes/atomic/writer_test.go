@@ -249,6 +249,23 @@ func TestWriteRefusesForeignDataLink(t *testing.T) {
 	}
 }
 
+func TestWriteRemovesStaleTimestampedDirs(t *testing.T) {
+	w, dir := newTestWriter(t)
+	stale := filepath.Join(dir, "..2020_01_01_00_00_00.42")
+	if err := os.MkdirAll(filepath.Join(stale, "half"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.Write(map[string]File{"k": {Data: []byte("v"), Mode: 0o644}}, nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Lstat(stale); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("stale timestamped directory left: %v", err)
+	}
+	if ts := tsDirs(t, dir); len(ts) != 1 {
+		t.Errorf("timestamped directories %v, want one", ts)
+	}
+}
+
 func TestWriteRepairsMissingUserVisibleLink(t *testing.T) {
 	w, dir := newTestWriter(t)
 	payload := map[string]File{"k": {Data: []byte("v"), Mode: 0o644}}

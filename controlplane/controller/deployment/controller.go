@@ -419,4 +419,3 @@ func (c *Controller) apply(ctx context.Context, d *appsv1.Deployment, plan Plan)
 	}
 	return d, nil
 }
-

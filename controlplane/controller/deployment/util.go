@@ -54,11 +54,11 @@ const (
 
 // annotations never copied from a Deployment to its ReplicaSets.
 var skipCopyAnnotation = map[string]bool{
-	corev1.LastAppliedConfigAnnotation: true,
-	RevisionAnnotation:                 true,
-	RevisionHistoryAnnotation:          true,
-	DesiredReplicasAnnotation:          true,
-	MaxReplicasAnnotation:              true,
+	corev1.LastAppliedConfigAnnotation:  true,
+	RevisionAnnotation:                  true,
+	RevisionHistoryAnnotation:           true,
+	DesiredReplicasAnnotation:           true,
+	MaxReplicasAnnotation:               true,
 	"deprecated.deployment.rollback.to": true,
 }
 

@@ -20,11 +20,11 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/rand"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/scheme"
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
-	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/tools/leaderelection"
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
 	"k8s.io/client-go/tools/record"
@@ -61,9 +61,9 @@ var Controllers = []string{
 type Config struct {
 	// Client talks to the apiserver; required.
 	Client kubernetes.Interface
-	// Metadata is the metadata-only client the garbage collector watches
-	// every resource with; required when the garbage collector is enabled.
-	Metadata metadata.Interface
+	// Dynamic is the client the garbage collector watches every resource
+	// with; required when the garbage collector is enabled.
+	Dynamic dynamic.Interface
 	// Identity names this manager in the Lease; default "<hostname>_<random>".
 	Identity string
 	// LeaseNamespace and LeaseName locate the Lease; defaults
@@ -127,8 +127,8 @@ func (c *Config) Validate() error {
 			return fmt.Errorf("controller manager config: unknown controller %q (known: %v): %w", n, Controllers, errdefs.ErrInvalidArgument)
 		}
 	}
-	if slices.Contains(c.Controllers, garbagecollector.Name) && c.Metadata == nil {
-		return fmt.Errorf("controller manager config: Metadata client is required by the garbage collector: %w", errdefs.ErrInvalidArgument)
+	if slices.Contains(c.Controllers, garbagecollector.Name) && c.Dynamic == nil {
+		return fmt.Errorf("controller manager config: Dynamic client is required by the garbage collector: %w", errdefs.ErrInvalidArgument)
 	}
 	if c.Workers < 0 || c.ResyncPeriod < 0 {
 		return fmt.Errorf("controller manager config: Workers and ResyncPeriod must not be negative: %w", errdefs.ErrInvalidArgument)
@@ -277,7 +277,7 @@ func (m *Manager) build(name string, base controller.Config) (interface{ Run(con
 	case nodelifecycle.Name:
 		return nodelifecycle.New(nodelifecycle.Config{Config: base, Options: m.cfg.NodeLifecycle})
 	case garbagecollector.Name:
-		return garbagecollector.New(garbagecollector.Config{Config: base, Metadata: m.cfg.Metadata, Options: m.cfg.GarbageCollector})
+		return garbagecollector.New(garbagecollector.Config{Config: base, Dynamic: m.cfg.Dynamic, Options: m.cfg.GarbageCollector})
 	}
 	return nil, fmt.Errorf("unknown controller %q: %w", name, errdefs.ErrInvalidArgument)
 }

@@ -30,7 +30,9 @@ func readyFor(d time.Duration) podOpt {
 	}
 }
 func restarts(n int32) podOpt {
-	return func(p *corev1.Pod) { p.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: "c", RestartCount: n}} }
+	return func(p *corev1.Pod) {
+		p.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: "c", RestartCount: n}}
+	}
 }
 func age(d time.Duration) podOpt {
 	return func(p *corev1.Pod) { p.CreationTimestamp = metav1.NewTime(now.Add(-d)) }

@@ -51,7 +51,13 @@ func StartDriver(tb testing.TB, cfg driver.Config) *driver.Driver {
 	tb.Helper()
 	dir := tb.TempDir()
 	if cfg.Endpoint == "" {
-		cfg.Endpoint = "unix://" + filepath.Join(dir, "csi.sock")
+		// A short dir: unix socket paths are limited to 107 bytes.
+		sockDir, err := os.MkdirTemp("", "csi")
+		if err != nil {
+			tb.Fatal(err)
+		}
+		tb.Cleanup(func() { os.RemoveAll(sockDir) })
+		cfg.Endpoint = "unix://" + filepath.Join(sockDir, "csi.sock")
 	}
 	if cfg.RootDir == "" {
 		cfg.RootDir = filepath.Join(dir, "root")

@@ -3,7 +3,6 @@ package mounts
 import (
 	"errors"
 	"fmt"
-	"os"
 	"os/exec"
 	"strings"
 
@@ -105,12 +104,4 @@ func Statfs(path string) (unix.Statfs_t, error) {
 		return st, fmt.Errorf("statfs %s: %w", path, err)
 	}
 	return st, nil
-}
-
-// RemoveIfEmpty removes the directory (or file) at path; a missing path is fine.
-func RemoveIfEmpty(path string) error {
-	if err := os.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
-		return err
-	}
-	return nil
 }

@@ -75,3 +75,25 @@ func TestDecodePodRejects(t *testing.T) {
 		})
 	}
 }
+
+func TestDecodePodsAcceptsPodAndPodList(t *testing.T) {
+	one, err := DecodePods([]byte("apiVersion: v1\nkind: Pod\nmetadata:\n  name: a\nspec:\n  containers:\n  - name: c\n    image: busybox\n"))
+	if err != nil || len(one) != 1 || one[0].Name != "a" {
+		t.Fatalf("single pod: %v %v", one, err)
+	}
+	list, err := DecodePods([]byte(`{"apiVersion":"v1","kind":"PodList","items":[
+		{"metadata":{"name":"a"},"spec":{"containers":[{"name":"c","image":"busybox"}]}},
+		{"metadata":{"name":"b"},"spec":{"containers":[{"name":"c","image":"busybox:1"}]}}]}`))
+	if err != nil || len(list) != 2 || list[1].Name != "b" {
+		t.Fatalf("pod list: %v %v", list, err)
+	}
+	if list[0].Spec.RestartPolicy != corev1.RestartPolicyAlways || list[1].Spec.Containers[0].ImagePullPolicy != corev1.PullIfNotPresent {
+		t.Errorf("list items not defaulted: %+v", list[0].Spec)
+	}
+	if _, err := DecodePods([]byte(`{"apiVersion":"v1","kind":"PodList","items":[{"spec":{}}]}`)); !errors.Is(err, errdefs.ErrInvalidArgument) {
+		t.Errorf("nameless list item: %v", err)
+	}
+	if _, err := DecodePods([]byte("apiVersion: v1\nkind: Service\nmetadata:\n  name: s\n")); !errors.Is(err, errdefs.ErrInvalidArgument) {
+		t.Errorf("service accepted: %v", err)
+	}
+}

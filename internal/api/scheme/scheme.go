@@ -20,11 +20,13 @@ import (
 	storagev1 "k8s.io/api/storage/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	metav1beta1 "k8s.io/apimachinery/pkg/apis/meta/v1beta1"
+	"k8s.io/apimachinery/pkg/conversion"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/runtime/serializer"
 
+	"berth/internal/api/convert"
 	"berth/internal/api/defaults"
 	"berth/internal/api/fieldsets"
 )
@@ -72,6 +74,7 @@ func New() *runtime.Scheme {
 		metav1beta1.RegisterConversions,
 		addDefaultingFuncs,
 		addFieldLabelConversions,
+		addEventConversions,
 	}
 	for _, add := range builders {
 		if err := add(s); err != nil {
@@ -214,4 +217,20 @@ func labelConversion(supported fields.Set) runtime.FieldLabelConversionFunc {
 		}
 		return "", "", fmt.Errorf("field label not supported: %s", label)
 	}
+}
+
+// addEventConversions lets scheme.Convert map between core/v1 and
+// events.k8s.io/v1 events (upstream serves one object through both APIs).
+// They are different groups, so ConvertToVersion does not use them.
+func addEventConversions(s *runtime.Scheme) error {
+	if err := s.AddConversionFunc((*eventsv1.Event)(nil), (*corev1.Event)(nil), func(a, b interface{}, _ conversion.Scope) error {
+		*b.(*corev1.Event) = *convert.EventToCore(a.(*eventsv1.Event))
+		return nil
+	}); err != nil {
+		return err
+	}
+	return s.AddConversionFunc((*corev1.Event)(nil), (*eventsv1.Event)(nil), func(a, b interface{}, _ conversion.Scope) error {
+		*b.(*eventsv1.Event) = *convert.EventFromCore(a.(*corev1.Event))
+		return nil
+	})
 }

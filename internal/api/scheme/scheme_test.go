@@ -5,6 +5,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -92,5 +93,21 @@ func TestCodecsRoundTripJSONYAMLProtobuf(t *testing.T) {
 		if got.Name != "p" || got.Spec.Containers[0].Image != "busybox:1" || got.Spec.RestartPolicy != corev1.RestartPolicyAlways {
 			t.Errorf("%s round trip lost data or defaults: %+v", mediaType, got)
 		}
+	}
+}
+
+func TestSchemeConvertsEvents(t *testing.T) {
+	s := New()
+	core := &corev1.Event{ObjectMeta: metav1.ObjectMeta{Name: "e"}, InvolvedObject: corev1.ObjectReference{Name: "p"}, Message: "m"}
+	out := &eventsv1.Event{}
+	if err := s.Convert(core, out, nil); err != nil {
+		t.Fatal(err)
+	}
+	if out.Regarding.Name != "p" || out.Note != "m" {
+		t.Fatalf("converted = %+v", out)
+	}
+	back := &corev1.Event{}
+	if err := s.Convert(out, back, nil); err != nil || back.Message != "m" || back.InvolvedObject.Name != "p" {
+		t.Fatalf("converted back = %+v, %v", back, err)
 	}
 }

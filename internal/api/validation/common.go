@@ -186,13 +186,15 @@ func isExtendedResourceName(name string) bool {
 }
 
 // validateContainerResourceName checks a container resource name: a
-// qualified name, and if unprefixed a standard container resource.
+// qualified name, and for native resources (unprefixed or kubernetes.io/)
+// one of the standard container resources.
 func validateContainerResourceName(name string, fldPath *field.Path) field.ErrorList {
 	errs := validateQualifiedName(name, fldPath)
 	if len(errs) != 0 {
 		return errs
 	}
-	if !strings.Contains(name, "/") && !standardContainerResources.Has(name) && !isHugePageResourceName(name) {
+	native := !strings.Contains(name, "/") || strings.Contains(name, "kubernetes.io/")
+	if native && !standardContainerResources.Has(name) && !isHugePageResourceName(name) {
 		return append(errs, field.Invalid(fldPath, name, "must be a standard resource for containers"))
 	}
 	return errs

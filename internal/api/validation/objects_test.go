@@ -110,7 +110,10 @@ func TestValidateService(t *testing.T) {
 	old.Spec.ClusterIP, old.Spec.ClusterIPs = "10.0.0.10", []string{"10.0.0.10"}
 	upd := old.DeepCopy()
 	upd.Spec.ClusterIP, upd.Spec.ClusterIPs = "10.0.0.11", []string{"10.0.0.11"}
-	checkErrors(t, ValidateServiceUpdate(upd, old), want{field.ErrorTypeInvalid, "spec.clusterIP", "field is immutable"})
+	checkErrors(t, ValidateServiceUpdate(upd, old), want{field.ErrorTypeInvalid, "spec.clusterIPs[0]", "may not change once set"})
+	unset := old.DeepCopy()
+	unset.Spec.ClusterIP, unset.Spec.ClusterIPs = "", nil
+	checkErrors(t, ValidateServiceUpdate(unset, old), want{field.ErrorTypeInvalid, "spec.clusterIPs[0]", "primary clusterIP can not be unset"})
 }
 
 func TestValidateConfigMapAndSecret(t *testing.T) {

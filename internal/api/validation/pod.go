@@ -128,7 +128,30 @@ func ValidatePodSpec(spec *v1.PodSpec, podMeta *metav1.ObjectMeta, fldPath *fiel
 		}
 	}
 	errs = append(errs, validateOverhead(spec.Overhead, fldPath.Child("overhead"))...)
+	if spec.Resources != nil {
+		errs = append(errs, validatePodResources(spec.Resources, fldPath.Child("resources"))...)
+	}
 	return errs
+}
+
+// podLevelResources are the resources pod-level requests and limits may name.
+var podLevelResources = sets.New(string(v1.ResourceCPU), string(v1.ResourceMemory))
+
+// validatePodResources checks pod-level resources: only cpu, memory and
+// hugepages, with the container rules for quantities and requests ≤ limits.
+func validatePodResources(r *v1.ResourceRequirements, fldPath *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	for _, part := range []struct {
+		name string
+		list v1.ResourceList
+	}{{"limits", r.Limits}, {"requests", r.Requests}} {
+		for name := range part.list {
+			if !podLevelResources.Has(string(name)) && !isHugePageResourceName(string(name)) {
+				errs = append(errs, field.NotSupported(fldPath.Child(part.name).Key(string(name)), name, []string{"cpu", "memory", "hugepages-*"}))
+			}
+		}
+	}
+	return append(errs, validateResourceRequirements(r, fldPath)...)
 }
 
 func validateRestartPolicy(p v1.RestartPolicy, fldPath *field.Path) field.ErrorList {

@@ -269,6 +269,11 @@ func TestValidatePod(t *testing.T) {
 		"ephemeral containers on create": {func(p *v1.Pod) {
 			p.Spec.EphemeralContainers = []v1.EphemeralContainer{{EphemeralContainerCommon: v1.EphemeralContainerCommon{Name: "dbg", Image: "x:1", ImagePullPolicy: v1.PullIfNotPresent, TerminationMessagePolicy: v1.TerminationMessageReadFile}}}
 		}, []want{{field.ErrorTypeForbidden, spec + ".ephemeralContainers", "cannot be set on create"}}},
+		"pod-level resources": {func(p *v1.Pod) {
+			p.Spec.Resources = &v1.ResourceRequirements{Limits: v1.ResourceList{v1.ResourceCPU: resource.MustParse("1"), "ephemeral-storage": resource.MustParse("1Gi")},
+				Requests: v1.ResourceList{v1.ResourceCPU: resource.MustParse("2"), "ephemeral-storage": resource.MustParse("1Gi")}}
+		}, []want{{field.ErrorTypeNotSupported, spec + ".resources.limits[ephemeral-storage]", ""}, {field.ErrorTypeNotSupported, spec + ".resources.requests[ephemeral-storage]", ""},
+			{field.ErrorTypeInvalid, spec + ".resources.requests", "must be less than or equal to cpu limit of 1"}}},
 		"imagePullSecrets name": {func(p *v1.Pod) { p.Spec.ImagePullSecrets = []v1.LocalObjectReference{{}} }, []want{{field.ErrorTypeRequired, spec + ".imagePullSecrets[0].name", ""}}},
 		"hostAliases":           {func(p *v1.Pod) { p.Spec.HostAliases = []v1.HostAlias{{IP: "x", Hostnames: []string{"A_B"}}} }, []want{{field.ErrorTypeInvalid, spec + ".hostAliases[0].ip", ""}, {field.ErrorTypeInvalid, spec + ".hostAliases[0].hostnames[0]", ""}}},
 	} {
@@ -294,9 +299,18 @@ func TestValidatePodUpdate(t *testing.T) {
 		"activeDeadlineSeconds lowered":      {old: func(p *v1.Pod) { p.Spec.ActiveDeadlineSeconds = ptr(int64(100)) }, mutate: func(p *v1.Pod) { p.Spec.ActiveDeadlineSeconds = ptr(int64(50)) }},
 		"negative grace may become 1":        {old: func(p *v1.Pod) { p.Spec.TerminationGracePeriodSeconds = ptr(int64(-1)) }, mutate: func(p *v1.Pod) { p.Spec.TerminationGracePeriodSeconds = ptr(int64(1)) }},
 		"scheduling gate removal allowed":    {old: func(p *v1.Pod) { p.Spec.SchedulingGates = []v1.PodSchedulingGate{{Name: "g"}} }, mutate: func(p *v1.Pod) { p.Spec.SchedulingGates = nil }},
-		"scheduling gate addition forbidden": {mutate: func(p *v1.Pod) { p.Spec.SchedulingGates = []v1.PodSchedulingGate{{Name: "g"}} }, wants: []want{{field.ErrorTypeForbidden, "spec.schedulingGates[0]", "only deletion is allowed"}}},
-		"activeDeadlineSeconds raised":       {old: func(p *v1.Pod) { p.Spec.ActiveDeadlineSeconds = ptr(int64(100)) }, mutate: func(p *v1.Pod) { p.Spec.ActiveDeadlineSeconds = ptr(int64(200)) }, wants: []want{{field.ErrorTypeInvalid, "spec.activeDeadlineSeconds", "must be less than or equal to previous value"}}},
-		"activeDeadlineSeconds unset":        {old: func(p *v1.Pod) { p.Spec.ActiveDeadlineSeconds = ptr(int64(100)) }, mutate: func(p *v1.Pod) { p.Spec.ActiveDeadlineSeconds = nil }, wants: []want{{field.ErrorTypeInvalid, "spec.activeDeadlineSeconds", "must not update from a positive integer to nil value"}}},
+		"scheduling gate addition forbidden": {mutate: func(p *v1.Pod) { p.Spec.SchedulingGates = []v1.PodSchedulingGate{{Name: "g"}} }, wants: []want{{field.ErrorTypeForbidden, "spec.schedulingGates[0].name", "only deletion is allowed, but found new scheduling gate 'g'"}}},
+		"gated pod may add node selector": {old: func(p *v1.Pod) {
+			p.Spec.SchedulingGates = []v1.PodSchedulingGate{{Name: "g"}}
+			p.Spec.NodeSelector = map[string]string{"a": "1"}
+		}, mutate: func(p *v1.Pod) { p.Spec.NodeSelector = map[string]string{"a": "1", "b": "2"} }},
+		"gated pod may not change node selector": {old: func(p *v1.Pod) {
+			p.Spec.SchedulingGates = []v1.PodSchedulingGate{{Name: "g"}}
+			p.Spec.NodeSelector = map[string]string{"a": "1"}
+		}, mutate: func(p *v1.Pod) { p.Spec.NodeSelector = map[string]string{"a": "2"} }, wants: []want{{field.ErrorTypeInvalid, "spec.nodeSelector", "only additions"}}},
+		"ungated pod may not add node selector": {mutate: func(p *v1.Pod) { p.Spec.NodeSelector = map[string]string{"b": "2"} }, wants: []want{{field.ErrorTypeForbidden, "spec", "NodeSelector"}}},
+		"activeDeadlineSeconds raised":          {old: func(p *v1.Pod) { p.Spec.ActiveDeadlineSeconds = ptr(int64(100)) }, mutate: func(p *v1.Pod) { p.Spec.ActiveDeadlineSeconds = ptr(int64(200)) }, wants: []want{{field.ErrorTypeInvalid, "spec.activeDeadlineSeconds", "must be less than or equal to previous value"}}},
+		"activeDeadlineSeconds unset":           {old: func(p *v1.Pod) { p.Spec.ActiveDeadlineSeconds = ptr(int64(100)) }, mutate: func(p *v1.Pod) { p.Spec.ActiveDeadlineSeconds = nil }, wants: []want{{field.ErrorTypeInvalid, "spec.activeDeadlineSeconds", "must not update from a positive integer to nil value"}}},
 		"container added": {mutate: func(p *v1.Pod) {
 			c := p.Spec.Containers[0]
 			c.Name = "b"
@@ -387,4 +401,16 @@ func TestValidatePodBinding(t *testing.T) {
 	checkErrors(t, ValidatePodBinding(&v1.Binding{Target: v1.ObjectReference{Name: "n1"}}))
 	checkErrors(t, ValidatePodBinding(&v1.Binding{Target: v1.ObjectReference{Kind: "Pod"}}),
 		want{field.ErrorTypeNotSupported, "target.kind", ""}, want{field.ErrorTypeRequired, "target.name", ""})
+}
+
+// BenchmarkValidatePod measures the validation cost the apiserver pays per
+// pod create.
+func BenchmarkValidatePod(b *testing.B) {
+	pod := validPod()
+	b.ReportAllocs()
+	for b.Loop() {
+		if errs := ValidatePod(pod); len(errs) != 0 {
+			b.Fatal(errs)
+		}
+	}
 }

@@ -83,6 +83,17 @@ func ValidatePodUpdate(newPod, oldPod *v1.Pod) field.ErrorList {
 	munged.ActiveDeadlineSeconds = oldPod.Spec.ActiveDeadlineSeconds
 	munged.SchedulingGates = oldPod.Spec.SchedulingGates
 	munged.Tolerations = oldPod.Spec.Tolerations
+	if len(oldPod.Spec.SchedulingGates) > 0 {
+		// A gated pod may gain node selector entries (not change or lose them).
+		sel := specPath.Child("nodeSelector")
+		for k, v := range oldPod.Spec.NodeSelector {
+			if nv, ok := newPod.Spec.NodeSelector[k]; !ok || nv != v {
+				errs = append(errs, field.Invalid(sel, newPod.Spec.NodeSelector, "only additions to spec.nodeSelector are allowed (no mutations or deletions)"))
+				break
+			}
+		}
+		munged.NodeSelector = oldPod.Spec.NodeSelector
+	}
 	if old := oldPod.Spec.TerminationGracePeriodSeconds; old != nil && *old < 0 &&
 		munged.TerminationGracePeriodSeconds != nil && *munged.TerminationGracePeriodSeconds == 1 {
 		munged.TerminationGracePeriodSeconds = old
@@ -128,7 +139,7 @@ func validateOnlyDeletedSchedulingGates(newGates, oldGates []v1.PodSchedulingGat
 	var errs field.ErrorList
 	for i, g := range newGates {
 		if !old.Has(g.Name) {
-			errs = append(errs, field.Forbidden(fldPath.Index(i), fmt.Sprintf("only deletion is allowed, but found new scheduling gate '%s'", g.Name)))
+			errs = append(errs, field.Forbidden(fldPath.Index(i).Child("name"), fmt.Sprintf("only deletion is allowed, but found new scheduling gate '%s'", g.Name)))
 		}
 	}
 	return errs

@@ -206,12 +206,18 @@ func validateClusterIPs(svc *v1.Service, specPath *field.Path) field.ErrorList {
 }
 
 // ValidateServiceUpdate validates a service update: the new service must be
-// valid and an allocated clusterIP may not change (unless the service is or
-// was of type ExternalName).
+// valid and an allocated primary cluster IP may neither change nor be unset
+// (unless the service is or was of type ExternalName).
 func ValidateServiceUpdate(newSvc, oldSvc *v1.Service) field.ErrorList {
 	errs := apimachineryvalidation.ValidateObjectMetaUpdate(&newSvc.ObjectMeta, &oldSvc.ObjectMeta, metadataPath)
-	if newSvc.Spec.Type != v1.ServiceTypeExternalName && oldSvc.Spec.Type != v1.ServiceTypeExternalName && oldSvc.Spec.ClusterIP != "" {
-		errs = append(errs, apimachineryvalidation.ValidateImmutableField(newSvc.Spec.ClusterIP, oldSvc.Spec.ClusterIP, field.NewPath("spec", "clusterIP"))...)
+	if newSvc.Spec.Type != v1.ServiceTypeExternalName && oldSvc.Spec.Type != v1.ServiceTypeExternalName && len(oldSvc.Spec.ClusterIPs) > 0 {
+		p := field.NewPath("spec", "clusterIPs").Index(0)
+		switch {
+		case len(newSvc.Spec.ClusterIPs) == 0:
+			errs = append(errs, field.Invalid(p, newSvc.Spec.ClusterIPs, "primary clusterIP can not be unset"))
+		case newSvc.Spec.ClusterIPs[0] != oldSvc.Spec.ClusterIPs[0]:
+			errs = append(errs, field.Invalid(p, newSvc.Spec.ClusterIPs, "may not change once set"))
+		}
 	}
 	return append(errs, ValidateService(newSvc)...)
 }

@@ -7,6 +7,7 @@ package service
 import (
 	"context"
 	"fmt"
+	"net"
 	"strings"
 	"time"
 
@@ -33,19 +34,160 @@ func NewStrategy(typer runtime.ObjectTyper) Strategy {
 	return s
 }
 
-// PrepareForCreate clears the status and aligns clusterIP with clusterIPs.
-// Allocating a cluster IP (and node ports) is the REST layer's job, as upstream.
+// PrepareForCreate clears the status, aligns clusterIP with clusterIPs and
+// fills ipFamilyPolicy and ipFamilies as upstream's single-stack defaults.
+// Allocating a cluster IP (and node ports) is the REST layer's job, as
+// upstream (the generic Store calls BeginCreate before this).
 func (Strategy) PrepareForCreate(_ context.Context, obj runtime.Object) {
 	svc := obj.(*v1.Service)
 	svc.Status = v1.ServiceStatus{}
 	SyncClusterIPs(svc)
+	DefaultIPFamilies(svc)
 }
 
-// PrepareForUpdate keeps the stored status.
+// DefaultIPFamilies sets ipFamilyPolicy (SingleStack; RequireDualStack for
+// headless services without a selector) and ipFamilies (the family of the
+// cluster IP, IPv4 when there is none) on services that are not
+// ExternalName, as a single-stack kube-apiserver does.
+func DefaultIPFamilies(svc *v1.Service) {
+	if svc.Spec.Type == v1.ServiceTypeExternalName {
+		return
+	}
+	headless := svc.Spec.ClusterIP == v1.ClusterIPNone
+	if svc.Spec.IPFamilyPolicy == nil {
+		policy := v1.IPFamilyPolicySingleStack
+		if headless && len(svc.Spec.Selector) == 0 {
+			policy = v1.IPFamilyPolicyRequireDualStack
+		}
+		svc.Spec.IPFamilyPolicy = &policy
+	}
+	if len(svc.Spec.IPFamilies) == 0 {
+		family := v1.IPv4Protocol
+		if ip := net.ParseIP(svc.Spec.ClusterIP); ip != nil && ip.To4() == nil {
+			family = v1.IPv6Protocol
+		}
+		svc.Spec.IPFamilies = []v1.IPFamily{family}
+	}
+}
+
+// PrepareForUpdate keeps the stored status and, when the type changes,
+// drops the fields the new type cannot have that the client left as they
+// were (node ports, health check port, load balancer fields, cluster IPs
+// for ExternalName), as upstream does, so kubectl apply can change a
+// service's type.
 func (Strategy) PrepareForUpdate(_ context.Context, obj, old runtime.Object) {
-	svc := obj.(*v1.Service)
-	svc.Status = old.(*v1.Service).Status
+	svc, oldSvc := obj.(*v1.Service), old.(*v1.Service)
+	svc.Status = oldSvc.Status
 	SyncClusterIPs(svc)
+	keepAllocatedValues(svc, oldSvc)
+	dropTypeDependentFields(svc, oldSvc)
+}
+
+func needsClusterIP(svc *v1.Service) bool { return svc.Spec.Type != v1.ServiceTypeExternalName }
+
+func needsNodePorts(svc *v1.Service) bool {
+	return svc.Spec.Type == v1.ServiceTypeNodePort || svc.Spec.Type == v1.ServiceTypeLoadBalancer
+}
+
+// keepAllocatedValues carries the allocated cluster IPs, IP family fields
+// and node ports over to an update that left them empty (a PUT of the
+// original manifest), as upstream's service REST does.
+func keepAllocatedValues(svc, old *v1.Service) {
+	if needsClusterIP(old) && needsClusterIP(svc) {
+		if svc.Spec.ClusterIP == "" && len(svc.Spec.ClusterIPs) == 0 {
+			svc.Spec.ClusterIP = old.Spec.ClusterIP
+			svc.Spec.ClusterIPs = append([]string(nil), old.Spec.ClusterIPs...)
+		}
+		if svc.Spec.IPFamilyPolicy == nil {
+			svc.Spec.IPFamilyPolicy = old.Spec.IPFamilyPolicy
+		}
+		if len(svc.Spec.IPFamilies) == 0 {
+			svc.Spec.IPFamilies = append([]v1.IPFamily(nil), old.Spec.IPFamilies...)
+		}
+	}
+	if needsNodePorts(old) && needsNodePorts(svc) {
+		used := map[int32]bool{}
+		for _, p := range svc.Spec.Ports {
+			if p.NodePort != 0 {
+				used[p.NodePort] = true
+			}
+		}
+		byName := map[string]int32{}
+		for _, p := range old.Spec.Ports {
+			byName[p.Name] = p.NodePort
+		}
+		for i := range svc.Spec.Ports {
+			p := &svc.Spec.Ports[i]
+			if p.NodePort == 0 && !used[byName[p.Name]] {
+				p.NodePort = byName[p.Name]
+			}
+		}
+		if svc.Spec.HealthCheckNodePort == 0 {
+			svc.Spec.HealthCheckNodePort = old.Spec.HealthCheckNodePort
+		}
+	}
+}
+
+func dropTypeDependentFields(svc, old *v1.Service) {
+	if svc.Spec.Type == old.Spec.Type {
+		return
+	}
+	t := svc.Spec.Type
+	if t != v1.ServiceTypeNodePort && t != v1.ServiceTypeLoadBalancer {
+		for i := range svc.Spec.Ports {
+			if i < len(old.Spec.Ports) && svc.Spec.Ports[i].NodePort == old.Spec.Ports[i].NodePort {
+				svc.Spec.Ports[i].NodePort = 0
+			}
+		}
+	}
+	if t != v1.ServiceTypeLoadBalancer {
+		if svc.Spec.HealthCheckNodePort == old.Spec.HealthCheckNodePort {
+			svc.Spec.HealthCheckNodePort = 0
+		}
+		if ptrEqual(svc.Spec.AllocateLoadBalancerNodePorts, old.Spec.AllocateLoadBalancerNodePorts) {
+			svc.Spec.AllocateLoadBalancerNodePorts = nil
+		}
+		if ptrEqual(svc.Spec.LoadBalancerClass, old.Spec.LoadBalancerClass) {
+			svc.Spec.LoadBalancerClass = nil
+		}
+	}
+	externallyAccessible := t == v1.ServiceTypeNodePort || t == v1.ServiceTypeLoadBalancer || (t == v1.ServiceTypeClusterIP && len(svc.Spec.ExternalIPs) > 0)
+	if !externallyAccessible && svc.Spec.ExternalTrafficPolicy == old.Spec.ExternalTrafficPolicy {
+		svc.Spec.ExternalTrafficPolicy = ""
+	}
+	if t == v1.ServiceTypeExternalName {
+		if svc.Spec.ClusterIP == old.Spec.ClusterIP {
+			svc.Spec.ClusterIP = ""
+		}
+		if sameStrings(svc.Spec.ClusterIPs, old.Spec.ClusterIPs) {
+			svc.Spec.ClusterIPs = nil
+		}
+		if ptrEqual(svc.Spec.IPFamilyPolicy, old.Spec.IPFamilyPolicy) {
+			svc.Spec.IPFamilyPolicy = nil
+		}
+		if len(svc.Spec.IPFamilies) == len(old.Spec.IPFamilies) {
+			svc.Spec.IPFamilies = nil
+		}
+		if ptrEqual(svc.Spec.InternalTrafficPolicy, old.Spec.InternalTrafficPolicy) {
+			svc.Spec.InternalTrafficPolicy = nil
+		}
+	}
+}
+
+func ptrEqual[T comparable](a, b *T) bool {
+	return (a == nil && b == nil) || (a != nil && b != nil && *a == *b)
+}
+
+func sameStrings(a, b []string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
 }
 
 // SyncClusterIPs fills clusterIPs from clusterIP or clusterIP from

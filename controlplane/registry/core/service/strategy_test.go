@@ -54,3 +54,79 @@ func TestServiceStrategy(t *testing.T) {
 		t.Errorf("after update: %+v", upd)
 	}
 }
+
+func TestDefaultIPFamilies(t *testing.T) {
+	for name, tc := range map[string]struct {
+		svc      v1.Service
+		policy   v1.IPFamilyPolicy
+		families []v1.IPFamily
+	}{
+		"cluster ip v4":        {v1.Service{Spec: v1.ServiceSpec{Type: v1.ServiceTypeClusterIP, ClusterIP: "10.96.0.1"}}, v1.IPFamilyPolicySingleStack, []v1.IPFamily{v1.IPv4Protocol}},
+		"cluster ip v6":        {v1.Service{Spec: v1.ServiceSpec{Type: v1.ServiceTypeClusterIP, ClusterIP: "fd00::1"}}, v1.IPFamilyPolicySingleStack, []v1.IPFamily{v1.IPv6Protocol}},
+		"headless no selector": {v1.Service{Spec: v1.ServiceSpec{Type: v1.ServiceTypeClusterIP, ClusterIP: "None"}}, v1.IPFamilyPolicyRequireDualStack, []v1.IPFamily{v1.IPv4Protocol}},
+	} {
+		svc := tc.svc
+		DefaultIPFamilies(&svc)
+		if *svc.Spec.IPFamilyPolicy != tc.policy || len(svc.Spec.IPFamilies) != 1 || svc.Spec.IPFamilies[0] != tc.families[0] {
+			t.Errorf("%s: policy %v families %v", name, *svc.Spec.IPFamilyPolicy, svc.Spec.IPFamilies)
+		}
+	}
+	ext := v1.Service{Spec: v1.ServiceSpec{Type: v1.ServiceTypeExternalName}}
+	DefaultIPFamilies(&ext)
+	if ext.Spec.IPFamilyPolicy != nil || ext.Spec.IPFamilies != nil {
+		t.Errorf("ExternalName got IP families")
+	}
+}
+
+func TestTypeChangeDropsNodePorts(t *testing.T) {
+	sc := scheme.New()
+	s := NewStrategy(sc)
+	old := &v1.Service{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "default", ResourceVersion: "1"},
+		Spec: v1.ServiceSpec{Type: v1.ServiceTypeNodePort, ClusterIP: "10.96.0.5", Ports: []v1.ServicePort{{Port: 80, NodePort: 30080}}, Selector: map[string]string{"app": "web"}}}
+	sc.Default(old)
+	s.PrepareForCreate(context.Background(), old)
+	upd := old.DeepCopy()
+	upd.Spec.Type = v1.ServiceTypeClusterIP
+	s.PrepareForUpdate(context.Background(), upd, old)
+	if upd.Spec.Ports[0].NodePort != 0 || upd.Spec.ExternalTrafficPolicy != "" {
+		t.Fatalf("NodePort→ClusterIP kept type-dependent fields: %+v", upd.Spec)
+	}
+	if errs := s.ValidateUpdate(context.Background(), upd, old); len(errs) != 0 {
+		t.Fatalf("NodePort→ClusterIP rejected: %v", errs)
+	}
+	ext := old.DeepCopy()
+	ext.Spec.Type = v1.ServiceTypeExternalName
+	ext.Spec.ExternalName = "db.example.com"
+	s.PrepareForUpdate(context.Background(), ext, old)
+	if ext.Spec.ClusterIP != "" || ext.Spec.ClusterIPs != nil || ext.Spec.IPFamilyPolicy != nil || ext.Spec.InternalTrafficPolicy != nil {
+		t.Fatalf("→ExternalName kept cluster IP fields: %+v", ext.Spec)
+	}
+	if errs := s.ValidateUpdate(context.Background(), ext, old); len(errs) != 0 {
+		t.Fatalf("→ExternalName rejected: %v", errs)
+	}
+}
+
+func TestUpdateKeepsAllocatedValues(t *testing.T) {
+	sc := scheme.New()
+	s := NewStrategy(sc)
+	old := &v1.Service{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "default", ResourceVersion: "1"},
+		Spec: v1.ServiceSpec{Type: v1.ServiceTypeNodePort, ClusterIP: "10.96.0.5", Ports: []v1.ServicePort{{Name: "http", Port: 80, NodePort: 30080}}}}
+	sc.Default(old)
+	s.PrepareForCreate(context.Background(), old)
+	// The manifest as first applied: no cluster IP, no node port.
+	put := &v1.Service{ObjectMeta: old.ObjectMeta, Spec: v1.ServiceSpec{Type: v1.ServiceTypeNodePort, Ports: []v1.ServicePort{{Name: "http", Port: 8080}}}}
+	sc.Default(put)
+	s.PrepareForUpdate(context.Background(), put, old)
+	if put.Spec.ClusterIP != "10.96.0.5" || len(put.Spec.ClusterIPs) != 1 || put.Spec.Ports[0].NodePort != 30080 || put.Spec.IPFamilyPolicy == nil {
+		t.Fatalf("allocated values not kept: %+v", put.Spec)
+	}
+	if errs := s.ValidateUpdate(context.Background(), put, old); len(errs) != 0 {
+		t.Fatalf("update rejected: %v", errs)
+	}
+	changed := old.DeepCopy()
+	changed.Spec.ClusterIP, changed.Spec.ClusterIPs = "10.96.0.6", []string{"10.96.0.6"}
+	s.PrepareForUpdate(context.Background(), changed, old)
+	if errs := s.ValidateUpdate(context.Background(), changed, old); len(errs) != 1 || errs[0].Field != "spec.clusterIPs[0]" {
+		t.Fatalf("changed cluster IP: %v", errs)
+	}
+}

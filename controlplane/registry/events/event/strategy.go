@@ -7,7 +7,6 @@ import (
 	"context"
 	"time"
 
-	v1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
@@ -16,6 +15,7 @@ import (
 
 	"berth/controlplane/registry/base"
 	coreevent "berth/controlplane/registry/core/event"
+	"berth/internal/api/convert"
 	"berth/internal/api/fieldsets"
 	"berth/internal/api/validation"
 )
@@ -54,30 +54,5 @@ var Predicate = base.Predicate(GetAttrs)
 
 // Table prints events.k8s.io events with the core/v1 event columns.
 var Table = base.Table[*eventsv1.Event]{Columns: coreevent.Columns, Row: func(e *eventsv1.Event, now time.Time) ([]interface{}, []metav1.TableRowCondition) {
-	return coreevent.Row(ToCore(e), now), nil
+	return coreevent.Row(convert.EventToCore(e), now), nil
 }}
-
-// ToCore maps an events.k8s.io event onto the core/v1 event fields (as
-// upstream stores both as one internal type).
-func ToCore(e *eventsv1.Event) *v1.Event {
-	out := &v1.Event{
-		ObjectMeta:          e.ObjectMeta,
-		InvolvedObject:      e.Regarding,
-		Reason:              e.Reason,
-		Message:             e.Note,
-		Source:              e.DeprecatedSource,
-		FirstTimestamp:      e.DeprecatedFirstTimestamp,
-		LastTimestamp:       e.DeprecatedLastTimestamp,
-		Count:               e.DeprecatedCount,
-		Type:                e.Type,
-		EventTime:           e.EventTime,
-		Action:              e.Action,
-		Related:             e.Related,
-		ReportingController: e.ReportingController,
-		ReportingInstance:   e.ReportingInstance,
-	}
-	if e.Series != nil {
-		out.Series = &v1.EventSeries{Count: e.Series.Count, LastObservedTime: e.Series.LastObservedTime}
-	}
-	return out
-}

@@ -1,0 +1,67 @@
+package garbagecollector
+
+import (
+	"slices"
+	"testing"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+)
+
+func ref(uid types.UID, block bool) metav1.OwnerReference {
+	return metav1.OwnerReference{APIVersion: "apps/v1", Kind: "ReplicaSet", Name: string(uid), UID: uid, BlockOwnerDeletion: &block}
+}
+
+func TestDecideDependent(t *testing.T) {
+	two := []metav1.OwnerReference{ref("a", true), ref("b", false)}
+	for _, tc := range []struct {
+		name       string
+		refs       []metav1.OwnerReference
+		states     map[types.UID]OwnerState
+		finalizers []string
+		hasDeps    bool
+		want       DependentAction
+	}{
+		{"no owners", nil, nil, nil, false, DependentAction{}},
+		{"owner alive", two[:1], map[types.UID]OwnerState{"a": OwnerSolid}, nil, false, DependentAction{}},
+		{"owner gone: background", two[:1], map[types.UID]OwnerState{"a": OwnerAbsent}, nil, false, DependentAction{Delete: true, Policy: metav1.DeletePropagationBackground}},
+		{"one of two gone: drop the dangling ref", two, map[types.UID]OwnerState{"a": OwnerSolid, "b": OwnerAbsent}, nil, false, DependentAction{RemoveRefs: []types.UID{"b"}}},
+		{"solid and waiting owners: drop the waiting ref", two, map[types.UID]OwnerState{"a": OwnerWaiting, "b": OwnerSolid}, nil, false, DependentAction{RemoveRefs: []types.UID{"a"}}},
+		{"owner in foreground, dependent has dependents: foreground", two[:1], map[types.UID]OwnerState{"a": OwnerWaiting}, nil, true, DependentAction{Delete: true, Policy: metav1.DeletePropagationForeground}},
+		{"owner in foreground, leaf dependent: background", two[:1], map[types.UID]OwnerState{"a": OwnerWaiting}, nil, false, DependentAction{Delete: true, Policy: metav1.DeletePropagationBackground}},
+		{"own orphan finalizer wins", two[:1], map[types.UID]OwnerState{"a": OwnerAbsent}, []string{FinalizerOrphan}, false, DependentAction{Delete: true, Policy: metav1.DeletePropagationOrphan}},
+		{"own foreground finalizer", two[:1], map[types.UID]OwnerState{"a": OwnerAbsent}, []string{FinalizerForeground}, false, DependentAction{Delete: true, Policy: metav1.DeletePropagationForeground}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := DecideDependent(tc.refs, tc.states, tc.finalizers, tc.hasDeps)
+			if got.Delete != tc.want.Delete || got.Policy != tc.want.Policy || !slices.Equal(got.RemoveRefs, tc.want.RemoveRefs) {
+				t.Fatalf("got %+v, want %+v", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestForegroundDone(t *testing.T) {
+	if !ForegroundDone("o", nil) {
+		t.Fatal("no dependents: done")
+	}
+	if ForegroundDone("o", [][]metav1.OwnerReference{{ref("x", true)}, {ref("o", true)}}) {
+		t.Fatal("a blocking dependent remains: not done")
+	}
+	if !ForegroundDone("o", [][]metav1.OwnerReference{{ref("o", false)}, {ref("x", true)}}) {
+		t.Fatal("only non-blocking dependents: done")
+	}
+}
+
+func TestWithout(t *testing.T) {
+	refs := withoutRefs([]metav1.OwnerReference{ref("a", true), ref("b", true)}, []types.UID{"a"})
+	if len(refs) != 1 || refs[0].UID != "b" {
+		t.Fatalf("refs = %v", refs)
+	}
+	if got := withoutRefs([]metav1.OwnerReference{ref("a", true)}, []types.UID{"a"}); got == nil || len(got) != 0 {
+		t.Fatalf("all removed must be an empty (not nil) list so the patch clears it: %v", got)
+	}
+	if got := withoutFinalizer([]string{"orphan", "x"}, "orphan"); !slices.Equal(got, []string{"x"}) {
+		t.Fatalf("finalizers = %v", got)
+	}
+}

@@ -1,0 +1,157 @@
+package apiserver_test
+
+import (
+	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
+	"fmt"
+	"math/big"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// fakeAgent is an HTTPS server standing in for a node agent's API, with a
+// serving certificate from the cluster CA (as agents will get).
+type fakeAgent struct {
+	srv      *httptest.Server
+	mu       sync.Mutex
+	requests []string
+	clientCN string
+}
+
+func startFakeAgent(t *testing.T, dataDir string) *fakeAgent {
+	t.Helper()
+	caCert, caKey := loadCA(t, dataDir)
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{
+		SerialNumber: big.NewInt(time.Now().UnixNano()),
+		Subject:      pkix.Name{CommonName: "fake-node"},
+		NotBefore:    time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
+		KeyUsage:    x509.KeyUsageDigitalSignature,
+		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+		IPAddresses: []net.IP{net.IPv4(127, 0, 0, 1)},
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, caCert, key.Public(), caKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pool := x509.NewCertPool()
+	pool.AddCert(caCert)
+	a := &fakeAgent{}
+	a.srv = httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		a.mu.Lock()
+		a.requests = append(a.requests, r.URL.RequestURI())
+		if r.TLS != nil && len(r.TLS.VerifiedChains) > 0 {
+			a.clientCN = r.TLS.VerifiedChains[0][0].Subject.CommonName
+		}
+		a.mu.Unlock()
+		if strings.HasPrefix(r.URL.Path, "/containerLogs/") {
+			fmt.Fprintf(w, "log line from %s\n", r.URL.Path)
+			return
+		}
+		http.NotFound(w, r)
+	}))
+	a.srv.TLS = &tls.Config{
+		Certificates: []tls.Certificate{{Certificate: [][]byte{der}, PrivateKey: key}},
+		ClientAuth:   tls.RequireAndVerifyClientCert,
+		ClientCAs:    pool,
+	}
+	a.srv.StartTLS()
+	t.Cleanup(a.srv.Close)
+	return a
+}
+
+func loadCA(t *testing.T, dir string) (*x509.Certificate, *ecdsa.PrivateKey) {
+	t.Helper()
+	certPEM, err := os.ReadFile(filepath.Join(dir, "ca.crt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	keyPEM, err := os.ReadFile(filepath.Join(dir, "ca.key"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cb, _ := pem.Decode(certPEM)
+	kb, _ := pem.Decode(keyPEM)
+	cert, err := x509.ParseCertificate(cb.Bytes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	key, err := x509.ParseECPrivateKey(kb.Bytes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cert, key
+}
+
+// TestPodLogsProxiedToNode: pods/log goes to the agent of the pod's node
+// (address and port from the Node object), over TLS verified against the
+// cluster CA, with the apiserver's client certificate.
+func TestPodLogsProxiedToNode(t *testing.T) {
+	ctx := context.Background()
+	agent := startFakeAgent(t, shared.dir)
+	_, portStr, _ := net.SplitHostPort(agent.srv.Listener.Addr().String())
+	port, _ := strconv.Atoi(portStr)
+	cs := shared.client(t)
+	nodeName := fmt.Sprintf("proxy-node-%d", time.Now().UnixNano()%100000)
+	node, err := cs.CoreV1().Nodes().Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: nodeName}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cs.CoreV1().Nodes().Delete(context.Background(), nodeName, metav1.DeleteOptions{}) })
+	node.Status.Addresses = []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: "127.0.0.1"}}
+	node.Status.DaemonEndpoints.KubeletEndpoint.Port = int32(port)
+	if _, err := cs.CoreV1().Nodes().UpdateStatus(ctx, node, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+
+	ns := newNamespace(t, shared)
+	pods := cs.CoreV1().Pods(ns)
+	if _, err := pods.Create(ctx, testPod("logger"), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	// Not on a node yet: 400.
+	if body, err := pods.GetLogs("logger", &corev1.PodLogOptions{}).DoRaw(ctx); !apierrors.IsBadRequest(err) || !strings.Contains(string(body), "does not have a host assigned") {
+		t.Fatalf("logs of an unbound pod: %v %s, want 400", err, body)
+	}
+	if err := pods.Bind(ctx, &corev1.Binding{ObjectMeta: metav1.ObjectMeta{Name: "logger"}, Target: corev1.ObjectReference{Kind: "Node", Name: nodeName}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	out := shared.mustKubectl(t, "1.32", "", "-n", ns, "logs", "logger", "--tail=5")
+	want := fmt.Sprintf("log line from /containerLogs/%s/logger/c", ns)
+	if !strings.Contains(out, want) {
+		t.Fatalf("kubectl logs: %q, want %q", out, want)
+	}
+	agent.mu.Lock()
+	defer agent.mu.Unlock()
+	if len(agent.requests) != 1 || !strings.Contains(agent.requests[0], "tailLines=5") {
+		t.Fatalf("agent got %v, want one request with tailLines=5", agent.requests)
+	}
+	if agent.clientCN != "kube-apiserver-kubelet-client" {
+		t.Fatalf("apiserver's client certificate CN %q", agent.clientCN)
+	}
+	// An unknown container is refused before reaching the node.
+	if _, err := pods.GetLogs("logger", &corev1.PodLogOptions{Container: "nope"}).DoRaw(ctx); !apierrors.IsBadRequest(err) {
+		t.Fatalf("logs of an unknown container: %v, want 400", err)
+	}
+}

@@ -1,0 +1,113 @@
+package controllers
+
+import (
+	"context"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// withDeployment creates a 2-replica deployment and waits for its pods.
+func withDeployment(t *testing.T) string {
+	t.Helper()
+	ns := namespace(t)
+	if _, err := env.client.AppsV1().Deployments(ns).Create(context.Background(), newDeployment(ns, 2, "img:v1"), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "deployment's pods", func() (bool, error) {
+		return len(activePods(t, ns)) == 2 && len(deploymentRSs(t, ns)) == 1, nil
+	})
+	return ns
+}
+
+func TestGarbageCollectionBackground(t *testing.T) {
+	ns := withDeployment(t)
+	kubectl(t, "-n", ns, "delete", "deployment", "web") // background by default
+	eventually(t, "replicasets and pods collected", func() (bool, error) {
+		return len(deploymentRSs(t, ns)) == 0 && len(listPods(t, ns)) == 0, nil
+	})
+}
+
+func TestGarbageCollectionOrphan(t *testing.T) {
+	ns := withDeployment(t)
+	kubectl(t, "-n", ns, "delete", "deployment", "web", "--cascade=orphan")
+	eventually(t, "deployment gone", func() (bool, error) {
+		_, err := env.client.AppsV1().Deployments(ns).Get(context.Background(), "web", metav1.GetOptions{})
+		return apierrors.IsNotFound(err), nil
+	})
+	eventually(t, "replicaset orphaned, pods kept", func() (bool, error) {
+		rss := deploymentRSs(t, ns)
+		return len(rss) == 1 && len(rss[0].OwnerReferences) == 0 && len(activePods(t, ns)) == 2, nil
+	})
+	// The orphaned ReplicaSet still controls its pods.
+	for _, p := range activePods(t, ns) {
+		if metav1.GetControllerOf(&p) == nil {
+			t.Fatalf("pod %s lost its controller", p.Name)
+		}
+	}
+}
+
+func TestGarbageCollectionForeground(t *testing.T) {
+	ctx := context.Background()
+	ns := withDeployment(t)
+	kubectl(t, "-n", ns, "delete", "deployment", "web", "--cascade=foreground", "--wait=false")
+	// The deployment stays (finalizer) until its dependents are gone.
+	eventually(t, "foreground deletion completes", func() (bool, error) {
+		d, err := env.client.AppsV1().Deployments(ns).Get(ctx, "web", metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			return true, nil
+		}
+		if err != nil {
+			return false, err
+		}
+		if d.DeletionTimestamp == nil {
+			t.Fatalf("deployment not being deleted: %+v", d.ObjectMeta)
+		}
+		return false, nil
+	})
+	if n := len(deploymentRSs(t, ns)); n != 0 {
+		t.Fatalf("%d replicasets survive their foreground-deleted deployment", n)
+	}
+	if n := len(listPods(t, ns)); n != 0 {
+		t.Fatalf("%d pods survive", n)
+	}
+}
+
+func TestNamespaceDeletionEmptiesIt(t *testing.T) {
+	ctx := context.Background()
+	ns := withDeployment(t)
+	if _, err := env.client.CoreV1().ConfigMaps(ns).Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "cfg", Namespace: ns}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := env.client.CoreV1().Namespaces().Delete(ctx, ns, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "namespace gone", func() (bool, error) {
+		_, err := env.client.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{})
+		return apierrors.IsNotFound(err), nil
+	})
+	// Nothing survives: not the deployment's ReplicaSet, nor its pods.
+	for what, n := range map[string]int{"replicasets": len(deploymentRSs(t, ns)), "pods": len(listPods(t, ns))} {
+		if n != 0 {
+			t.Fatalf("%d %s left in deleted namespace %s", n, what, ns)
+		}
+	}
+}
+
+func TestDefaultServiceAccount(t *testing.T) {
+	ctx := context.Background()
+	ns := namespace(t)
+	eventually(t, "default serviceaccount", func() (bool, error) {
+		_, err := env.client.CoreV1().ServiceAccounts(ns).Get(ctx, "default", metav1.GetOptions{})
+		return err == nil, nil
+	})
+	if err := env.client.CoreV1().ServiceAccounts(ns).Delete(ctx, "default", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "default serviceaccount recreated", func() (bool, error) {
+		sa, err := env.client.CoreV1().ServiceAccounts(ns).Get(ctx, "default", metav1.GetOptions{})
+		return err == nil && sa.DeletionTimestamp == nil, nil
+	})
+}
