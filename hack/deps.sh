@@ -11,6 +11,7 @@ wanted=(
   "busybox-static:/bin/busybox"
   "iptables:/usr/sbin/iptables"
   "iproute2:/usr/sbin/ip"
+  "e2fsprogs:/usr/sbin/mkfs.ext4"
 )
 
 missing=()

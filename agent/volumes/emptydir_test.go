@@ -168,3 +168,42 @@ func TestEmptyDirFSGroup(t *testing.T) {
 		t.Errorf("emptyDir gid %d mode %v, want gid 4321 with setgid", st.Gid, info.Mode())
 	}
 }
+
+func TestMakeRootShared(t *testing.T) {
+	e := newTestEnv(t)
+	// Runs before the env's check that nothing stays mounted.
+	t.Cleanup(func() {
+		for len(mountsAt(t, e.mgr.root)) > 0 {
+			if err := unmount(e.mgr.root); err != nil {
+				t.Error(err)
+				return
+			}
+		}
+	})
+	if err := e.mgr.MakeRootShared(); err != nil {
+		t.Fatal(err)
+	}
+	ms := mountsAt(t, e.mgr.root)
+	if len(ms) != 1 || !ms[0].Shared() {
+		t.Fatalf("mounts at the root after MakeRootShared: %+v, want one shared mount", ms)
+	}
+	if err := e.mgr.MakeRootShared(); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(mountsAt(t, e.mgr.root)); n != 1 {
+		t.Errorf("%d mounts at the root after a second MakeRootShared, want 1", n)
+	}
+	// Volume mounts below it are shared too, so propagation reaches containers.
+	pod := testPod("uid-shared", []v1.Volume{{Name: "mem", VolumeSource: v1.VolumeSource{EmptyDir: &v1.EmptyDirVolumeSource{Medium: v1.StorageMediumMemory}}}})
+	vols, err := e.mgr.SetUp(ctx, pod)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir, _ := vols.HostPath("mem")
+	if m := mountsAt(t, dir); len(m) != 1 || !m[0].Shared() {
+		t.Errorf("memory emptyDir under the shared root: %+v, want a shared mount", m)
+	}
+	if err := e.mgr.TearDown(ctx, pod.UID); err != nil {
+		t.Fatal(err)
+	}
+}

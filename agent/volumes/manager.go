@@ -141,6 +141,24 @@ func New(cfg Config) (*Manager, error) {
 	}, nil
 }
 
+// MakeRootShared makes RootDir a shared mount, as the kubelet does at
+// start: RootDir is bind-mounted onto itself when it is not a mount point,
+// then made rshared. Without it the runtime refuses volumeMounts with
+// mountPropagation HostToContainer or Bidirectional of volumes under
+// RootDir when the filesystem holding it is private (as / is on this
+// project's machines). Nothing happens when RootDir is on a shared mount
+// already; the mount is left in place when the agent stops.
+func (m *Manager) MakeRootShared() error {
+	changed, err := makeRShared(m.root)
+	if err != nil {
+		return fmt.Errorf("volumes: %w", err)
+	}
+	if changed {
+		m.cfg.Logger.Info("made the root directory a shared mount", "dir", m.root)
+	}
+	return nil
+}
+
 // lockPod serialises the calls for one pod; the returned func unlocks.
 func (m *Manager) lockPod(uid types.UID) func() {
 	m.mu.Lock()
@@ -179,11 +197,14 @@ func (e *MountError) Error() string {
 
 func (e *MountError) Unwrap() error { return e.Err }
 
-// SetUp sets up every volume of pod (idempotent: what is set up already is
-// kept, payloads are refreshed) and returns the volumes ready to be mounted
-// into the pod's containers. Each volume that fails adds a *MountError to
-// the joined error; then no Mounts are returned and nothing half set up
-// stays behind for a volume set up for the first time.
+// SetUp sets up every volume of pod and returns the volumes ready to be
+// mounted into the pod's containers. It is idempotent and cheap for a pod
+// set up already: what is set up is kept as it is (mounted tmpfs volumes,
+// also ones found after an agent restart, are not mounted again; configMap,
+// secret, downwardAPI and projected contents are not re-read — that is
+// Resync's job). Each volume that fails adds a *MountError to the joined
+// error; then no Mounts are returned, the volumes that did succeed stay set
+// up, and a volume that failed on its first set-up leaves nothing behind.
 func (m *Manager) SetUp(ctx context.Context, pod *v1.Pod) (*Mounts, error) {
 	if err := checkPod(pod); err != nil {
 		return nil, err
@@ -193,9 +214,9 @@ func (m *Manager) SetUp(ctx context.Context, pod *v1.Pod) (*Mounts, error) {
 	var errs []error
 	for i := range pod.Spec.Volumes {
 		vol := &pod.Spec.Volumes[i]
-		mv, err := m.setUpVolume(ctx, pod, vol)
+		mv, err := m.setUpVolume(ctx, pod, vol, false)
 		if err != nil {
-			m.cfg.Logger.Warn("volume set-up failed", "pod", pod.Namespace+"/"+pod.Name, "uid", pod.UID, "volume", vol.Name, "err", err)
+			m.cfg.Logger.Debug("volume set-up failed", "pod", pod.Namespace+"/"+pod.Name, "uid", pod.UID, "volume", vol.Name, "err", err)
 			errs = append(errs, &MountError{Volume: vol.Name, Err: err})
 			continue
 		}
@@ -207,11 +228,14 @@ func (m *Manager) SetUp(ctx context.Context, pod *v1.Pod) (*Mounts, error) {
 	return ms, nil
 }
 
-// Resync rewrites the payloads of pod's configMap, secret, downwardAPI and
-// projected volumes that are set up already, so running containers see
-// updated objects (changed files appear atomically; unchanged payloads are
-// not written). subPath mounts keep what they were bound to, as upstream.
-// A volume whose object cannot be read keeps its current content.
+// Resync re-reads the objects of pod's configMap, secret, downwardAPI and
+// projected volumes that are set up already and rewrites their payloads, so
+// running containers see updates (changed files appear atomically;
+// unchanged payloads are not written; service account tokens are renewed
+// after 80% of their lifetime). subPath mounts keep what they were bound
+// to, as upstream. A volume whose object cannot be read keeps its current
+// content, and its *MountError is in the joined error (for a FailedMount
+// event); the pod goes on running. Call it every sync period.
 func (m *Manager) Resync(ctx context.Context, pod *v1.Pod) error {
 	if err := checkPod(pod); err != nil {
 		return err
@@ -224,7 +248,7 @@ func (m *Manager) Resync(ctx context.Context, pod *v1.Pod) error {
 		if !k.atomic || !isSetUp(m.volumeDir(pod.UID, k.plugin, vol.Name)) {
 			continue
 		}
-		if _, err := m.setUpVolume(ctx, pod, vol); err != nil {
+		if _, err := m.setUpVolume(ctx, pod, vol, true); err != nil {
 			errs = append(errs, &MountError{Volume: vol.Name, Err: err})
 		}
 	}

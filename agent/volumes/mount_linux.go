@@ -7,6 +7,8 @@ import (
 	"syscall"
 
 	"golang.org/x/sys/unix"
+
+	"berth/agent/volumes/mountinfo"
 )
 
 // mountTmpfs mounts a tmpfs at dir, limited to size bytes when size > 0.
@@ -41,4 +43,26 @@ func unmount(path string) error {
 func statOf(info fs.FileInfo) (*syscall.Stat_t, bool) {
 	st, ok := info.Sys().(*syscall.Stat_t)
 	return st, ok
+}
+
+// makeRShared makes path a mount point (a bind mount onto itself, when it
+// is not one) and the root of a recursively shared subtree, unless the mount
+// it is on is shared already.
+func makeRShared(path string) (changed bool, err error) {
+	mounts, err := mountinfo.Read(mountinfo.SelfPath)
+	if err != nil {
+		return false, fmt.Errorf("read mount table: %w", err)
+	}
+	if m := mountinfo.Containing(mounts, path); m != nil && m.Shared() {
+		return false, nil
+	}
+	if !mountinfo.IsMountPoint(mounts, path) {
+		if err := unix.Mount(path, path, "", unix.MS_BIND|unix.MS_REC, ""); err != nil {
+			return false, fmt.Errorf("bind mount %s onto itself: %w", path, err)
+		}
+	}
+	if err := unix.Mount("", path, "", unix.MS_SHARED|unix.MS_REC, ""); err != nil {
+		return true, fmt.Errorf("make %s rshared: %w", path, err)
+	}
+	return true, nil
 }

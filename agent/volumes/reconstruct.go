@@ -82,7 +82,7 @@ func (m *Manager) Reconstruct(ctx context.Context) ([]PodVolumes, error) {
 		if len(pv.Volumes) == 0 && len(pv.SubPathMounts) == 0 && !exists(volsDir) && !exists(filepath.Join(podsDir, e.Name(), "volume-subpaths")) {
 			continue
 		}
-		m.cfg.Logger.Info("reconstructed pod volumes", "uid", uid, "volumes", len(pv.Volumes), "subPathMounts", len(pv.SubPathMounts))
+		m.cfg.Logger.Debug("pod volumes on disk", "uid", uid, "volumes", len(pv.Volumes), "subPathMounts", len(pv.SubPathMounts))
 		out = append(out, pv)
 	}
 	return out, nil

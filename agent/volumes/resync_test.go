@@ -190,3 +190,43 @@ func TestRemoveTreeStopsAtMountPoints(t *testing.T) {
 		t.Errorf("removeTree deleted inside the mount: %v", err)
 	}
 }
+
+func TestSetUpKeepsWhatIsSetUpResyncRefreshes(t *testing.T) {
+	e := newTestEnv(t)
+	e.api.putConfigMap("ns1", "cfg", map[string]string{"a": "1"}, nil)
+	pod := testPod("uid-keep", []v1.Volume{{Name: "cfg", VolumeSource: v1.VolumeSource{ConfigMap: &v1.ConfigMapVolumeSource{LocalObjectReference: v1.LocalObjectReference{Name: "cfg"}}}}})
+	ms, err := e.mgr.SetUp(ctx, pod)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = e.mgr.TearDown(ctx, pod.UID) })
+	dir, _ := ms.HostPath("cfg")
+	// The configMap changes, then goes away: a running pod's SetUp keeps
+	// working with what it has, Resync brings the change and then reports
+	// the deletion.
+	e.api.putConfigMap("ns1", "cfg", map[string]string{"a": "2"}, nil)
+	if _, err := e.mgr.SetUp(ctx, pod); err != nil {
+		t.Fatal(err)
+	}
+	if data, _ := readVolumeFile(t, filepath.Join(dir, "a")); data != "1" {
+		t.Errorf("after SetUp a = %q, want 1 (SetUp does not refresh)", data)
+	}
+	if err := e.mgr.Resync(ctx, pod); err != nil {
+		t.Fatal(err)
+	}
+	if data, _ := readVolumeFile(t, filepath.Join(dir, "a")); data != "2" {
+		t.Errorf("after Resync a = %q, want 2", data)
+	}
+	e.api.mu.Lock()
+	delete(e.api.configMaps, "ns1/cfg")
+	e.api.mu.Unlock()
+	if _, err := e.mgr.SetUp(ctx, pod); err != nil {
+		t.Errorf("SetUp of a set-up pod whose configMap is gone: %v", err)
+	}
+	if err := e.mgr.Resync(ctx, pod); !errors.Is(err, errdefs.ErrNotFound) {
+		t.Errorf("Resync after the deletion = %v, want ErrNotFound", err)
+	}
+	if data, _ := readVolumeFile(t, filepath.Join(dir, "a")); data != "2" {
+		t.Errorf("after the deletion a = %q, want the last content 2", data)
+	}
+}

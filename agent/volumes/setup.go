@@ -70,7 +70,9 @@ func isSetUp(dir string) bool {
 	return err == nil
 }
 
-func (m *Manager) setUpVolume(ctx context.Context, pod *v1.Pod, vol *v1.Volume) (mountedVolume, error) {
+// setUpVolume sets vol up. An atomically written volume that has content
+// already is only rewritten when refresh is set (Resync).
+func (m *Manager) setUpVolume(ctx context.Context, pod *v1.Pod, vol *v1.Volume, refresh bool) (mountedVolume, error) {
 	if vol.Name == "" || vol.Name == "." || vol.Name == ".." || filepath.Base(vol.Name) != vol.Name {
 		return mountedVolume{}, fmt.Errorf("volume name %q is not a valid directory name: %w", vol.Name, errdefs.ErrInvalidArgument)
 	}
@@ -87,13 +89,16 @@ func (m *Manager) setUpVolume(ctx context.Context, pod *v1.Pod, vol *v1.Volume) 
 	if !k.atomic {
 		return mountedVolume{}, fmt.Errorf("volume %q: %s: %w", vol.Name, unsupportedType(vol), errdefs.ErrUnimplemented)
 	}
+	dir := m.volumeDir(pod.UID, k.plugin, vol.Name)
+	fresh := !isSetUp(dir)
+	if !fresh && !refresh {
+		return mountedVolume{path: dir, readOnly: true}, nil
+	}
 	// Read the objects first: a missing one leaves nothing on disk.
 	payload, err := m.payload(ctx, pod, vol)
 	if err != nil {
 		return mountedVolume{}, err
 	}
-	dir := m.volumeDir(pod.UID, k.plugin, vol.Name)
-	fresh := !isSetUp(dir)
 	if err := m.writePayload(pod, dir, k, payload); err != nil {
 		if fresh {
 			if terr := m.tearDownTree(dir); terr != nil {

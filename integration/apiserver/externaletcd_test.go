@@ -55,7 +55,13 @@ func startEtcdCluster(t *testing.T) ([]*embed.Etcd, []string) {
 			t.Fatalf("etcd member %d: %v", i, err)
 		}
 		members[i] = e
-		t.Cleanup(e.Close)
+		t.Cleanup(func() {
+			select {
+			case <-e.Server.StopNotify(): // closed by the test already
+			default:
+				e.Close()
+			}
+		})
 	}
 	for i, e := range members {
 		select {

@@ -26,6 +26,9 @@ type Mount struct {
 	Source string
 	// Options are the per-mount options (e.g. "rw,relatime").
 	Options string
+	// Optional are the optional fields, e.g. "shared:1" (a peer group
+	// member) or "master:2" (a slave of peer group 2).
+	Optional []string
 	// SuperOptions are the per-superblock options (e.g. "rw,size=1024k").
 	SuperOptions string
 }
@@ -59,6 +62,7 @@ func Parse(r io.Reader) ([]Mount, error) {
 			Root:       unescape(fields[3]),
 			MountPoint: unescape(fields[4]),
 			Options:    fields[5],
+			Optional:   fields[6:sep:sep],
 			FSType:     fields[sep+1],
 			Source:     unescape(fields[sep+2]),
 		}
@@ -93,6 +97,33 @@ func IsMountPoint(mounts []Mount, path string) bool {
 	path = filepath.Clean(path)
 	for _, m := range mounts {
 		if m.MountPoint == path {
+			return true
+		}
+	}
+	return false
+}
+
+// Containing returns the mount that path is on: the last mounted of those
+// whose mount point is the longest prefix of path (nil if none).
+func Containing(mounts []Mount, path string) *Mount {
+	path = filepath.Clean(path)
+	var best *Mount
+	for i := range mounts {
+		mp := mounts[i].MountPoint
+		if mp != "/" && mp != path && !strings.HasPrefix(path, mp+"/") {
+			continue
+		}
+		if best == nil || len(mp) >= len(best.MountPoint) {
+			best = &mounts[i]
+		}
+	}
+	return best
+}
+
+// Shared reports whether the mount is a member of a shared peer group.
+func (m *Mount) Shared() bool {
+	for _, o := range m.Optional {
+		if strings.HasPrefix(o, "shared:") {
 			return true
 		}
 	}

@@ -22,7 +22,7 @@ func TestParse(t *testing.T) {
 	if len(mounts) != 6 {
 		t.Fatalf("%d mounts, want 6", len(mounts))
 	}
-	want := Mount{MountPoint: "/var/lib/berth/pods/u1/volumes/kubernetes.io~secret/s", Root: "/", FSType: "tmpfs", Source: "tmpfs", Options: "rw,relatime", SuperOptions: "rw,size=1024k"}
+	want := Mount{MountPoint: "/var/lib/berth/pods/u1/volumes/kubernetes.io~secret/s", Root: "/", FSType: "tmpfs", Source: "tmpfs", Options: "rw,relatime", Optional: []string{}, SuperOptions: "rw,size=1024k"}
 	if !reflect.DeepEqual(mounts[1], want) {
 		t.Errorf("mount[1] = %+v, want %+v", mounts[1], want)
 	}
@@ -31,6 +31,31 @@ func TestParse(t *testing.T) {
 	}
 	if mounts[2].Root != "/data" {
 		t.Errorf("root = %q, want /data", mounts[2].Root)
+	}
+}
+
+func TestContainingAndShared(t *testing.T) {
+	mounts, err := Parse(strings.NewReader(sample))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		path, want string
+		shared     bool
+	}{
+		{"/etc/hosts", "/", true},
+		{"/var/lib/berth/pods/u1/volumes/kubernetes.io~secret/s/inner/x", "/var/lib/berth/pods/u1/volumes/kubernetes.io~secret/s/inner", false},
+		{"/var/lib/berth/pods/u1/volumes/kubernetes.io~secret/s/file", "/var/lib/berth/pods/u1/volumes/kubernetes.io~secret/s", false},
+		{"/var/lib/berth/pods/u1/volume-subpaths/v/c/0", "/var/lib/berth/pods/u1/volume-subpaths/v/c/0", true},
+	} {
+		got := Containing(mounts, c.path)
+		if got == nil || got.MountPoint != c.want || got.Shared() != c.shared {
+			t.Errorf("Containing(%s) = %+v, want %s shared=%v", c.path, got, c.want, c.shared)
+		}
+	}
+	// Of two mounts at one point the later (upper) one counts.
+	if got := Containing(mounts, "/var/lib/berth/pods/u1/volumes/kubernetes.io~secret/s/file"); got.SuperOptions != "rw" {
+		t.Errorf("Containing picked the lower mount %+v", got)
 	}
 }
 

@@ -172,6 +172,14 @@ func validateServicePort(p *v1.ServicePort, requireName bool, names sets.Set[str
 	return errs
 }
 
+// clusterIPsOf returns spec.clusterIPs, or [spec.clusterIP] when only that is set.
+func clusterIPsOf(svc *v1.Service) []string {
+	if len(svc.Spec.ClusterIPs) == 0 && svc.Spec.ClusterIP != "" {
+		return []string{svc.Spec.ClusterIP}
+	}
+	return svc.Spec.ClusterIPs
+}
+
 func validateClusterIPs(svc *v1.Service, specPath *field.Path) field.ErrorList {
 	var errs field.ErrorList
 	spec := &svc.Spec
@@ -179,10 +187,7 @@ func validateClusterIPs(svc *v1.Service, specPath *field.Path) field.ErrorList {
 	if spec.ClusterIP != "" && len(spec.ClusterIPs) > 0 && spec.ClusterIPs[0] != spec.ClusterIP {
 		errs = append(errs, field.Invalid(ipsPath, spec.ClusterIPs, "first value must match `clusterIP`"))
 	}
-	ips := spec.ClusterIPs
-	if len(ips) == 0 && spec.ClusterIP != "" {
-		ips = []string{spec.ClusterIP}
-	}
+	ips := clusterIPsOf(svc)
 	if len(ips) > 2 {
 		errs = append(errs, field.Invalid(ipsPath, ips, "may only hold up to 2 values"))
 	}
@@ -210,13 +215,14 @@ func validateClusterIPs(svc *v1.Service, specPath *field.Path) field.ErrorList {
 // (unless the service is or was of type ExternalName).
 func ValidateServiceUpdate(newSvc, oldSvc *v1.Service) field.ErrorList {
 	errs := apimachineryvalidation.ValidateObjectMetaUpdate(&newSvc.ObjectMeta, &oldSvc.ObjectMeta, metadataPath)
-	if newSvc.Spec.Type != v1.ServiceTypeExternalName && oldSvc.Spec.Type != v1.ServiceTypeExternalName && len(oldSvc.Spec.ClusterIPs) > 0 {
+	newIPs, oldIPs := clusterIPsOf(newSvc), clusterIPsOf(oldSvc)
+	if newSvc.Spec.Type != v1.ServiceTypeExternalName && oldSvc.Spec.Type != v1.ServiceTypeExternalName && len(oldIPs) > 0 {
 		p := field.NewPath("spec", "clusterIPs").Index(0)
 		switch {
-		case len(newSvc.Spec.ClusterIPs) == 0:
-			errs = append(errs, field.Invalid(p, newSvc.Spec.ClusterIPs, "primary clusterIP can not be unset"))
-		case newSvc.Spec.ClusterIPs[0] != oldSvc.Spec.ClusterIPs[0]:
-			errs = append(errs, field.Invalid(p, newSvc.Spec.ClusterIPs, "may not change once set"))
+		case len(newIPs) == 0:
+			errs = append(errs, field.Invalid(p, newIPs, "primary clusterIP can not be unset"))
+		case newIPs[0] != oldIPs[0]:
+			errs = append(errs, field.Invalid(p, newIPs, "may not change once set"))
 		}
 	}
 	return append(errs, ValidateService(newSvc)...)

@@ -124,7 +124,32 @@ func (StatusStrategy) PrepareForUpdate(_ context.Context, obj, old runtime.Objec
 	if newPod.Status.QOSClass == "" {
 		newPod.Status.QOSClass = oldPod.Status.QOSClass
 	}
+	keepObservedGenerations(&newPod.Status, &oldPod.Status)
 	SyncIPs(&newPod.Status)
+}
+
+// keepObservedGenerations keeps the stored observedGeneration of the status
+// and of each condition when a writer leaves them 0 (older clients drop
+// them), matching conditions of the same type in order.
+func keepObservedGenerations(s, old *v1.PodStatus) {
+	if s.ObservedGeneration == 0 {
+		s.ObservedGeneration = old.ObservedGeneration
+	}
+	oldGens := map[v1.PodConditionType][]int64{}
+	for _, c := range old.Conditions {
+		oldGens[c.Type] = append(oldGens[c.Type], c.ObservedGeneration)
+	}
+	for i := range s.Conditions {
+		c := &s.Conditions[i]
+		gens := oldGens[c.Type]
+		prev := int64(0)
+		if len(gens) > 0 {
+			prev, oldGens[c.Type] = gens[0], gens[1:]
+		}
+		if c.ObservedGeneration == 0 {
+			c.ObservedGeneration = prev
+		}
+	}
 }
 
 // SyncIPs keeps status.podIP and status.podIPs (and hostIP/hostIPs)

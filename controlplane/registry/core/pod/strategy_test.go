@@ -185,3 +185,18 @@ func TestStatusStrategySyncsPodIPs(t *testing.T) {
 		t.Fatalf("IPs not synced: %+v", upd.Status)
 	}
 }
+
+func TestStatusStrategyKeepsObservedGenerations(t *testing.T) {
+	s := NewStatusStrategy(scheme.New())
+	old := newPod()
+	old.Status.ObservedGeneration = 4
+	old.Status.Conditions = []v1.PodCondition{{Type: v1.PodReady, ObservedGeneration: 3}, {Type: v1.PodScheduled, ObservedGeneration: 2}}
+	upd := old.DeepCopy()
+	upd.Status.ObservedGeneration = 0
+	upd.Status.Conditions = []v1.PodCondition{{Type: v1.PodScheduled}, {Type: v1.PodReady, ObservedGeneration: 5}, {Type: v1.ContainersReady}}
+	s.PrepareForUpdate(context.Background(), upd, old)
+	c := upd.Status.Conditions
+	if upd.Status.ObservedGeneration != 4 || c[0].ObservedGeneration != 2 || c[1].ObservedGeneration != 5 || c[2].ObservedGeneration != 0 {
+		t.Fatalf("observed generations: status %d conditions %+v", upd.Status.ObservedGeneration, c)
+	}
+}
