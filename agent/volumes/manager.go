@@ -17,7 +17,7 @@
 //
 // The agent uses a Manager like this:
 //
-//	at start:        Reconstruct, then CleanupOrphans(active UIDs) once the pod sources have synced
+//	at start:        MakeRootShared; Reconstruct, then CleanupOrphans(active UIDs) once the pod sources have synced
 //	before a pod's sandbox and containers: ms, err := SetUp(ctx, pod)
 //	                 (each *MountError → a FailedMount event with its message; retry with back-off)
 //	for each container created: mounts, err := ms.Container(c, env)

@@ -178,7 +178,9 @@ func (s *Server) Run(ctx context.Context) (err error) {
 			MinVersion:   tls.VersionTLS12,
 			NextProtos:   []string{"h2", "http/1.1"},
 		},
-		ErrorLog: nil,
+		// As kube-apiserver's --http2-max-streams-per-connection: one
+		// client may hold many watches on one connection.
+		HTTP2: &http.HTTP2Config{MaxConcurrentStreams: 1000},
 	}
 
 	if err := bootstrapNamespaces(ctx, set); err != nil {

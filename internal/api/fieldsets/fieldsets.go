@@ -25,21 +25,43 @@ type Func func(obj runtime.Object) fields.Set
 type Kind struct {
 	GVK    schema.GroupVersionKind
 	Fields Func
+	// Labels, when set, maps the field selector labels clients use for this
+	// kind to the keys of its field set (events.k8s.io says
+	// "regarding.name" where the set, shared with core/v1, says
+	// "involvedObject.name"). Without it the set's keys are the labels.
+	Labels map[string]string
+}
+
+// EventsV1Labels maps events.k8s.io/v1 field selector labels to the event
+// field set's keys, as upstream converts them.
+var EventsV1Labels = map[string]string{
+	"metadata.name":             "metadata.name",
+	"metadata.namespace":        "metadata.namespace",
+	"reason":                    "reason",
+	"type":                      "type",
+	"reportingController":       "reportingComponent",
+	"regarding.kind":            "involvedObject.kind",
+	"regarding.namespace":       "involvedObject.namespace",
+	"regarding.name":            "involvedObject.name",
+	"regarding.uid":             "involvedObject.uid",
+	"regarding.apiVersion":      "involvedObject.apiVersion",
+	"regarding.resourceVersion": "involvedObject.resourceVersion",
+	"regarding.fieldPath":       "involvedObject.fieldPath",
 }
 
 // Kinds lists every kind whose field selectors go beyond metadata.name and
 // metadata.namespace.
 func Kinds() []Kind {
 	return []Kind{
-		{corev1.SchemeGroupVersion.WithKind("Pod"), func(o runtime.Object) fields.Set { return Pod(o.(*corev1.Pod)) }},
-		{corev1.SchemeGroupVersion.WithKind("Node"), func(o runtime.Object) fields.Set { return Node(o.(*corev1.Node)) }},
-		{corev1.SchemeGroupVersion.WithKind("Namespace"), func(o runtime.Object) fields.Set { return Namespace(o.(*corev1.Namespace)) }},
-		{corev1.SchemeGroupVersion.WithKind("Secret"), func(o runtime.Object) fields.Set { return Secret(o.(*corev1.Secret)) }},
-		{corev1.SchemeGroupVersion.WithKind("Event"), func(o runtime.Object) fields.Set { return Event(o.(*corev1.Event)) }},
-		{corev1.SchemeGroupVersion.WithKind("Service"), func(o runtime.Object) fields.Set { return Service(o.(*corev1.Service)) }},
-		{corev1.SchemeGroupVersion.WithKind("PersistentVolumeClaim"), func(o runtime.Object) fields.Set { return Meta(o, true) }},
-		{eventsv1.SchemeGroupVersion.WithKind("Event"), func(o runtime.Object) fields.Set { return EventsV1Event(o.(*eventsv1.Event)) }},
-		{appsv1.SchemeGroupVersion.WithKind("ReplicaSet"), func(o runtime.Object) fields.Set { return ReplicaSet(o.(*appsv1.ReplicaSet)) }},
+		{corev1.SchemeGroupVersion.WithKind("Pod"), func(o runtime.Object) fields.Set { return Pod(o.(*corev1.Pod)) }, nil},
+		{corev1.SchemeGroupVersion.WithKind("Node"), func(o runtime.Object) fields.Set { return Node(o.(*corev1.Node)) }, nil},
+		{corev1.SchemeGroupVersion.WithKind("Namespace"), func(o runtime.Object) fields.Set { return Namespace(o.(*corev1.Namespace)) }, nil},
+		{corev1.SchemeGroupVersion.WithKind("Secret"), func(o runtime.Object) fields.Set { return Secret(o.(*corev1.Secret)) }, nil},
+		{corev1.SchemeGroupVersion.WithKind("Event"), func(o runtime.Object) fields.Set { return Event(o.(*corev1.Event)) }, nil},
+		{corev1.SchemeGroupVersion.WithKind("Service"), func(o runtime.Object) fields.Set { return Service(o.(*corev1.Service)) }, nil},
+		{corev1.SchemeGroupVersion.WithKind("PersistentVolumeClaim"), func(o runtime.Object) fields.Set { return Meta(o, true) }, nil},
+		{eventsv1.SchemeGroupVersion.WithKind("Event"), func(o runtime.Object) fields.Set { return EventsV1Event(o.(*eventsv1.Event)) }, EventsV1Labels},
+		{appsv1.SchemeGroupVersion.WithKind("ReplicaSet"), func(o runtime.Object) fields.Set { return ReplicaSet(o.(*appsv1.ReplicaSet)) }, nil},
 	}
 }
 
@@ -136,8 +158,9 @@ func Event(e *corev1.Event) fields.Set {
 }
 
 // EventsV1Event returns an events.k8s.io/v1 event's selectable fields: the
-// same set as a core/v1 event, read from the events.k8s.io field names
-// (regarding, reportingController, deprecatedSource).
+// same set (and keys) as a core/v1 event, read from the events.k8s.io field
+// names (regarding, reportingController, deprecatedSource); clients select
+// on them through EventsV1Labels.
 func EventsV1Event(e *eventsv1.Event) fields.Set {
 	s := metaSet(e, true)
 	s["involvedObject.kind"] = e.Regarding.Kind

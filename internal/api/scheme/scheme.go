@@ -21,7 +21,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	metav1beta1 "k8s.io/apimachinery/pkg/apis/meta/v1beta1"
 	"k8s.io/apimachinery/pkg/conversion"
-	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/runtime/serializer"
@@ -202,18 +201,26 @@ func addFieldLabelConversions(s *runtime.Scheme) error {
 		if err != nil {
 			return err
 		}
-		supported := k.Fields(obj)
-		if err := s.AddFieldLabelConversionFunc(k.GVK, labelConversion(supported)); err != nil {
+		labels := k.Labels
+		if labels == nil {
+			labels = map[string]string{}
+			for key := range k.Fields(obj) {
+				labels[key] = key
+			}
+		}
+		if err := s.AddFieldLabelConversionFunc(k.GVK, labelConversion(labels)); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-func labelConversion(supported fields.Set) runtime.FieldLabelConversionFunc {
+// labelConversion accepts the labels in supported, renaming each to the
+// field set key it maps to.
+func labelConversion(supported map[string]string) runtime.FieldLabelConversionFunc {
 	return func(label, value string) (string, string, error) {
-		if _, ok := supported[label]; ok {
-			return label, value, nil
+		if key, ok := supported[label]; ok {
+			return key, value, nil
 		}
 		return "", "", fmt.Errorf("field label not supported: %s", label)
 	}

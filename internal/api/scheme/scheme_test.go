@@ -66,6 +66,13 @@ func TestFieldLabelConversions(t *testing.T) {
 	if _, _, err := s.ConvertFieldLabel(corev1.SchemeGroupVersion.WithKind("Event"), "involvedObject.name", "x"); err != nil {
 		t.Errorf("event field label rejected: %v", err)
 	}
+	ev := eventsv1.SchemeGroupVersion.WithKind("Event")
+	if label, _, err := s.ConvertFieldLabel(ev, "regarding.name", "x"); err != nil || label != "involvedObject.name" {
+		t.Errorf("events.k8s.io regarding.name → %q, %v", label, err)
+	}
+	if _, _, err := s.ConvertFieldLabel(ev, "involvedObject.name", "x"); err == nil {
+		t.Errorf("events.k8s.io accepted the core/v1 label involvedObject.name")
+	}
 	if _, _, err := s.ConvertFieldLabel(corev1.SchemeGroupVersion.WithKind("Node"), "spec.unschedulable", "true"); err != nil {
 		t.Errorf("node field label rejected: %v", err)
 	}

@@ -1,0 +1,34 @@
+package main
+
+import (
+	"errors"
+	"strings"
+	"testing"
+
+	"berth/internal/errdefs"
+)
+
+// Bad flags stop `berth agent` before it touches anything, naming the flag.
+func TestAgentCommandRejectsBadFlags(t *testing.T) {
+	tests := []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--container-runtime-endpoint", "unix:///x.sock", "--root-dir", "/tmp/x", "--pod-cidr", "10.1.0.0/24"}, "--pod-manifest-path"},
+		{[]string{"--pod-manifest-path", "/tmp/m", "--container-runtime-endpoint", "unix:///x.sock", "--root-dir", "/tmp/x", "--pod-cidr", "10.1.0.7/24"}, "--pod-cidr"},
+		{[]string{"--pod-manifest-path", "/tmp/m", "--container-runtime-endpoint", "unix:///x.sock", "--root-dir", "/tmp/x", "--pod-cidr", "10.1.0.0/24", "--read-only-port", "-1"}, "--read-only-port"},
+		{[]string{"--pod-manifest-path", "/tmp/m", "--container-runtime-endpoint", "unix:///x.sock", "--root-dir", "/tmp/x", "--pod-cidr", "10.1.0.0/24", "--log-level", "loud"}, "--log-level"},
+	}
+	for _, tc := range tests {
+		cmd := newAgentCommand()
+		cmd.SetArgs(tc.args)
+		cmd.SilenceUsage, cmd.SilenceErrors = true, true
+		err := cmd.Execute()
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("berth agent %v = %v, want an error naming %s", tc.args, err, tc.want)
+		}
+		if tc.want != "--log-level" && !errors.Is(err, errdefs.ErrInvalidArgument) {
+			t.Errorf("berth agent %v = %v, want ErrInvalidArgument", tc.args, err)
+		}
+	}
+}
