@@ -1,7 +1,6 @@
 package cri
 
 import (
-	"context"
 	"errors"
 	"fmt"
 
@@ -44,35 +43,6 @@ func (e *Error) Error() string {
 // Unwrap returns the error classes this error belongs to.
 func (e *Error) Unwrap() []error { return e.classes }
 
-// classOf maps a gRPC code to berth's error classes. Codes with no class
-// (Unknown, Internal, DataLoss, ResourceExhausted) return nil: the runtime's
-// message is then all there is to say.
-func classOf(code codes.Code) []error {
-	switch code {
-	case codes.NotFound:
-		return []error{errdefs.ErrNotFound}
-	case codes.AlreadyExists:
-		return []error{errdefs.ErrAlreadyExists}
-	case codes.InvalidArgument, codes.OutOfRange:
-		return []error{errdefs.ErrInvalidArgument}
-	case codes.FailedPrecondition, codes.Aborted:
-		return []error{errdefs.ErrConflict}
-	case codes.Unavailable:
-		return []error{errdefs.ErrUnavailable}
-	case codes.DeadlineExceeded:
-		return []error{errdefs.ErrDeadlineExceeded, context.DeadlineExceeded}
-	case codes.Canceled:
-		return []error{context.Canceled}
-	case codes.Unauthenticated:
-		return []error{errdefs.ErrUnauthenticated}
-	case codes.PermissionDenied:
-		return []error{errdefs.ErrPermissionDenied}
-	case codes.Unimplemented:
-		return []error{errdefs.ErrUnimplemented}
-	}
-	return nil
-}
-
 // translate turns an error returned by the gRPC stubs into an *Error. It is
 // the one place where gRPC codes become berth error classes.
 func translate(op, subject string, err error) error {
@@ -87,9 +57,9 @@ func translate(op, subject string, err error) error {
 	if !ok {
 		// Not a status error: a context error raised before the call was made.
 		code := status.FromContextError(err).Code()
-		return &Error{Op: op, Subject: subject, Code: code, Message: err.Error(), classes: classOf(code)}
+		return &Error{Op: op, Subject: subject, Code: code, Message: err.Error(), classes: errdefs.FromGRPCCode(code)}
 	}
-	return &Error{Op: op, Subject: subject, Code: st.Code(), Message: st.Message(), classes: classOf(st.Code())}
+	return &Error{Op: op, Subject: subject, Code: st.Code(), Message: st.Message(), classes: errdefs.FromGRPCCode(st.Code())}
 }
 
 // ignoreNotFound returns nil for errors of class ErrNotFound: stop and remove

@@ -47,35 +47,6 @@ func (e *Error) Error() string {
 // Unwrap returns the error classes this error belongs to.
 func (e *Error) Unwrap() []error { return e.classes }
 
-// classOf maps a gRPC code to berth's error classes. Internal, Unknown,
-// DataLoss and ResourceExhausted have none: the driver's message is then all
-// there is to say.
-func classOf(code codes.Code) []error {
-	switch code {
-	case codes.NotFound:
-		return []error{errdefs.ErrNotFound}
-	case codes.AlreadyExists:
-		return []error{errdefs.ErrAlreadyExists}
-	case codes.InvalidArgument, codes.OutOfRange:
-		return []error{errdefs.ErrInvalidArgument}
-	case codes.FailedPrecondition, codes.Aborted:
-		return []error{errdefs.ErrConflict}
-	case codes.Unavailable:
-		return []error{errdefs.ErrUnavailable}
-	case codes.DeadlineExceeded:
-		return []error{errdefs.ErrDeadlineExceeded, context.DeadlineExceeded}
-	case codes.Canceled:
-		return []error{context.Canceled}
-	case codes.Unauthenticated:
-		return []error{errdefs.ErrUnauthenticated}
-	case codes.PermissionDenied:
-		return []error{errdefs.ErrPermissionDenied}
-	case codes.Unimplemented:
-		return []error{errdefs.ErrUnimplemented}
-	}
-	return nil
-}
-
 // translate turns an error from the gRPC stubs into an *Error; the one place
 // where gRPC codes become berth error classes.
 func (c *Client) translate(op, subject string, err error) error {
@@ -89,7 +60,7 @@ func (c *Client) translate(op, subject string, err error) error {
 		if !errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, context.Canceled) {
 			code = codes.Unavailable
 		}
-		return &Error{Op: op, Driver: c.cfg.Driver, Subject: subject, Code: code, Message: err.Error(), classes: classOf(code)}
+		return &Error{Op: op, Driver: c.cfg.Driver, Subject: subject, Code: code, Message: err.Error(), classes: errdefs.FromGRPCCode(code)}
 	}
-	return &Error{Op: op, Driver: c.cfg.Driver, Subject: subject, Code: st.Code(), Message: st.Message(), classes: classOf(st.Code())}
+	return &Error{Op: op, Driver: c.cfg.Driver, Subject: subject, Code: st.Code(), Message: st.Message(), classes: errdefs.FromGRPCCode(st.Code())}
 }
