@@ -93,6 +93,9 @@ func (w *worker) execute(ctx context.Context, log *slog.Logger, pod *v1.Pod, rt 
 			return time.Time{}
 		}
 		defer w.m.gate.release()
+		if _, terminating := w.desired(); terminating {
+			return time.Time{} // removed while it waited for its turn
+		}
 		if cfg.NetworkReady != nil && !pod.Spec.HostNetwork {
 			if err := cfg.NetworkReady(); err != nil {
 				log.Warn("waiting for the pod network", "err", err)
@@ -150,10 +153,9 @@ func (w *worker) startContainer(ctx context.Context, log *slog.Logger, pod *v1.P
 		}
 		log.Warn("image not available", "image", c.Image, "reason", ie.Reason, "message", ie.Message)
 		w.failures[c.Name] = status.Failure{Reason: ie.Reason, Message: ie.Message}
-		if ie.RetryAfter > 0 {
-			return cfg.Clock.Now().Add(ie.RetryAfter)
-		}
-		return time.Time{}
+		// Look again when the pull back-off ends; after a failed pull, at
+		// once (a second later), to show the back-off that now runs.
+		return cfg.Clock.Now().Add(max(ie.RetryAfter, time.Second))
 	}
 	opts := cfg.ContainerOptions
 	opts.RestartCount = s.RestartCount

@@ -76,7 +76,7 @@ func (h *Handler) table(r *http.Request, res *Resource, obj runtime.Object) (*me
 	default:
 		return nil, apierrors.NewBadRequest(fmt.Sprintf("includeObject: unsupported value %q (want None, Metadata or Object)", opts.IncludeObject))
 	}
-	table, err := res.Store.ConvertToTable(r.Context(), obj, opts)
+	table, err := res.Store.ConvertToTable(r.Context(), unwrapCacheable(obj), opts)
 	if err != nil {
 		return nil, err
 	}

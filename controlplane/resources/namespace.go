@@ -80,7 +80,7 @@ func (n *namespaceREST) Delete(ctx context.Context, name string, deleteValidatio
 
 // finalizeStrategy lets an update change only spec.finalizers.
 type finalizeStrategy struct {
-	*interimStrategy
+	rest.RESTUpdateStrategy
 }
 
 // PrepareForUpdate keeps everything of the old namespace but spec.finalizers.
@@ -99,8 +99,9 @@ type finalizeOnly struct {
 
 var _ rest.Updater = &finalizeOnly{}
 
-func newFinalizeOnly(store genericregistry.Store, strategy *interimStrategy) *finalizeOnly {
-	store.UpdateStrategy = &finalizeStrategy{interimStrategy: strategy}
+func newFinalizeOnly(store genericregistry.Store, strategy rest.RESTUpdateStrategy) *finalizeOnly {
+	store.UpdateStrategy = &finalizeStrategy{RESTUpdateStrategy: strategy}
+	store.ResetFieldsStrategy = nil
 	store.ShouldDeleteDuringUpdate = func(_ context.Context, _ string, obj, _ runtime.Object) bool {
 		ns, ok := obj.(*corev1.Namespace)
 		return ok && ns.DeletionTimestamp != nil && len(ns.Finalizers) == 0 && len(ns.Spec.Finalizers) == 0

@@ -18,7 +18,8 @@ import (
 	policyv1 "k8s.io/api/policy/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	storagev1 "k8s.io/api/storage/v1"
-	apimachineryvalidation "k8s.io/apimachinery/pkg/api/validation"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apiserver/pkg/registry/generic"
@@ -28,6 +29,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	"berth/controlplane/apiserver"
+	"berth/controlplane/registry"
 	"berth/internal/errdefs"
 )
 
@@ -74,8 +76,22 @@ type def struct {
 	newList    func() runtime.Object
 	status     bool
 	scale      *scaleAdapter
-	// tune adjusts the interim strategy (resource-specific validation).
-	tune func(*interimStrategy)
+}
+
+// strategies are a resource's registry parts.
+type strategies struct {
+	main interface {
+		rest.RESTCreateStrategy
+		rest.RESTUpdateStrategy
+		rest.RESTDeleteStrategy
+	}
+	status    rest.RESTUpdateStrategy
+	reset     rest.ResetFieldsStrategy
+	table     rest.TableConvertor
+	attrs     apistorage.AttrFunc
+	predicate func(labels.Selector, fields.Selector) apistorage.SelectionPredicate
+	triggers  apistorage.IndexerFuncs
+	indexers  *cache.Indexers
 }
 
 func defs() []def {
@@ -83,11 +99,9 @@ func defs() []def {
 	all := []string{"all"}
 	return []def{
 		{gv: core, resource: "namespaces", singular: "namespace", kind: "Namespace", short: []string{"ns"}, status: true,
-			newObj: func() runtime.Object { return &corev1.Namespace{} }, newList: func() runtime.Object { return &corev1.NamespaceList{} },
-			tune: func(s *interimStrategy) { s.name = apimachineryvalidation.ValidateNamespaceName }},
+			newObj: func() runtime.Object { return &corev1.Namespace{} }, newList: func() runtime.Object { return &corev1.NamespaceList{} }},
 		{gv: core, resource: "pods", singular: "pod", kind: "Pod", namespaced: true, short: []string{"po"}, categories: all, status: true,
-			newObj: func() runtime.Object { return &corev1.Pod{} }, newList: func() runtime.Object { return &corev1.PodList{} },
-			tune: podValidation},
+			newObj: func() runtime.Object { return &corev1.Pod{} }, newList: func() runtime.Object { return &corev1.PodList{} }},
 		{gv: core, resource: "nodes", singular: "node", kind: "Node", short: []string{"no"}, status: true,
 			newObj: func() runtime.Object { return &corev1.Node{} }, newList: func() runtime.Object { return &corev1.NodeList{} }},
 		{gv: core, resource: "configmaps", singular: "configmap", kind: "ConfigMap", namespaced: true, short: []string{"cm"},
@@ -135,6 +149,24 @@ func defs() []def {
 	}
 }
 
+// strategiesFor takes the resource's parts from controlplane/registry.
+func strategiesFor(d def, parts map[schema.GroupResource]registry.Resource) (strategies, error) {
+	gr := schema.GroupResource{Group: d.gv.Group, Resource: d.resource}
+	p, ok := parts[gr]
+	if !ok || p.Strategy == nil || p.Table == nil || p.AttrFunc == nil {
+		return strategies{}, fmt.Errorf("resources: controlplane/registry has no strategy, table or attributes for %s: %w", gr, errdefs.ErrInvalidArgument)
+	}
+	if d.status && p.StatusStrategy == nil {
+		return strategies{}, fmt.Errorf("resources: controlplane/registry has no status strategy for %s: %w", gr, errdefs.ErrInvalidArgument)
+	}
+	st := strategies{main: p.Strategy, reset: p.Strategy, table: p.Table, attrs: p.AttrFunc, predicate: p.PredicateFunc,
+		triggers: p.TriggerFuncs, indexers: p.Indexers}
+	if p.StatusStrategy != nil {
+		st.status = p.StatusStrategy
+	}
+	return st, nil
+}
+
 // Build creates every store. On error, the stores built so far are destroyed.
 func Build(cfg Config) (_ *Set, err error) {
 	if cfg.Scheme == nil || cfg.Storage == nil {
@@ -147,27 +179,26 @@ func Build(cfg Config) (_ *Set, err error) {
 		}
 	}()
 	var pods, nodes *genericregistry.Store
+	parts := registry.Resources(cfg.Scheme)
 	for _, d := range defs() {
 		gr := schema.GroupResource{Group: d.gv.Group, Resource: d.resource}
-		strategy := newInterimStrategy(cfg.Scheme, d.namespaced)
-		if d.tune != nil {
-			d.tune(strategy)
+		st, err := strategiesFor(d, parts)
+		if err != nil {
+			return nil, err
 		}
 		store := &genericregistry.Store{
 			NewFunc:                   d.newObj,
 			NewListFunc:               d.newList,
 			DefaultQualifiedResource:  gr,
 			SingularQualifiedResource: schema.GroupResource{Group: d.gv.Group, Resource: d.singular},
-			CreateStrategy:            strategy,
-			UpdateStrategy:            strategy,
-			DeleteStrategy:            strategy,
-			TableConvertor:            rest.NewDefaultTableConvertor(gr),
+			CreateStrategy:            st.main,
+			UpdateStrategy:            st.main,
+			DeleteStrategy:            st.main,
+			ResetFieldsStrategy:       st.reset,
+			TableConvertor:            st.table,
+			PredicateFunc:             st.predicate,
 		}
-		opts := &generic.StoreOptions{RESTOptions: cfg.Storage, AttrFunc: attrFunc(d.gv.WithKind(d.kind), d.namespaced)}
-		if d.resource == "pods" && d.gv.Group == "" {
-			opts.TriggerFunc = apistorage.IndexerFuncs{"spec.nodeName": podNodeName}
-			opts.Indexers = &cache.Indexers{apistorage.FieldIndex("spec.nodeName"): podNodeNameIndex}
-		}
+		opts := &generic.StoreOptions{RESTOptions: cfg.Storage, AttrFunc: st.attrs, TriggerFunc: st.triggers, Indexers: st.indexers}
 		if err := store.CompleteWithOptions(opts); err != nil {
 			return nil, fmt.Errorf("resources: %s: %w", gr, err)
 		}
@@ -179,8 +210,10 @@ func Build(cfg Config) (_ *Set, err error) {
 		}
 		if d.status {
 			statusStore := *store
-			ss := strategy.statusStrategy()
-			statusStore.UpdateStrategy = ss
+			statusStore.UpdateStrategy = st.status
+			if r, ok := st.status.(rest.ResetFieldsStrategy); ok {
+				statusStore.ResetFieldsStrategy = r
+			}
 			res.Subresources["status"] = apiserver.Subresource{Kind: res.GroupVersionKind(), Storage: &statusStore}
 		}
 		if d.scale != nil {
@@ -193,7 +226,7 @@ func Build(cfg Config) (_ *Set, err error) {
 		case d.gv.Group == "" && d.resource == "namespaces":
 			set.Namespaces = store
 			res.Store = &namespaceREST{Store: store}
-			res.Subresources["finalize"] = apiserver.Subresource{Kind: res.GroupVersionKind(), Storage: newFinalizeOnly(*store, strategy.statusStrategy())}
+			res.Subresources["finalize"] = apiserver.Subresource{Kind: res.GroupVersionKind(), Storage: newFinalizeOnly(*store, st.status)}
 		case d.gv.Group == "" && d.resource == "pods":
 			pods = store
 			res.Subresources["binding"] = apiserver.Subresource{Kind: corev1.SchemeGroupVersion.WithKind("Binding"), Storage: &bindingREST{store: store}}
@@ -213,19 +246,4 @@ func Build(cfg Config) (_ *Set, err error) {
 		podRes.Subresources["portforward"] = apiserver.Subresource{Kind: corev1.SchemeGroupVersion.WithKind("PodPortForwardOptions"), Connect: proxy.portForward, ConnectVerbs: []string{"create", "get"}}
 	}
 	return set, nil
-}
-
-func podNodeName(obj runtime.Object) string {
-	if p, ok := obj.(*corev1.Pod); ok {
-		return p.Spec.NodeName
-	}
-	return ""
-}
-
-func podNodeNameIndex(obj interface{}) ([]string, error) {
-	p, ok := obj.(*corev1.Pod)
-	if !ok {
-		return nil, fmt.Errorf("spec.nodeName index: not a pod: %T", obj)
-	}
-	return []string{p.Spec.NodeName}, nil
 }

@@ -1,6 +1,8 @@
 package scheduler
 
 import (
+	"errors"
+
 	"github.com/prometheus/client_golang/prometheus"
 )
 
@@ -34,12 +36,31 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Help: "Number of pending pods, by the queue type. 'active' means number of pods in activeQ; 'backoff' means number of pods in backoffQ; 'unschedulable' means number of pods in unschedulablePods.",
 		}, []string{"queue"}),
 	}
-	for _, c := range []prometheus.Collector{m.attempts, m.attemptDuration, m.pending} {
-		if err := reg.Register(c); err != nil {
-			return nil, err
-		}
+	var err error
+	if m.attempts, err = register(reg, m.attempts); err != nil {
+		return nil, err
+	}
+	if m.attemptDuration, err = register(reg, m.attemptDuration); err != nil {
+		return nil, err
+	}
+	if m.pending, err = register(reg, m.pending); err != nil {
+		return nil, err
 	}
 	return m, nil
+}
+
+// register registers c, or returns the same-described collector already
+// registered (a scheduler rebuilt for a new leadership term keeps counting
+// in the same metrics).
+func register[T prometheus.Collector](reg prometheus.Registerer, c T) (T, error) {
+	err := reg.Register(c)
+	var are prometheus.AlreadyRegisteredError
+	if errors.As(err, &are) {
+		if existing, ok := are.ExistingCollector.(T); ok {
+			return existing, nil
+		}
+	}
+	return c, err
 }
 
 func (m *metrics) setPending(active, backoff, unschedulable int) {

@@ -15,7 +15,7 @@ import (
 const ns = "default"
 
 // eventually polls cond every 50ms until it holds or 60s pass.
-func eventually(t *testing.T, what string, cond func() (bool, error)) {
+func eventually(t testing.TB, what string, cond func() (bool, error)) {
 	t.Helper()
 	deadline := time.Now().Add(60 * time.Second)
 	var lastErr error
@@ -50,7 +50,7 @@ func node(name, cpu string, labels map[string]string, taints []corev1.Taint, ext
 	return n
 }
 
-func (c *cluster) createNodes(t *testing.T, nodes ...*corev1.Node) {
+func (c *cluster) createNodes(t testing.TB, nodes ...*corev1.Node) {
 	t.Helper()
 	for _, n := range nodes {
 		if _, err := c.client.CoreV1().Nodes().Create(context.Background(), n, metav1.CreateOptions{}); err != nil {
@@ -158,3 +158,5 @@ func (c *cluster) deletePod(t *testing.T, name string) {
 		t.Fatalf("delete pod %s: %v", name, err)
 	}
 }
+
+func mustQuantity(s string) resource.Quantity { return resource.MustParse(s) }

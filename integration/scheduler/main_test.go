@@ -17,6 +17,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -60,12 +61,14 @@ func berthBinary(dir string) (string, error) {
 // cluster is one test's server and scheduler.
 type cluster struct {
 	client      kubernetes.Interface
+	kubeconfig  string
 	metricsAddr string
 }
 
 // process runs a berth subcommand, logging to a file shown when the test
-// fails, stopped (SIGTERM, then SIGKILL after 20s) at cleanup.
-func process(t *testing.T, logName string, args ...string) {
+// fails, stopped (SIGTERM, then SIGKILL after 20s) at cleanup or when the
+// returned stop function is called (idempotent).
+func process(t testing.TB, logName string, args ...string) (stop func()) {
 	t.Helper()
 	logPath := filepath.Join(t.TempDir(), logName)
 	logFile, err := os.Create(logPath)
@@ -77,41 +80,57 @@ func process(t *testing.T, logName string, args ...string) {
 	if err := cmd.Start(); err != nil {
 		t.Fatalf("start berth %s: %v", args[0], err)
 	}
+	var once sync.Once
+	stop = func() {
+		once.Do(func() {
+			_ = cmd.Process.Signal(os.Interrupt)
+			done := make(chan struct{})
+			go func() { _ = cmd.Wait(); close(done) }()
+			select {
+			case <-done:
+			case <-time.After(20 * time.Second):
+				_ = cmd.Process.Kill()
+				<-done
+			}
+		})
+	}
 	t.Cleanup(func() {
-		_ = cmd.Process.Signal(os.Interrupt)
-		done := make(chan struct{})
-		go func() { _ = cmd.Wait(); close(done) }()
-		select {
-		case <-done:
-		case <-time.After(20 * time.Second):
-			_ = cmd.Process.Kill()
-			<-done
-		}
+		stop()
 		logFile.Close()
 		if t.Failed() {
 			b, _ := os.ReadFile(logPath)
 			if len(b) > 8000 {
 				b = b[len(b)-8000:]
 			}
-			t.Logf("--- berth %s log (tail) ---\n%s", args[0], b)
+			t.Logf("--- berth %s log (%s, tail) ---\n%s", args[0], logName, b)
 		}
 	})
+	return stop
 }
 
 // serverDisablesScheduler reports whether `berth server` has a --disable
 // flag (once it runs the scheduler inside, these tests run it apart).
-func serverDisablesScheduler(t *testing.T) bool {
+func serverDisablesScheduler() bool {
 	out, _ := exec.Command(berthBin, "server", "--help").CombinedOutput()
 	return bytes.Contains(out, []byte("--disable"))
 }
 
 // startCluster starts a server and a scheduler for t (short back-off so
 // retries are quick) and returns a client.
-func startCluster(t *testing.T) *cluster {
+func startCluster(t testing.TB) *cluster {
+	t.Helper()
+	c := startServer(t)
+	c.startScheduler(t)
+	return c
+}
+
+// startServer starts a server for t and returns a client of it (no
+// scheduler yet).
+func startServer(t testing.TB) *cluster {
 	t.Helper()
 	dataDir := filepath.Join(t.TempDir(), "server")
 	args := []string{"server", "--data-dir", dataDir, "--listen", "127.0.0.1:0"}
-	if serverDisablesScheduler(t) {
+	if serverDisablesScheduler() {
 		args = append(args, "--disable", "scheduler")
 	}
 	process(t, "server.log", args...)
@@ -145,13 +164,18 @@ func startCluster(t *testing.T) *cluster {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-	metricsAddr := freeAddr(t)
-	process(t, "scheduler.log", "scheduler", "--kubeconfig", kubeconfig, "--metrics-address", metricsAddr,
-		"--pod-initial-backoff", "100ms", "--pod-max-backoff", "500ms", "--log-level", "debug")
-	return &cluster{client: client, metricsAddr: metricsAddr}
+	return &cluster{client: client, kubeconfig: kubeconfig}
 }
 
-func freeAddr(t *testing.T) string {
+// startScheduler runs `berth scheduler` against the cluster's server.
+func (c *cluster) startScheduler(t testing.TB) {
+	t.Helper()
+	c.metricsAddr = freeAddr(t)
+	process(t, "scheduler.log", "scheduler", "--kubeconfig", c.kubeconfig, "--metrics-address", c.metricsAddr,
+		"--pod-initial-backoff", "100ms", "--pod-max-backoff", "500ms", "--log-level", "debug")
+}
+
+func freeAddr(t testing.TB) string {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -163,16 +187,27 @@ func freeAddr(t *testing.T) string {
 }
 
 // metrics returns the scheduler's /metrics text.
-func (c *cluster) metrics(t *testing.T) string {
+func (c *cluster) metrics(t testing.TB) string {
 	t.Helper()
-	resp, err := http.Get("http://" + c.metricsAddr + "/metrics")
+	body, err := httpGet("http://" + c.metricsAddr + "/metrics")
 	if err != nil {
 		t.Fatalf("scrape scheduler metrics: %v", err)
+	}
+	return body
+}
+
+func httpGet(url string) (string, error) {
+	resp, err := http.Get(url)
+	if err != nil {
+		return "", err
 	}
 	defer resp.Body.Close()
 	b, err := io.ReadAll(resp.Body)
 	if err != nil {
-		t.Fatal(err)
+		return "", err
 	}
-	return string(b)
+	if resp.StatusCode != http.StatusOK {
+		return "", fmt.Errorf("GET %s: %s", url, resp.Status)
+	}
+	return string(b), nil
 }

@@ -131,7 +131,7 @@ func TestHostPortsAndPodCount(t *testing.T) {
 	}
 }
 
-func TestPodAntiAffinityAndTopologySpread(t *testing.T) {
+func TestRequiredPodAntiAffinity(t *testing.T) {
 	c := startCluster(t)
 	c.createNodes(t,
 		node("a1", "8", map[string]string{"zone": "a"}, nil),
@@ -156,6 +156,16 @@ func TestPodAntiAffinityAndTopologySpread(t *testing.T) {
 	c.createPod(t, pod("db-3", "", anti))
 	c.waitFailedScheduling(t, "db-3", "0/3 nodes are available: 3 node(s) didn't match pod anti-affinity rules.")
 
+}
+
+func TestTopologySpreadDoNotSchedule(t *testing.T) {
+	c := startCluster(t)
+	closed := corev1.Taint{Key: "zone-a", Value: "closed", Effect: corev1.TaintEffectNoSchedule}
+	c.createNodes(t,
+		node("a1", "8", map[string]string{"zone": "a"}, []corev1.Taint{closed}),
+		node("a2", "8", map[string]string{"zone": "a"}, []corev1.Taint{closed}),
+		node("b1", "8", map[string]string{"zone": "b"}, nil),
+	)
 	spread := func(p *corev1.Pod) {
 		p.Labels["app"] = "web"
 		p.Spec.TopologySpreadConstraints = []corev1.TopologySpreadConstraint{{
@@ -163,23 +173,28 @@ func TestPodAntiAffinityAndTopologySpread(t *testing.T) {
 			LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}},
 		}}
 	}
+	tolerant := func(p *corev1.Pod) {
+		spread(p)
+		p.Spec.Tolerations = []corev1.Toleration{{Key: "zone-a", Operator: corev1.TolerationOpExists}}
+	}
 	zones := map[string]int{}
 	zoneOf := map[string]string{"a1": "a", "a2": "a", "b1": "b"}
 	for _, name := range []string{"web-0", "web-1", "web-2", "web-3"} {
-		c.createPod(t, pod(name, "", spread))
+		c.createPod(t, pod(name, "", tolerant))
 		zones[zoneOf[c.waitBound(t, name)]]++
 	}
 	if zones["a"] != 2 || zones["b"] != 2 {
-		t.Errorf("web pods per zone %v, want 2 and 2 (maxSkew 1)", zones)
+		t.Fatalf("web pods per zone %v, want 2 and 2 (maxSkew 1)", zones)
 	}
-	// Zone b is full for the spread only if b has more; pin a pod to zone b
-	// with a nodeSelector: skew would become 3-2 = 1, allowed; a second
-	// would make 4-2 = 2 and must fail.
-	pinned := func(p *corev1.Pod) { spread(p); p.Spec.NodeSelector = map[string]string{"zone": "b"} }
-	c.createPod(t, pod("web-b1", "", pinned))
-	c.waitBound(t, "web-b1")
-	c.createPod(t, pod("web-b2", "", pinned))
-	c.waitFailedScheduling(t, "web-b2", "0/3 nodes are available: 1 node(s) didn't match pod topology spread constraints, 2 node(s) didn't match Pod's node affinity/selector.")
+	// Without the toleration only b1 fits; tainted zone a still counts as a
+	// domain (nodeTaintsPolicy Ignore): b may reach 3 (skew 3-2 = 1) but
+	// not 4 (skew 2).
+	c.createPod(t, pod("web-4", "", spread))
+	if got := c.waitBound(t, "web-4"); got != "b1" {
+		t.Fatalf("web-4 bound to %s, want b1", got)
+	}
+	c.createPod(t, pod("web-5", "", spread))
+	c.waitFailedScheduling(t, "web-5", "0/3 nodes are available: 1 node(s) didn't match pod topology spread constraints, 2 node(s) had untolerated taint {zone-a: closed}.")
 }
 
 func TestPodAffinityFollowsExistingPod(t *testing.T) {

@@ -402,7 +402,11 @@ func (c *Collector) ownerState(ctx context.Context, n *node, ref metav1.OwnerRef
 		return OwnerSolid, nil
 	}
 	if !mapped {
-		return OwnerSolid, fmt.Errorf("owner kind %s of %s/%s is not served; keeping it: %w", ref.Kind, n.namespace, n.name, errdefs.ErrNotFound)
+		// Not a served kind (yet): never delete on a guess. Discovery runs
+		// again every DiscoveryPeriod and the object is looked at on its
+		// next change.
+		c.cfg.Logger.Debug("owner kind not served; keeping dependent", "kind", ref.Kind, "apiVersion", ref.APIVersion, "namespace", n.namespace, "name", n.name)
+		return OwnerSolid, nil
 	}
 	ns := ""
 	if info.namespaced {

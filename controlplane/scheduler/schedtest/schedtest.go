@@ -73,7 +73,7 @@ type PodOpt func(*v1.Pod)
 func Pod(name string, opts ...PodOpt) *v1.Pod {
 	p := &v1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: name, UID: types.UID(name), Labels: map[string]string{}},
-		Spec: v1.PodSpec{SchedulerName: v1.DefaultSchedulerName, Containers: []v1.Container{{Name: "c", Image: "busybox"}}},
+		Spec:       v1.PodSpec{SchedulerName: v1.DefaultSchedulerName, Containers: []v1.Container{{Name: "c", Image: "busybox"}}},
 	}
 	for _, o := range opts {
 		o(p)

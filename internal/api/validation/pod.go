@@ -7,7 +7,6 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	apimachineryvalidation "k8s.io/apimachinery/pkg/api/validation"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	metav1validation "k8s.io/apimachinery/pkg/apis/meta/v1/validation"
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/apimachinery/pkg/util/validation"
@@ -37,7 +36,7 @@ func ValidatePod(pod *v1.Pod) field.ErrorList {
 	fldPath := field.NewPath("metadata")
 	errs := apimachineryvalidation.ValidateObjectMeta(&pod.ObjectMeta, true, ValidatePodName, fldPath)
 	specPath := field.NewPath("spec")
-	errs = append(errs, ValidatePodSpec(&pod.Spec, &pod.ObjectMeta, specPath)...)
+	errs = append(errs, ValidatePodSpec(&pod.Spec, specPath)...)
 	if len(pod.Spec.EphemeralContainers) > 0 {
 		errs = append(errs, field.Forbidden(specPath.Child("ephemeralContainers"), "cannot be set on create"))
 	}
@@ -51,7 +50,7 @@ func ValidatePodTemplateSpec(spec *v1.PodTemplateSpec, fldPath *field.Path) fiel
 	errs := metav1validation.ValidateLabels(spec.Labels, metaPath.Child("labels"))
 	errs = append(errs, apimachineryvalidation.ValidateAnnotations(spec.Annotations, metaPath.Child("annotations"))...)
 	specPath := fldPath.Child("spec")
-	errs = append(errs, ValidatePodSpec(&spec.Spec, &spec.ObjectMeta, specPath)...)
+	errs = append(errs, ValidatePodSpec(&spec.Spec, specPath)...)
 	if len(spec.Spec.EphemeralContainers) > 0 {
 		errs = append(errs, field.Forbidden(specPath.Child("ephemeralContainers"), "ephemeral containers not allowed in pod template"))
 	}
@@ -61,7 +60,7 @@ func ValidatePodTemplateSpec(spec *v1.PodTemplateSpec, fldPath *field.Path) fiel
 // ValidatePodSpec validates a pod spec: containers and init containers,
 // volumes, restart and DNS policy, DNS config, host network rules, node
 // selector, security context, affinity, tolerations, and the scalar fields.
-func ValidatePodSpec(spec *v1.PodSpec, podMeta *metav1.ObjectMeta, fldPath *field.Path) field.ErrorList {
+func ValidatePodSpec(spec *v1.PodSpec, fldPath *field.Path) field.ErrorList {
 	vols, errs := validateVolumes(spec.Volumes, fldPath.Child("volumes"))
 	errs = append(errs, validateContainers(spec.Containers, vols, fldPath.Child("containers"))...)
 	errs = append(errs, validateInitContainers(spec.InitContainers, spec.Containers, vols, fldPath.Child("initContainers"))...)
@@ -95,9 +94,6 @@ func ValidatePodSpec(spec *v1.PodSpec, podMeta *metav1.ObjectMeta, fldPath *fiel
 		if v := *spec.ActiveDeadlineSeconds; v < 1 || v > math.MaxInt32 {
 			errs = append(errs, field.Invalid(fldPath.Child("activeDeadlineSeconds"), v, validation.InclusiveRangeError(1, math.MaxInt32)))
 		}
-	}
-	if spec.TerminationGracePeriodSeconds != nil {
-		errs = append(errs, validateNonnegative(*spec.TerminationGracePeriodSeconds, fldPath.Child("terminationGracePeriodSeconds"))...)
 	}
 	if spec.Hostname != "" {
 		errs = append(errs, validateDNS1123Label(spec.Hostname, fldPath.Child("hostname"))...)

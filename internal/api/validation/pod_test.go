@@ -103,8 +103,8 @@ func TestValidatePod(t *testing.T) {
 		"dns option without name": {func(p *v1.Pod) {
 			p.Spec.DNSConfig = &v1.PodDNSConfig{Options: []v1.PodDNSConfigOption{{Value: ptr("1")}}}
 		}, []want{{field.ErrorTypeRequired, spec + ".dnsConfig.options[0]", ""}}},
-		"negative grace period":      {func(p *v1.Pod) { p.Spec.TerminationGracePeriodSeconds = ptr(int64(-1)) }, []want{{field.ErrorTypeInvalid, spec + ".terminationGracePeriodSeconds", "must be greater than or equal to 0"}}},
-		"activeDeadlineSeconds zero": {func(p *v1.Pod) { p.Spec.ActiveDeadlineSeconds = ptr(int64(0)) }, []want{{field.ErrorTypeInvalid, spec + ".activeDeadlineSeconds", "must be between 1 and 2147483647, inclusive"}}},
+		"negative grace period is accepted (warned about)": {func(p *v1.Pod) { p.Spec.TerminationGracePeriodSeconds = ptr(int64(-1)) }, nil},
+		"activeDeadlineSeconds zero":                       {func(p *v1.Pod) { p.Spec.ActiveDeadlineSeconds = ptr(int64(0)) }, []want{{field.ErrorTypeInvalid, spec + ".activeDeadlineSeconds", "must be between 1 and 2147483647, inclusive"}}},
 		"limit below request": {func(p *v1.Pod) {
 			p.Spec.Containers[0].Resources.Requests[v1.ResourceCPU] = resource.MustParse("1")
 		}, []want{{field.ErrorTypeInvalid, c0 + ".resources.requests", "must be less than or equal to cpu limit of 500m"}}},

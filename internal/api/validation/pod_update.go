@@ -40,7 +40,7 @@ func ValidatePodUpdate(newPod, oldPod *v1.Pod) field.ErrorList {
 	metaPath := field.NewPath("metadata")
 	errs := apimachineryvalidation.ValidateObjectMetaUpdate(&newPod.ObjectMeta, &oldPod.ObjectMeta, metaPath)
 	specPath := field.NewPath("spec")
-	errs = append(errs, ValidatePodSpec(&newPod.Spec, &newPod.ObjectMeta, specPath)...)
+	errs = append(errs, ValidatePodSpec(&newPod.Spec, specPath)...)
 
 	cerrs, stop := validateContainerUpdates(newPod.Spec.Containers, oldPod.Spec.Containers, specPath.Child("containers"))
 	errs = append(errs, cerrs...)

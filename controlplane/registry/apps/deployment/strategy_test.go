@@ -62,3 +62,15 @@ func TestDeploymentTable(t *testing.T) {
 		}
 	}
 }
+
+func TestDeploymentTemplateWarnings(t *testing.T) {
+	s := NewStrategy(scheme.New())
+	d := &appsv1.Deployment{Spec: appsv1.DeploymentSpec{Template: v1.PodTemplateSpec{Spec: v1.PodSpec{NodeSelector: map[string]string{"beta.kubernetes.io/arch": "amd64"}}}}}
+	w := s.WarningsOnCreate(context.Background(), d)
+	if len(w) != 1 || w[0] != `spec.template.spec.nodeSelector[beta.kubernetes.io/arch]: deprecated since v1.14; use "kubernetes.io/arch" instead` {
+		t.Fatalf("warnings = %q", w)
+	}
+	if w := s.WarningsOnUpdate(context.Background(), d, d.DeepCopy()); len(w) != 0 {
+		t.Errorf("unchanged template warned again: %q", w)
+	}
+}

@@ -47,6 +47,24 @@ func (Strategy) PrepareForUpdate(_ context.Context, obj, old runtime.Object) {
 	}
 }
 
+// WarningsOnCreate returns the pod template's warnings.
+func (Strategy) WarningsOnCreate(_ context.Context, obj runtime.Object) []string {
+	d := obj.(*appsv1.ReplicaSet)
+	return validation.WarningsForPodSpec(&d.Spec.Template.Spec, templateSpecPath)
+}
+
+// WarningsOnUpdate returns the pod template's warnings when the template changed.
+func (Strategy) WarningsOnUpdate(_ context.Context, obj, old runtime.Object) []string {
+	d, o := obj.(*appsv1.ReplicaSet), old.(*appsv1.ReplicaSet)
+	if apiequality.Semantic.DeepEqual(d.Spec.Template, o.Spec.Template) {
+		return nil
+	}
+	return validation.WarningsForPodSpec(&d.Spec.Template.Spec, templateSpecPath)
+}
+
+// templateSpecPath is where a workload's pod spec sits.
+var templateSpecPath = field.NewPath("spec", "template", "spec")
+
 // Validate validates a new replica set.
 func (Strategy) Validate(_ context.Context, obj runtime.Object) field.ErrorList {
 	return validation.ValidateReplicaSet(obj.(*appsv1.ReplicaSet))

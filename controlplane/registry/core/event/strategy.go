@@ -99,11 +99,8 @@ func Row(e *v1.Event, now time.Time) []interface{} {
 }
 
 // Source formats an event source as "component, instance" (or just the
-// component), as kubectl does.
+// component when there is no instance), as kubectl does.
 func Source(component, instance string) string {
-	if component == "" {
-		return ""
-	}
 	if instance == "" {
 		return component
 	}

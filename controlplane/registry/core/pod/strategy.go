@@ -64,6 +64,13 @@ func (Strategy) PrepareForUpdate(_ context.Context, obj, old runtime.Object) {
 	}
 }
 
+// WarningsOnCreate returns upstream's warnings for a new pod (negative
+// grace period, deprecated node labels, duplicate ports). Updates get none,
+// as upstream: pods are rewritten often and rarely by hand.
+func (Strategy) WarningsOnCreate(_ context.Context, obj runtime.Object) []string {
+	return validation.WarningsForPod(obj.(*v1.Pod))
+}
+
 // Validate validates a new pod.
 func (Strategy) Validate(_ context.Context, obj runtime.Object) field.ErrorList {
 	return validation.ValidatePod(obj.(*v1.Pod))

@@ -200,3 +200,18 @@ func TestStatusStrategyKeepsObservedGenerations(t *testing.T) {
 		t.Fatalf("observed generations: status %d conditions %+v", upd.Status.ObservedGeneration, c)
 	}
 }
+
+func TestWarningsOnCreate(t *testing.T) {
+	s := NewStrategy(scheme.New())
+	p := newPod()
+	if w := s.WarningsOnCreate(context.Background(), p); len(w) != 0 {
+		t.Fatalf("warnings for a plain pod: %v", w)
+	}
+	p.Spec.TerminationGracePeriodSeconds = ptr(int64(-1))
+	if w := s.WarningsOnCreate(context.Background(), p); len(w) != 1 {
+		t.Fatalf("negative grace period: warnings %v", w)
+	}
+	if w := s.WarningsOnUpdate(context.Background(), p, newPod()); len(w) != 0 {
+		t.Fatalf("pod updates warn: %v", w)
+	}
+}

@@ -26,7 +26,9 @@ func New() *Plugin { return &Plugin{} }
 // Name returns Name.
 func (*Plugin) Name() string { return Name }
 
-type preFilterState struct{ required nodeaffinity.RequiredNodeAffinity }
+type preFilterState struct {
+	required nodeaffinity.RequiredNodeAffinity
+}
 
 // PreFilter parses the pod's selector and required terms; Skip when there
 // are none.
@@ -57,7 +59,9 @@ func (*Plugin) Filter(state *fw.CycleState, pod *fw.PodInfo, node *fw.NodeInfo) 
 	return nil
 }
 
-type preScoreState struct{ preferred *nodeaffinity.PreferredSchedulingTerms }
+type preScoreState struct {
+	preferred *nodeaffinity.PreferredSchedulingTerms
+}
 
 // PreScore parses the preferred terms; Skip when there are none.
 func (*Plugin) PreScore(state *fw.CycleState, pod *fw.PodInfo, _ *fw.Snapshot, _ []*fw.NodeInfo) *fw.Status {

@@ -4,8 +4,8 @@
 package nodeunschedulable
 
 import (
-	v1 "k8s.io/api/core/v1"
 	"github.com/go-logr/logr"
+	v1 "k8s.io/api/core/v1"
 
 	v1helper "k8s.io/component-helpers/scheduling/corev1"
 
