@@ -4,7 +4,6 @@ export PATH := /usr/local/go/bin:$(PATH)
 
 BIN      := $(CURDIR)/bin
 BERTH    := $(BIN)/berth
-GOFLAGS_BUILD := -trimpath
 TEST_TIMEOUT  ?= 28m
 
 .PHONY: all deps build vet test unit bench up clean
@@ -17,7 +16,7 @@ deps:
 
 ## build: the berth binary in bin/
 build:
-	go build $(GOFLAGS_BUILD) -o $(BERTH) ./cmd/berth
+	go build -o $(BERTH) ./cmd/berth
 
 vet:
 	go vet ./...

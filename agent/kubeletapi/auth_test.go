@@ -2,8 +2,8 @@ package kubeletapi_test
 
 import (
 	"crypto/tls"
-	"errors"
 	"encoding/json"
+	"errors"
 	"net/http"
 	"strings"
 	"sync"

@@ -13,6 +13,10 @@
 //	GET|POST /portForward/{ns}/{pod}[/{uid}]         port
 //	GET  /metrics                                    Prometheus text format
 //
+// The pods/exec and pods/portforward API's names of the stream and port
+// parameters (stdin, stdout, stderr, ports) are accepted as well, so a
+// proxy may pass the API's query through unchanged.
+//
 // Exec, attach and port-forward ask the runtime (CRI) for its streaming URL
 // and proxy the upgraded connection to it, as the kubelet does: SPDY and
 // legacy WebSocket (channel.k8s.io v1–v4) pass through unchanged, WebSocket

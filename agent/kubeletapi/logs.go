@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"net/http"
 	"net/url"
 	"os"
@@ -96,10 +97,13 @@ func parseLogOptions(q url.Values) (*v1.PodLogOptions, error) {
 	boolParam("timestamps", &opts.Timestamps)
 	intParam("sinceSeconds", &opts.SinceSeconds)
 	intParam("limitBytes", &opts.LimitBytes)
-	if tail := q.Get("tail"); tail != "" && tail != "all" {
-		q = cloneWith(q, "tailLines", tail)
-	} else if tail == "all" {
-		q = cloneWith(q, "tailLines", "")
+	if tail := q.Get("tail"); tail != "" {
+		q = maps.Clone(q)
+		if tail == "all" {
+			q.Del("tailLines")
+		} else {
+			q.Set("tailLines", tail)
+		}
 	}
 	intParam("tailLines", &opts.TailLines)
 	if v := q.Get("sinceTime"); v != "" && err == nil {
@@ -116,20 +120,6 @@ func parseLogOptions(q url.Values) (*v1.PodLogOptions, error) {
 		opts.Stream = &stream
 	}
 	return opts, err
-}
-
-// cloneWith returns q with key set to value ("" removes it).
-func cloneWith(q url.Values, key, value string) url.Values {
-	c := url.Values{}
-	for k, v := range q {
-		c[k] = v
-	}
-	if value == "" {
-		c.Del(key)
-	} else {
-		c.Set(key, value)
-	}
-	return c
 }
 
 // validateLogOptions checks what ValidatePodLogOptions checks.

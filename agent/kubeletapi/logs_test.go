@@ -79,7 +79,7 @@ func TestContainerLogsQueryParameters(t *testing.T) {
 		{"?tail=all", "one\ntwo\nERR three\nfour\n"},
 		{"?tailLines=0", ""},
 		{"?limitBytes=6", "one\ntw"},
-		{"?timestamps=true&tailLines=1", t0.Add(time.Minute + 3*time.Second).Format("2006-01-02T15:04:05.000000000Z07:00") + " four\n"},
+		{"?timestamps=true&tailLines=1", t0.Add(time.Minute+3*time.Second).Format("2006-01-02T15:04:05.000000000Z07:00") + " four\n"},
 		{"?sinceTime=" + t0.Add(time.Minute+2*time.Second).Format(time.RFC3339), "ERR three\nfour\n"},
 		{"?stream=Stderr", "ERR three\n"},
 		{"?stream=Stdout&limitBytes=100", "one\ntwo\nfour\n"},

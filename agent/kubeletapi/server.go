@@ -7,9 +7,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net"
 	"net/http"
 	"os"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -81,10 +83,6 @@ func (s *Server) routes() {
 // on a TLS listener of the caller's (Run serves it itself).
 func (s *Server) Handler() http.Handler { return s.authenticate(s.mux) }
 
-// TLSConfig is the server's TLS configuration: its serving certificate and
-// the client CA pool.
-func (s *Server) TLSConfig() *tls.Config { return s.tls.Clone() }
-
 // Run serves until ctx ends, then shuts down (closing hijacked streams with
 // their connections' contexts).
 func (s *Server) Run(ctx context.Context) error {
@@ -97,6 +95,9 @@ func (s *Server) Run(ctx context.Context) error {
 	}
 	baseCtx, cancelBase := context.WithCancel(context.WithoutCancel(ctx))
 	defer cancelBase()
+	// Shutdown does not close hijacked (streaming) connections; Run closes
+	// what is left open.
+	conns := &trackingListener{Listener: ln, open: map[*trackedConn]struct{}{}}
 	srv := &http.Server{
 		Handler:           s.Handler(),
 		TLSConfig:         s.tls,
@@ -104,11 +105,12 @@ func (s *Server) Run(ctx context.Context) error {
 		IdleTimeout:       90 * time.Second,
 		MaxHeaderBytes:    1 << 20,
 		BaseContext:       func(net.Listener) context.Context { return baseCtx },
-		ErrorLog:          nil,
+		// TLS handshake failures and the like, at debug level.
+		ErrorLog: slog.NewLogLogger(s.cfg.Logger.Handler(), slog.LevelDebug),
 	}
 	s.cfg.Logger.Info("serving the agent API", "address", ln.Addr().String())
 	errc := make(chan error, 1)
-	go func() { errc <- srv.Serve(tls.NewListener(ln, s.tls)) }()
+	go func() { errc <- srv.Serve(tls.NewListener(conns, s.tls)) }()
 	select {
 	case err := <-errc:
 		return fmt.Errorf("kubeletapi: serve: %w", err)
@@ -124,7 +126,56 @@ func (s *Server) Run(ctx context.Context) error {
 	if e := <-errc; !errors.Is(e, http.ErrServerClosed) && err == nil {
 		err = e
 	}
+	conns.closeAll()
 	return err
+}
+
+// trackingListener remembers its open connections.
+type trackingListener struct {
+	net.Listener
+	mu   sync.Mutex
+	open map[*trackedConn]struct{}
+}
+
+func (l *trackingListener) Accept() (net.Conn, error) {
+	c, err := l.Listener.Accept()
+	if err != nil {
+		return nil, err
+	}
+	tc := &trackedConn{Conn: c, l: l}
+	l.mu.Lock()
+	l.open[tc] = struct{}{}
+	l.mu.Unlock()
+	return tc, nil
+}
+
+// closeAll closes the connections still open.
+func (l *trackingListener) closeAll() {
+	l.mu.Lock()
+	open := make([]*trackedConn, 0, len(l.open))
+	for c := range l.open {
+		open = append(open, c)
+	}
+	l.mu.Unlock()
+	for _, c := range open {
+		_ = c.Close()
+	}
+}
+
+// trackedConn leaves its listener's set when closed.
+type trackedConn struct {
+	net.Conn
+	l    *trackingListener
+	once sync.Once
+}
+
+func (c *trackedConn) Close() error {
+	c.once.Do(func() {
+		c.l.mu.Lock()
+		delete(c.l.open, c)
+		c.l.mu.Unlock()
+	})
+	return c.Conn.Close()
 }
 
 func (s *Server) healthz(w http.ResponseWriter, _ *http.Request) {

@@ -15,7 +15,7 @@ import (
 )
 
 // Query parameters of the kubelet's /exec and /attach (as the apiserver
-// sends them: "1" for true).
+// sends them: "1" for true), and of /portForward.
 const (
 	paramCommand = "command"
 	paramStdin   = "input"
@@ -23,6 +23,16 @@ const (
 	paramStderr  = "error"
 	paramTTY     = "tty"
 	paramPort    = "port"
+)
+
+// The pods/exec, pods/attach and pods/portforward API's names for the same
+// parameters (PodExecOptions, PodPortForwardOptions), accepted too, so a
+// proxy passing the API's query through unchanged works.
+const (
+	apiParamStdin  = "stdin"
+	apiParamStdout = "stdout"
+	apiParamStderr = "stderr"
+	apiParamPorts  = "ports"
 )
 
 // streamOptions are the streams an exec or attach asks for.
@@ -36,10 +46,14 @@ type streamOptions struct {
 func parseStreamOptions(q url.Values) (streamOptions, error) {
 	var o streamOptions
 	for _, p := range []struct {
-		key string
-		dst *bool
-	}{{paramStdin, &o.Stdin}, {paramStdout, &o.Stdout}, {paramStderr, &o.Stderr}, {paramTTY, &o.TTY}} {
+		key, apiKey string
+		dst         *bool
+	}{{paramStdin, apiParamStdin, &o.Stdin}, {paramStdout, apiParamStdout, &o.Stdout}, {paramStderr, apiParamStderr, &o.Stderr}, {paramTTY, paramTTY, &o.TTY}} {
 		v := q.Get(p.key)
+		if v == "" {
+			v = q.Get(p.apiKey)
+			p.key = p.apiKey
+		}
 		if v == "" {
 			continue
 		}
@@ -58,15 +72,18 @@ func parseStreamOptions(q url.Values) (streamOptions, error) {
 	return o, nil
 }
 
-// parsePorts reads the port parameters of a port-forward (1–65535 each).
+// parsePorts reads the port (or ports) parameters of a port-forward
+// (1–65535 each).
 func parsePorts(q url.Values) ([]int32, error) {
 	var ports []int32
-	for _, v := range q[paramPort] {
-		n, err := strconv.ParseUint(v, 10, 16)
-		if err != nil || n == 0 {
-			return nil, fmt.Errorf("query parameter port=%q: must be a port number between 1 and 65535", v)
+	for _, key := range []string{paramPort, apiParamPorts} {
+		for _, v := range q[key] {
+			n, err := strconv.ParseUint(v, 10, 16)
+			if err != nil || n == 0 {
+				return nil, fmt.Errorf("query parameter %s=%q: must be a port number between 1 and 65535", key, v)
+			}
+			ports = append(ports, int32(n))
 		}
-		ports = append(ports, int32(n))
 	}
 	return ports, nil
 }

@@ -58,6 +58,10 @@ func TestStreamingRequestsReachTheProxy(t *testing.T) {
 		"/attach/default/web/uid-1/app?input=1&output=1&tty=1",
 		"/portForward/default/web",
 		"/portForward/default/web/uid-1?port=80&port=8080",
+		// The API's parameter names, as a proxy passing them through sends them.
+		"/exec/default/web/app?command=ls&stdout=true&stderr=true",
+		"/attach/default/web/app?stdin=true&stdout=true&tty=true",
+		"/portForward/default/web?ports=8080",
 	} {
 		code, body := h.get(path)
 		if code != http.StatusBadRequest || !strings.Contains(body, "Upgrade request required") {
@@ -89,6 +93,8 @@ func TestStreamingRequestErrors(t *testing.T) {
 		{"/portForward/default/idle", 404, "pod default/idle has no ready sandbox"},
 		{"/portForward/default/web?port=0", 400, `query parameter port="0": must be a port number between 1 and 65535`},
 		{"/portForward/default/web?port=70000", 400, `query parameter port="70000"`},
+		{"/portForward/default/web?ports=x", 400, `query parameter ports="x"`},
+		{"/exec/default/web/app?command=ls&stdout=maybe", 400, `query parameter stdout="maybe": not a boolean`},
 		{"/exec/default/web", 404, "404 page not found"},
 		{"/containerLogs/default/web", 404, "404 page not found"},
 	} {

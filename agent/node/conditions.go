@@ -27,12 +27,16 @@ type RuntimeState struct {
 	Err         error
 }
 
+// requiredCapacity are the resources a Ready node reports capacity for.
+var requiredCapacity = []v1.ResourceName{v1.ResourceCPU, v1.ResourceMemory, v1.ResourcePods, v1.ResourceEphemeralStorage}
+
 // ReadyCondition is the Ready condition for the runtime's state at now, as
 // the kubelet decides it: NotReady (reason KubeletNotReady) while the
 // runtime has not answered yet, has failed to answer for longer than
-// downAfter, or reports RuntimeReady or NetworkReady false, with the
-// kubelet's messages.
-func ReadyCondition(rs RuntimeState, now time.Time, downAfter time.Duration) Condition {
+// downAfter, or reports RuntimeReady or NetworkReady false, or while
+// capacity lacks cpu, memory, pods or ephemeral-storage, with the kubelet's
+// messages.
+func ReadyCondition(rs RuntimeState, capacity v1.ResourceList, now time.Time, downAfter time.Duration) Condition {
 	var errs []string
 	switch {
 	case rs.LastSuccess.IsZero():
@@ -47,6 +51,15 @@ func ReadyCondition(rs RuntimeState, now time.Time, downAfter time.Duration) Con
 		if c := findRuntimeCondition(rs.Status, runtimeapi.NetworkReady); c == nil || !c.Status {
 			errs = append(errs, "container runtime network not ready: "+formatRuntimeCondition(runtimeapi.NetworkReady, c))
 		}
+	}
+	var missing []string
+	for _, r := range requiredCapacity {
+		if _, ok := capacity[r]; !ok {
+			missing = append(missing, string(r))
+		}
+	}
+	if len(missing) > 0 {
+		errs = append(errs, "missing node capacity for resources: "+strings.Join(missing, ", "))
 	}
 	if len(errs) == 0 {
 		return Condition{Type: v1.NodeReady, Status: v1.ConditionTrue, Reason: "KubeletReady", Message: "kubelet is posting ready status"}

@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"os"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
@@ -124,6 +125,11 @@ func (cfg *Config) validate() error {
 		return fmt.Errorf("node: Config durations must not be negative: %w", errdefs.ErrInvalidArgument)
 	case cfg.LeaseDuration != 0 && cfg.LeaseDuration < time.Second:
 		return fmt.Errorf("node: Config.LeaseDuration %s: must be at least 1s: %w", cfg.LeaseDuration, errdefs.ErrInvalidArgument)
+	}
+	if cfg.Machine == nil {
+		if fi, err := os.Stat(cfg.RootDir); err != nil || !fi.IsDir() {
+			return fmt.Errorf("node: Config.RootDir %q: must be an existing directory: %w", cfg.RootDir, errdefs.ErrInvalidArgument)
+		}
 	}
 	if errs := validateNodeName(cfg.NodeName); errs != "" {
 		return fmt.Errorf("node: Config.NodeName %q: %s: %w", cfg.NodeName, errs, errdefs.ErrInvalidArgument)

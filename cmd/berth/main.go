@@ -29,6 +29,7 @@ func newRootCommand() *cobra.Command {
 	root.AddCommand(newServerCommand())
 	root.AddCommand(newSchedulerCommand())
 	root.AddCommand(newCSILocalCommand())
+	root.AddCommand(newUpCommand())
 	return root
 }
 

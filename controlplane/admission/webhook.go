@@ -89,7 +89,7 @@ func (b *webhookBase) call(ctx context.Context, w *webhookSpec, a admission.Attr
 	resp, err := callWebhook(ctx, w, a, b.clients, b.resolve)
 	if err != nil {
 		if w.failOpen() {
-			b.log.Warn("webhook call failed; failurePolicy Ignore", "webhook", w.name, "err", err)
+			b.log.Warn("webhook call failed; failurePolicy Ignore", "configuration", w.config, "webhook", w.name, "err", err)
 			return nil, nil
 		}
 		return nil, callFailed(w.name, err)
@@ -235,7 +235,7 @@ func (m *MutatingWebhook) runAll(ctx context.Context, hooks []*webhookSpec, a ad
 		changed, err := applyPatch(a, resp)
 		if err != nil {
 			if w.failOpen() {
-				m.log.Warn("webhook patch failed; failurePolicy Ignore", "webhook", w.name, "err", err)
+				m.log.Warn("webhook patch failed; failurePolicy Ignore", "configuration", w.config, "webhook", w.name, "err", err)
 				continue
 			}
 			return nil, callFailed(w.name, err)

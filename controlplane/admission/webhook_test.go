@@ -98,11 +98,16 @@ func newWebhookServer(t *testing.T) *webhookServer {
 	mux.HandleFunc("/fail", func(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "webhook is broken", http.StatusInternalServerError)
 	})
+	release := make(chan struct{})
 	mux.HandleFunc("/hang", func(w http.ResponseWriter, r *http.Request) {
-		<-r.Context().Done()
+		select {
+		case <-r.Context().Done():
+		case <-release:
+		}
 	})
 	s.Server = httptest.NewTLSServer(mux)
 	t.Cleanup(s.Close)
+	t.Cleanup(func() { close(release) }) // runs first: hung handlers return before Close waits for them
 	return s
 }
 
@@ -346,5 +351,18 @@ func TestWebhookReinvocation(t *testing.T) {
 				t.Fatalf("label webhook calls %d, containers-seen %q; want %d, %q", srv.count("/label"), pod.Labels["containers-seen"], wantCalls, wantSeen)
 			}
 		})
+	}
+}
+
+// The webhook's certificate must chain to the configured caBundle.
+func TestWebhookRequiresConfiguredCA(t *testing.T) {
+	srv, other := newWebhookServer(t), newWebhookServer(t)
+	cc := srv.clientConfig("/inject")
+	cc.CABundle = other.caBundle()
+	m, _ := webhookPlugins(t, []admissionregistrationv1.MutatingWebhook{mutatingHook("inject.example.com", cc, nil)}, nil)
+	err := admit(context.Background(), m, podCreate(newPod("ns", "p"), alice))
+	wantStatus(t, err, 500, "certificate signed by unknown authority")
+	if srv.count("/inject") != 0 {
+		t.Fatal("request reached a server with an untrusted certificate")
 	}
 }

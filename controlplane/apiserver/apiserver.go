@@ -20,6 +20,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/runtime/serializer"
+	"k8s.io/apimachinery/pkg/util/managedfields"
 	"k8s.io/apimachinery/pkg/util/sets"
 	genericapirequest "k8s.io/apiserver/pkg/endpoints/request"
 	"k8s.io/apiserver/pkg/warning"
@@ -40,6 +41,10 @@ type Config struct {
 	// Namespaces, when set, enforces namespace lifecycle on creates of
 	// namespaced resources: no creates in a missing or terminating namespace.
 	Namespaces NamespaceChecker
+	// TypeConverter, when set, enables managedFields tracking and
+	// server-side apply (application/apply-patch+yaml); built from the
+	// OpenAPI models.
+	TypeConverter managedfields.TypeConverter
 	// OpenAPI, when set, serves /openapi/v2 and /openapi/v3[/...].
 	OpenAPI http.Handler
 	// Ready reports readiness for /readyz (nil: always ready).
@@ -71,6 +76,7 @@ type Handler struct {
 	infos     *genericapirequest.RequestInfoFactory
 	metrics   *requestMetrics
 	log       *slog.Logger
+	managers  map[*Resource]map[string]*managedfields.FieldManager
 }
 
 // New validates cfg and builds the handler.
@@ -92,7 +98,8 @@ func New(cfg Config) (*Handler, error) {
 			APIPrefixes:          sets.NewString("api", "apis"),
 			GrouplessAPIPrefixes: sets.NewString("api"),
 		},
-		log: cfg.Logger,
+		log:      cfg.Logger,
+		managers: map[*Resource]map[string]*managedfields.FieldManager{},
 	}
 	for _, r := range cfg.Resources {
 		if r.Store == nil || r.Resource == "" || r.Kind == "" {
@@ -112,6 +119,11 @@ func New(cfg Config) (*Handler, error) {
 			return nil, fmt.Errorf("apiserver: resource %v served twice: %w", r.GroupVersionResource(), errdefs.ErrInvalidArgument)
 		}
 		byName[r.Resource] = r
+		fms, err := h.fieldManagers(r)
+		if err != nil {
+			return nil, err
+		}
+		h.managers[r] = fms
 	}
 	var err error
 	if h.metrics, err = newRequestMetrics(cfg.Metrics); err != nil {
@@ -135,17 +147,25 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		h.serveHealth(rw, r)
 		return
 	}
-	user, ok := h.cfg.Authenticator.Authenticate(r)
-	if !ok {
-		h.writeError(rw, r, apierrors.NewUnauthorized("Unauthorized"))
-		return
-	}
 	info, err := h.infos.NewRequestInfo(r)
 	if err != nil {
 		h.writeError(rw, r, apierrors.NewBadRequest(err.Error()))
 		return
 	}
 	verb = strings.ToLower(info.Verb)
+	// Label only with served resources: arbitrary paths, even from
+	// unauthenticated callers, must not grow the metrics without bound.
+	if res, err := h.lookup(info); err == nil && info.IsResourceRequest {
+		resource = res.Resource
+		if _, ok := res.Subresources[info.Subresource]; ok {
+			subresource = info.Subresource
+		}
+	}
+	user, ok := h.cfg.Authenticator.Authenticate(r)
+	if !ok {
+		h.writeError(rw, r, apierrors.NewUnauthorized("Unauthorized"))
+		return
+	}
 	ctx := genericapirequest.WithRequestInfo(r.Context(), info)
 	ctx = genericapirequest.WithUser(ctx, user)
 	warnings := &warningRecorder{}
@@ -157,7 +177,6 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		h.serveNonResource(rw, r)
 		return
 	}
-	resource, subresource = info.Resource, info.Subresource
 	h.serveResource(rw, r, info)
 }
 
@@ -170,6 +189,10 @@ func (h *Handler) serveNonResource(w http.ResponseWriter, r *http.Request) {
 		h.cfg.MetricsHandler.ServeHTTP(w, r)
 	case strings.HasPrefix(p, "/openapi/") && h.cfg.OpenAPI != nil:
 		h.cfg.OpenAPI.ServeHTTP(w, r)
+	case (p == "/api" || p == "/api/") && wantsAggregated(r):
+		h.serveAggregated(w, true)
+	case (p == "/apis" || p == "/apis/") && wantsAggregated(r):
+		h.serveAggregated(w, false)
 	case p == "/api" || p == "/api/":
 		h.serveAPIVersions(w, r)
 	case p == "/apis" || p == "/apis/":

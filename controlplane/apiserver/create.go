@@ -59,6 +59,14 @@ func (h *Handler) serveCreate(w http.ResponseWriter, r *http.Request, res *Resou
 			return
 		}
 	}
+	if fm := h.fieldManager(res, "", res.GroupVersionKind()); fm != nil {
+		live, err := h.cfg.Scheme.New(res.GroupVersionKind())
+		if err != nil {
+			h.writeError(w, r, err)
+			return
+		}
+		obj = fm.UpdateNoErrors(live, obj, managerName(opts.FieldManager, r))
+	}
 	out, err := res.Store.Create(ctx, obj, rest.ValidateAllObjectFunc, opts)
 	if err != nil {
 		h.writeError(w, r, err)

@@ -6,13 +6,16 @@ import (
 	"fmt"
 	"mime"
 	"net/http"
+	"strings"
 
 	jsonpatch "gopkg.in/evanphx/json-patch.v4"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/managedfields"
 	"k8s.io/apimachinery/pkg/util/strategicpatch"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/apiserver/pkg/registry/rest"
@@ -28,13 +31,14 @@ func (h *Handler) servePatch(w http.ResponseWriter, r *http.Request, res *Resour
 		ct = ""
 	}
 	pt := types.PatchType(ct)
-	switch pt {
-	case types.JSONPatchType, types.MergePatchType, types.StrategicMergePatchType:
+	fm := h.fieldManager(res, subresourceOf(r), kind)
+	switch {
+	case pt == types.JSONPatchType, pt == types.MergePatchType, pt == types.StrategicMergePatchType:
+	case pt == types.ApplyYAMLPatchType && fm != nil:
 	default:
 		h.writeError(w, r, apierrors.NewGenericServerResponse(http.StatusUnsupportedMediaType, "patch",
 			schema.GroupResource{Group: res.GroupVersion.Group, Resource: res.Resource}, name,
-			fmt.Sprintf("the body of the request was in an unknown format - accepted media types include: %s, %s, %s",
-				types.JSONPatchType, types.MergePatchType, types.StrategicMergePatchType), 0, false))
+			fmt.Sprintf("the body of the request was in an unknown format - accepted media types include: %s", strings.Join(patchTypes(fm != nil), ", ")), 0, false))
 		return
 	}
 	opts := &metav1.PatchOptions{}
@@ -60,6 +64,16 @@ func (h *Handler) servePatch(w http.ResponseWriter, r *http.Request, res *Resour
 		h.writeError(w, r, apierrors.NewBadRequest("the patch is empty"))
 		return
 	}
+	if pt == types.ApplyYAMLPatchType && opts.FieldManager == "" {
+		h.writeError(w, r, apierrors.NewInvalid(schema.GroupKind{Group: metav1.GroupName, Kind: "PatchOptions"}, "",
+			field.ErrorList{field.Required(field.NewPath("fieldManager"), "is required for apply patch")}))
+		return
+	}
+	if opts.Force != nil && pt != types.ApplyYAMLPatchType {
+		h.writeError(w, r, apierrors.NewInvalid(schema.GroupKind{Group: metav1.GroupName, Kind: "PatchOptions"}, "",
+			field.ErrorList{field.Forbidden(field.NewPath("force"), "may not be specified for non-apply patch")}))
+		return
+	}
 	if pt != types.JSONPatchType {
 		// Merge patches may come as YAML from some clients; JSON is YAML.
 		if patch, err = yaml.YAMLToJSON(patch); err != nil {
@@ -67,23 +81,44 @@ func (h *Handler) servePatch(w http.ResponseWriter, r *http.Request, res *Resour
 			return
 		}
 	}
-	info := &patchInfo{h: h, kind: kind, patchType: pt, patch: patch, validation: validation}
+	info := &patchInfo{h: h, name: name, kind: kind, patchType: pt, patch: patch, validation: validation,
+		fm: fm, manager: managerName(opts.FieldManager, r), force: opts.Force != nil && *opts.Force}
 	uopts := &metav1.UpdateOptions{DryRun: opts.DryRun, FieldManager: opts.FieldManager, FieldValidation: opts.FieldValidation}
-	out, _, err := u.Update(r.Context(), name, info, rest.ValidateAllObjectFunc, rest.ValidateAllObjectUpdateFunc, false, uopts)
+	createCheck := func(ctx context.Context, o runtime.Object) error { return h.checkNamespace(ctx, res, o) }
+	// Apply creates what does not exist yet, as upstream.
+	out, created, err := u.Update(r.Context(), name, info, createCheck, rest.ValidateAllObjectUpdateFunc, pt == types.ApplyYAMLPatchType, uopts)
 	if err != nil {
 		h.writeError(w, r, err)
 		return
 	}
-	h.writeObject(w, r, http.StatusOK, kind.GroupVersion(), out)
+	code := http.StatusOK
+	if created {
+		code = http.StatusCreated
+	}
+	h.writeObject(w, r, code, kind.GroupVersion(), out)
+}
+
+// patchTypes are the accepted patch media types.
+func patchTypes(apply bool) []string {
+	pts := []string{string(types.JSONPatchType), string(types.MergePatchType), string(types.StrategicMergePatchType)}
+	if apply {
+		pts = append(pts, string(types.ApplyYAMLPatchType))
+	}
+	return pts
 }
 
 // patchInfo is a rest.UpdatedObjectInfo applying a patch to the current object.
 type patchInfo struct {
 	h          *Handler
+	name       string
 	kind       schema.GroupVersionKind
 	patchType  types.PatchType
 	patch      []byte
 	validation string
+	// fm tracks managedFields and merges apply patches (nil: neither).
+	fm      *managedfields.FieldManager
+	manager string
+	force   bool
 }
 
 // Preconditions implements rest.UpdatedObjectInfo.
@@ -91,6 +126,9 @@ func (p *patchInfo) Preconditions() *metav1.Preconditions { return nil }
 
 // UpdatedObject implements rest.UpdatedObjectInfo.
 func (p *patchInfo) UpdatedObject(ctx context.Context, old runtime.Object) (runtime.Object, error) {
+	if p.patchType == types.ApplyYAMLPatchType {
+		return p.apply(old)
+	}
 	jsonInfo, ok := runtime.SerializerInfoForMediaType(p.h.codecs.SupportedMediaTypes(), runtime.ContentTypeJSON)
 	if !ok {
 		return nil, fmt.Errorf("no JSON serializer")
@@ -121,5 +159,24 @@ func (p *patchInfo) UpdatedObject(ctx context.Context, old runtime.Object) (runt
 		return nil, apierrors.NewInvalid(schema.GroupKind{Group: p.kind.Group, Kind: p.kind.Kind}, "",
 			field.ErrorList{field.Invalid(field.NewPath("patch"), string(p.patch), err.Error())})
 	}
-	return p.h.decodeWith(ctx, jsonInfo, patched, p.kind, p.validation)
+	obj, err := p.h.decodeWith(ctx, jsonInfo, patched, p.kind, p.validation)
+	if err != nil || p.fm == nil {
+		return obj, err
+	}
+	return p.fm.UpdateNoErrors(old, obj, p.manager), nil
+}
+
+// apply merges a server-side apply configuration into the live object.
+func (p *patchInfo) apply(live runtime.Object) (runtime.Object, error) {
+	cfg := &unstructured.Unstructured{Object: map[string]any{}}
+	if err := yaml.Unmarshal(p.patch, &cfg.Object); err != nil {
+		return nil, apierrors.NewBadRequest(fmt.Sprintf("error decoding YAML: %v", err))
+	}
+	if cfg.GetAPIVersion() != p.kind.GroupVersion().String() || cfg.GetKind() != p.kind.Kind {
+		return nil, apierrors.NewBadRequest(fmt.Sprintf("the apply configuration is a %s %s, not a %s", cfg.GetAPIVersion(), cfg.GetKind(), p.kind))
+	}
+	if cfg.GetName() != p.name {
+		return nil, apierrors.NewBadRequest(fmt.Sprintf("the name of the object (%s) does not match the name on the URL (%s)", cfg.GetName(), p.name))
+	}
+	return p.fm.Apply(unwrapCacheable(live), cfg, p.manager, p.force)
 }

@@ -159,3 +159,11 @@ func (h *Handler) checkNamespace(ctx context.Context, res *Resource, obj runtime
 	}
 	return h.cfg.Namespaces.CheckCreate(ctx, ns, res.GroupVersionResource().GroupResource(), name)
 }
+
+// subresourceOf is the request's subresource ("" for the resource itself).
+func subresourceOf(r *http.Request) string {
+	if info, ok := genericapirequest.RequestInfoFrom(r.Context()); ok {
+		return info.Subresource
+	}
+	return ""
+}

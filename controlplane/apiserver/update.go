@@ -62,7 +62,14 @@ func (h *Handler) serveUpdate(w http.ResponseWriter, r *http.Request, res *Resou
 		}
 	}
 	createCheck := func(ctx2 context.Context, o runtime.Object) error { return h.checkNamespace(ctx2, res, o) }
-	out, created, err := u.Update(ctx, name, rest.DefaultUpdatedObjectInfo(obj), createCheck, rest.ValidateAllObjectUpdateFunc, false, opts)
+	var transformers []rest.TransformFunc
+	if fm := h.fieldManager(res, subresourceOf(r), kind); fm != nil {
+		manager := managerName(opts.FieldManager, r)
+		transformers = append(transformers, func(_ context.Context, newObj, liveObj runtime.Object) (runtime.Object, error) {
+			return fm.UpdateNoErrors(liveObj, newObj, manager), nil
+		})
+	}
+	out, created, err := u.Update(ctx, name, rest.DefaultUpdatedObjectInfo(obj, transformers...), createCheck, rest.ValidateAllObjectUpdateFunc, false, opts)
 	if err != nil {
 		h.writeError(w, r, err)
 		return

@@ -7,6 +7,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metainternalversion "k8s.io/apimachinery/pkg/apis/meta/internalversion"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	genericregistry "k8s.io/apiserver/pkg/registry/generic/registry"
@@ -76,6 +77,35 @@ func (n *namespaceREST) Delete(ctx context.Context, name string, deleteValidatio
 		return nil, false, err
 	}
 	return out, false, nil
+}
+
+// DeleteCollection implements rest.CollectionDeleter through Delete, so
+// each namespace goes through the two-phase delete (protected ones are
+// skipped).
+func (n *namespaceREST) DeleteCollection(ctx context.Context, deleteValidation rest.ValidateObjectFunc, options *metav1.DeleteOptions, listOptions *metainternalversion.ListOptions) (runtime.Object, error) {
+	listObj, err := n.Store.List(ctx, listOptions)
+	if err != nil {
+		return nil, err
+	}
+	list := listObj.(*corev1.NamespaceList)
+	out := &corev1.NamespaceList{ListMeta: list.ListMeta}
+	for i := range list.Items {
+		name := list.Items[i].Name
+		if slices.Contains(ProtectedNamespaces, name) {
+			continue
+		}
+		obj, _, err := n.Delete(ctx, name, deleteValidation, options.DeepCopy())
+		if apierrors.IsNotFound(err) {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		if ns, ok := obj.(*corev1.Namespace); ok {
+			out.Items = append(out.Items, *ns)
+		}
+	}
+	return out, nil
 }
 
 // finalizeStrategy lets an update change only spec.finalizers.

@@ -8,6 +8,7 @@ package resources
 import (
 	"fmt"
 	"net/http"
+	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	autoscalingv1 "k8s.io/api/autoscaling/v1"
@@ -76,7 +77,13 @@ type def struct {
 	newList    func() runtime.Object
 	status     bool
 	scale      *scaleAdapter
+	// ttl, when set, expires objects that long after their last write
+	// (events, as kube-apiserver's --event-ttl).
+	ttl time.Duration
 }
+
+// EventTTL is how long events are kept after their last update.
+const EventTTL = time.Hour
 
 // strategies are a resource's registry parts.
 type strategies struct {
@@ -108,7 +115,7 @@ func defs() []def {
 			newObj: func() runtime.Object { return &corev1.ConfigMap{} }, newList: func() runtime.Object { return &corev1.ConfigMapList{} }},
 		{gv: core, resource: "secrets", singular: "secret", kind: "Secret", namespaced: true,
 			newObj: func() runtime.Object { return &corev1.Secret{} }, newList: func() runtime.Object { return &corev1.SecretList{} }},
-		{gv: core, resource: "events", singular: "event", kind: "Event", namespaced: true, short: []string{"ev"},
+		{gv: core, resource: "events", singular: "event", kind: "Event", namespaced: true, short: []string{"ev"}, ttl: EventTTL,
 			newObj: func() runtime.Object { return &corev1.Event{} }, newList: func() runtime.Object { return &corev1.EventList{} }},
 		{gv: core, resource: "serviceaccounts", singular: "serviceaccount", kind: "ServiceAccount", namespaced: true, short: []string{"sa"},
 			newObj: func() runtime.Object { return &corev1.ServiceAccount{} }, newList: func() runtime.Object { return &corev1.ServiceAccountList{} }},
@@ -128,7 +135,7 @@ func defs() []def {
 			newObj: func() runtime.Object { return &appsv1.ReplicaSet{} }, newList: func() runtime.Object { return &appsv1.ReplicaSetList{} }},
 		{gv: coordinationv1.SchemeGroupVersion, resource: "leases", singular: "lease", kind: "Lease", namespaced: true,
 			newObj: func() runtime.Object { return &coordinationv1.Lease{} }, newList: func() runtime.Object { return &coordinationv1.LeaseList{} }},
-		{gv: eventsv1.SchemeGroupVersion, resource: "events", singular: "event", kind: "Event", namespaced: true, short: []string{"ev"},
+		{gv: eventsv1.SchemeGroupVersion, resource: "events", singular: "event", kind: "Event", namespaced: true, short: []string{"ev"}, ttl: EventTTL,
 			newObj: func() runtime.Object { return &eventsv1.Event{} }, newList: func() runtime.Object { return &eventsv1.EventList{} }},
 		{gv: discoveryv1.SchemeGroupVersion, resource: "endpointslices", singular: "endpointslice", kind: "EndpointSlice", namespaced: true,
 			newObj: func() runtime.Object { return &discoveryv1.EndpointSlice{} }, newList: func() runtime.Object { return &discoveryv1.EndpointSliceList{} }},
@@ -178,13 +185,25 @@ func Build(cfg Config) (_ *Set, err error) {
 			set.Destroy()
 		}
 	}()
-	var pods, nodes *genericregistry.Store
+	var pods, nodes, coreEvents *genericregistry.Store
 	parts := registry.Resources(cfg.Scheme)
 	for _, d := range defs() {
 		gr := schema.GroupResource{Group: d.gv.Group, Resource: d.resource}
 		st, err := strategiesFor(d, parts)
 		if err != nil {
 			return nil, err
+		}
+		if d.gv == eventsv1.SchemeGroupVersion && d.resource == "events" && coreEvents != nil {
+			// events.k8s.io is a view of the core/v1 events (defined before it).
+			res := &apiserver.Resource{
+				GroupVersion: d.gv, Resource: d.resource, Kind: d.kind, SingularName: d.singular,
+				Namespaced: d.namespaced, ShortNames: d.short, Categories: d.categories,
+				Store:        &eventsView{core: coreEvents, strategy: st.main, table: st.table},
+				Subresources: map[string]apiserver.Subresource{},
+			}
+			set.Resources = append(set.Resources, res)
+			set.ByGVR[res.GroupVersionResource()] = res
+			continue
 		}
 		store := &genericregistry.Store{
 			NewFunc:                   d.newObj,
@@ -197,6 +216,10 @@ func Build(cfg Config) (_ *Set, err error) {
 			ResetFieldsStrategy:       st.reset,
 			TableConvertor:            st.table,
 			PredicateFunc:             st.predicate,
+		}
+		if d.ttl > 0 {
+			ttl := uint64(d.ttl.Seconds())
+			store.TTLFunc = func(runtime.Object, uint64, bool) (uint64, error) { return ttl, nil }
 		}
 		opts := &generic.StoreOptions{RESTOptions: cfg.Storage, AttrFunc: st.attrs, TriggerFunc: st.triggers, Indexers: st.indexers}
 		if err := store.CompleteWithOptions(opts); err != nil {
@@ -233,6 +256,8 @@ func Build(cfg Config) (_ *Set, err error) {
 			res.Subresources["eviction"] = apiserver.Subresource{Kind: policyv1.SchemeGroupVersion.WithKind("Eviction"), Storage: &evictionREST{store: store}}
 		case d.gv.Group == "" && d.resource == "nodes":
 			nodes = store
+		case d.gv.Group == "" && d.resource == "events":
+			coreEvents = store
 		}
 		set.Resources = append(set.Resources, res)
 		set.ByGVR[res.GroupVersionResource()] = res

@@ -143,6 +143,14 @@ func (c *Cache) IsAssumed(pod *v1.Pod) bool {
 	return cp != nil && cp.assumed
 }
 
+// Has reports whether the pod is in the cache, assumed or bound.
+func (c *Cache) Has(pod *v1.Pod) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	_, ok := c.pods[pod.UID]
+	return ok
+}
+
 // AddPod accounts an assigned pod seen by the informer, confirming it if it
 // was assumed.
 func (c *Cache) AddPod(pod *v1.Pod) {

@@ -31,7 +31,7 @@ func (s *Scheduler) scheduleOne(ctx context.Context) bool {
 	}
 	pod := qp.Pod
 	start := s.cfg.Clock.Now()
-	if s.cache.IsAssumed(pod) {
+	if s.skip(pod) {
 		s.queue.Done(pod)
 		return true
 	}
@@ -56,9 +56,16 @@ func (s *Scheduler) scheduleOne(ctx context.Context) bool {
 		return true
 	}
 	s.queue.Done(pod)
+	select {
+	case s.bindSlots <- struct{}{}:
+	case <-ctx.Done():
+		s.cache.ForgetPod(assumed)
+		return true
+	}
 	s.binds.Add(1)
 	go func() {
 		defer s.binds.Done()
+		defer func() { <-s.bindSlots }()
 		s.bind(ctx, qp, assumed, start)
 	}()
 	return true

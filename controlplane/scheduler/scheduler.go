@@ -129,9 +129,17 @@ type Scheduler struct {
 	snapshot  *fw.Snapshot
 	metrics   *metrics
 	nsLister  corelisters.NamespaceLister
+	podLister corelisters.PodLister
 	synced    []cache.InformerSynced
 	binds     sync.WaitGroup
+	// bindSlots bounds the bindings in flight: the scheduling loop waits
+	// for a slot, so a slow apiserver slows scheduling instead of piling
+	// up requests that time out.
+	bindSlots chan struct{}
 }
+
+// maxInflightBindings is how many pods/binding requests may be in flight.
+const maxInflightBindings = 64
 
 // New validates cfg and builds a Scheduler, registering its event
 // handlers on the informers (call it before the factory is started, or
@@ -159,6 +167,8 @@ func New(cfg Config) (*Scheduler, error) {
 	core := cfg.Informers.Core().V1()
 	podInf, nodeInf, nsInf := core.Pods().Informer(), core.Nodes().Informer(), core.Namespaces().Informer()
 	s.nsLister = core.Namespaces().Lister()
+	s.podLister = core.Pods().Lister()
+	s.bindSlots = make(chan struct{}, maxInflightBindings)
 	s.snapshot.NamespaceLabels = s.namespaceLabels
 	if _, err := podInf.AddEventHandler(cache.ResourceEventHandlerFuncs{AddFunc: s.onPodAdd, UpdateFunc: s.onPodUpdate, DeleteFunc: s.onPodDelete}); err != nil {
 		return nil, fmt.Errorf("scheduler: pod event handler: %w", err)
@@ -211,6 +221,18 @@ func (s *Scheduler) Run(ctx context.Context) error {
 func (s *Scheduler) responsible(pod *v1.Pod) bool {
 	return pod.Spec.NodeName == "" && pod.Spec.SchedulerName == s.cfg.SchedulerName && pod.DeletionTimestamp == nil &&
 		!terminal(pod) && len(pod.Spec.SchedulingGates) == 0
+}
+
+// skip reports whether a popped pod must not be scheduled: it is gone or
+// replaced, bound, no longer ours, or already in the cache (assumed while
+// its binding is in flight, or bound by a binding that reported an error
+// yet succeeded).
+func (s *Scheduler) skip(pod *v1.Pod) bool {
+	cur, err := s.podLister.Pods(pod.Namespace).Get(pod.Name)
+	if err != nil || cur.UID != pod.UID || !s.responsible(cur) {
+		return true
+	}
+	return s.cache.Has(pod)
 }
 
 func terminal(pod *v1.Pod) bool {

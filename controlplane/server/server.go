@@ -11,6 +11,7 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net"
@@ -23,12 +24,13 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	clientv3 "go.etcd.io/etcd/client/v3"
-	autoscalingv1 "k8s.io/api/autoscaling/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/managedfields"
 	genericapirequest "k8s.io/apiserver/pkg/endpoints/request"
 	"k8s.io/apiserver/pkg/registry/rest"
+	"k8s.io/kube-openapi/pkg/validation/spec"
 
 	"berth/controlplane/apiserver"
 	"berth/controlplane/etcd"
@@ -104,13 +106,6 @@ func (s *Server) Run(ctx context.Context) (err error) {
 	defer client.Close()
 
 	sch := scheme.New()
-	// autoscaling/v1 Scale (the /scale subresources) until berth's scheme
-	// registers it itself.
-	if !sch.Recognizes(autoscalingv1.SchemeGroupVersion.WithKind("Scale")) {
-		if err := autoscalingv1.AddToScheme(sch); err != nil {
-			return fmt.Errorf("server: scheme: %w", err)
-		}
-	}
 	factory, err := storage.New(storage.Config{Client: client, Scheme: sch, CompactionInterval: cfg.EtcdCompactionInterval})
 	if err != nil {
 		return err
@@ -135,10 +130,14 @@ func (s *Server) Run(ctx context.Context) (err error) {
 	advertised := advertisedAddress(cfg, ln.Addr().(*net.TCPAddr))
 
 	var openapiHandler http.Handler
-	if docs, err := openapi.New(openapiResources(set), openapi.Info{Version: version.KubernetesVersion}); err != nil {
-		log.Warn("OpenAPI documents unavailable; kubectl validation and explain will not work", "err", err)
+	var converter managedfields.TypeConverter
+	if docs, err := openapi.New(openapiResources(set), openapi.Info{Version: version.KubernetesVersion, ServerSideApply: true}); err != nil {
+		log.Warn("OpenAPI documents unavailable; kubectl validation, explain and server-side apply will not work", "err", err)
 	} else {
 		openapiHandler = docs.Handler()
+		if converter, err = typeConverter(docs); err != nil {
+			log.Warn("server-side apply unavailable", "err", err)
+		}
 	}
 	handler, err := apiserver.New(apiserver.Config{
 		Scheme:         sch,
@@ -146,6 +145,7 @@ func (s *Server) Run(ctx context.Context) (err error) {
 		Authenticator:  apiserver.CertOrTokenAuthenticator{ValidToken: creds.ValidToken},
 		Namespaces:     resources.NamespaceLifecycle{Store: set.Namespaces},
 		OpenAPI:        openapiHandler,
+		TypeConverter:  converter,
 		Ready:          func() error { return readiness(ctx, client.Client) },
 		ServerAddress:  advertised,
 		Metrics:        cfg.Metrics,
@@ -271,6 +271,22 @@ func nodeTransport(creds *pki.Bundle) (http.RoundTripper, error) {
 		ForceAttemptHTTP2: false,
 		TLSNextProto:      map[string]func(string, *tls.Conn) http.RoundTripper{},
 	}, nil
+}
+
+// typeConverter builds the structured-merge-diff types of the served kinds
+// from the OpenAPI models, for managedFields and server-side apply.
+func typeConverter(docs *openapi.Documents) (managedfields.TypeConverter, error) {
+	// Through JSON: the converter reads extensions (the group-version-kinds)
+	// in their decoded form.
+	data, err := json.Marshal(docs.Swagger().Definitions)
+	if err != nil {
+		return nil, err
+	}
+	models := map[string]*spec.Schema{}
+	if err := json.Unmarshal(data, &models); err != nil {
+		return nil, err
+	}
+	return managedfields.NewTypeConverter(models, false)
 }
 
 // openapiResources describes the served resources for the OpenAPI documents.

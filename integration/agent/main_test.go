@@ -309,7 +309,7 @@ func (n *node) containers(uid string) []*runtimeapi.Container {
 }
 
 // removeAllAndWait deletes every manifest and waits until the agent has
-// removed every pod from the runtime.
+// removed every pod: from the runtime, then from GET /pods.
 func (n *node) removeAllAndWait() {
 	n.t.Helper()
 	entries, _ := os.ReadDir(n.manifests)
@@ -319,6 +319,11 @@ func (n *node) removeAllAndWait() {
 	eventually(n.t, 2*time.Minute, "every pod removed by the agent", func() (bool, string) {
 		sbs, cs := n.sandboxes(""), n.containers("")
 		return len(sbs) == 0 && len(cs) == 0, fmt.Sprintf("%d sandboxes, %d containers", len(sbs), len(cs))
+	})
+	// A pod leaves GET /pods last, once its logs, files and cgroups are gone.
+	eventually(n.t, time.Minute, "every pod gone from GET /pods", func() (bool, string) {
+		pods, err := n.pods()
+		return err == nil && len(pods) == 0, fmt.Sprintf("%d pods (%v)", len(pods), err)
 	})
 }
 

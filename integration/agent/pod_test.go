@@ -2,6 +2,7 @@ package agent_test
 
 import (
 	"context"
+	"fmt"
 	"net/netip"
 	"os"
 	"path/filepath"
@@ -76,19 +77,17 @@ func TestPodRunsWithIPLogsAndLabels(t *testing.T) {
 	eventually(t, time.Minute, "the old pod removed", func() (bool, string) {
 		return len(n.sandboxes(uid)) == 0 && len(n.containers(uid)) == 0, ""
 	})
-	if _, err := os.Stat(filepath.Dir(filepath.Dir(logFile))); !os.IsNotExist(err) {
-		t.Errorf("the old pod's log directory is left: %v", err)
-	}
-	if left := n.podCgroups(uid); len(left) != 0 {
-		t.Errorf("the old pod's cgroups are left: %v", left)
-	}
+	// The agent removes logs and cgroups after the runtime's objects.
+	eventually(t, 30*time.Second, "the old pod's log directory and cgroups removed", func() (bool, string) {
+		_, err := os.Stat(filepath.Dir(filepath.Dir(logFile)))
+		left := n.podCgroups(uid)
+		return os.IsNotExist(err) && len(left) == 0, fmt.Sprintf("log dir: %v, cgroups: %v", err, left)
+	})
 	n.removeAllAndWait()
-	if left := n.podCgroups(string(p2.UID)); len(left) != 0 {
-		t.Errorf("cgroups left: %v", left)
-	}
-	eventually(t, 10*time.Second, "the pod gone from GET /pods", func() (bool, string) {
+	eventually(t, 30*time.Second, "the pod gone from GET /pods, its cgroups removed", func() (bool, string) {
 		pods, err := n.pods()
-		return err == nil && len(pods) == 0, ""
+		left := n.podCgroups(string(p2.UID))
+		return err == nil && len(pods) == 0 && len(left) == 0, fmt.Sprintf("%d pods, cgroups %v", len(pods), left)
 	})
 }
 

@@ -1,6 +1,7 @@
 package agent_test
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -137,9 +138,11 @@ spec:
 		t.Fatalf("hostPath file: %q %v", b, err)
 	}
 	n.removeAllAndWait()
-	if _, err := os.Stat(filepath.Join(n.root, "pods", string(p.UID))); !os.IsNotExist(err) {
-		t.Errorf("the pod's directory (with its emptyDir) is left: %v", err)
-	}
+	// The pod's directory goes after the runtime's objects.
+	eventually(t, 30*time.Second, "the pod's directory (with its emptyDir) removed", func() (bool, string) {
+		_, err := os.Stat(filepath.Join(n.root, "pods", string(p.UID)))
+		return os.IsNotExist(err), fmt.Sprint(err)
+	})
 	if _, err := os.Stat(filepath.Join(hostDir, "note")); err != nil {
 		t.Errorf("the hostPath content was removed with the pod: %v", err)
 	}

@@ -74,6 +74,12 @@ func TestUnauthenticated(t *testing.T) {
 	if code, body := get("/readyz", ""); code != http.StatusOK || body != "ok" {
 		t.Fatalf("/readyz: %d %q", code, body)
 	}
+	// /metrics counts requests by verb, resource and code.
+	metrics, err := shared.client(t).CoreV1().RESTClient().Get().AbsPath("/metrics").DoRaw(context.Background())
+	if err != nil || !strings.Contains(string(metrics), `apiserver_request_total{code="401",resource="namespaces",subresource="",verb="list"}`) ||
+		!strings.Contains(string(metrics), "apiserver_request_duration_seconds_bucket") {
+		t.Fatalf("/metrics (%v): %.2000s", err, metrics)
+	}
 	// The admin client certificate: /version reports the Kubernetes version.
 	ver, err := shared.client(t).Discovery().ServerVersion()
 	if err != nil || !strings.HasPrefix(ver.GitVersion, "v1.") {

@@ -101,6 +101,22 @@ func TestKubectl(t *testing.T) {
 				t.Fatalf("strategic patch not applied: activeDeadlineSeconds %v", pod.Spec.ActiveDeadlineSeconds)
 			}
 
+			// edit, with an editor that changes a label (edit sends a patch).
+			editor := []string{"KUBE_EDITOR=sed -i -e s/front$/edited/"}
+			if out, errOut, err := shared.kubectlEnv(t, version, editor, "", "-n", ns, "edit", "pod", "web"); err != nil {
+				t.Fatalf("edit: %v\n%s%s", err, out, errOut)
+			}
+			if got := getPod().Labels["tier"]; got != "edited" {
+				t.Fatalf("after edit: tier=%q, want edited", got)
+			}
+
+			// Unknown fields with --validate=warn: created, with a warning.
+			warnCM := "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: warned\nbogus: 1\n"
+			_, errOut, err := shared.kubectl(t, version, warnCM, "-n", ns, "apply", "--validate=warn", "-f", "-")
+			if err != nil || !strings.Contains(errOut, `unknown field "bogus"`) {
+				t.Fatalf("apply --validate=warn: err %v stderr %q, want a warning naming the field", err, errOut)
+			}
+
 			// Deployments: apply, scale (the /scale subresource), generation.
 			k(deploymentManifest, "apply", "-f", "-")
 			k("", "scale", "deployment", "web", "--replicas=5")
@@ -128,7 +144,7 @@ func TestKubectl(t *testing.T) {
 			// Invalid manifests: unknown fields (strict validation), then
 			// field errors as a 422 with the field paths.
 			bad := "apiVersion: v1\nkind: Pod\nmetadata:\n  name: Bad_Name\nspec:\n  containers:\n  - name: c\n    image: busybox\n    ports: [{containerPort: 70000}]\n    bogus: 1\n"
-			_, errOut, err := shared.kubectl(t, version, bad, "-n", ns, "apply", "-f", "-")
+			_, errOut, err = shared.kubectl(t, version, bad, "-n", ns, "apply", "-f", "-")
 			if err == nil || !strings.Contains(errOut, `unknown field "spec.containers[0].bogus"`) {
 				t.Fatalf("unknown field not rejected: err %v stderr %s", err, errOut)
 			}

@@ -30,6 +30,8 @@ var (
 	binOnce sync.Once
 	binPath string
 	binErr  error
+	// builtDir holds the binary built when BERTH_BIN is unset; removed at exit.
+	builtDir string
 	// shared is the package's server, started by TestMain.
 	shared *serverProc
 )
@@ -45,6 +47,11 @@ func runMain(m *testing.M) int {
 		return 1
 	}
 	defer os.RemoveAll(dir)
+	defer func() {
+		if builtDir != "" {
+			os.RemoveAll(builtDir)
+		}
+	}()
 	shared, err = startServer(filepath.Join(dir, "server"), "127.0.0.1:0")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "starting berth server:", err)
@@ -61,11 +68,12 @@ func berthBinary() (string, error) {
 			binPath = b
 			return
 		}
-		dir, err := os.MkdirTemp("", "berth-bin-")
+		dir, err := os.MkdirTemp("", "berth-apiserver-bin-")
 		if err != nil {
 			binErr = err
 			return
 		}
+		builtDir = dir
 		binPath = filepath.Join(dir, "berth")
 		cmd := exec.Command("go", "build", "-o", binPath, "berth/cmd/berth")
 		cmd.Stderr = os.Stderr
@@ -76,11 +84,11 @@ func berthBinary() (string, error) {
 
 // serverProc is a running `berth server`.
 type serverProc struct {
-	dir    string
-	addr   string
-	cmd    *exec.Cmd
-	log    *syncBuffer
-	done   chan struct{}
+	dir  string
+	addr string
+	cmd  *exec.Cmd
+	log  *syncBuffer
+	done chan struct{}
 }
 
 // startServer runs `berth server --data-dir dir --listen listen extra...`
@@ -97,6 +105,8 @@ func startServer(dir, listen string, extra ...string) (*serverProc, error) {
 	_ = os.Remove(addrFile)
 	args := append([]string{"server", "--data-dir", dir, "--listen", listen}, extra...)
 	cmd := exec.Command(bin, args...)
+	// If the test binary dies (a panic), the server goes with it.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	logBuf := &syncBuffer{}
 	cmd.Stdout, cmd.Stderr = logBuf, logBuf
 	if err := cmd.Start(); err != nil {
@@ -163,11 +173,17 @@ func (p *serverProc) client(t testing.TB) *kubernetes.Clientset {
 // stdout, stderr and the error.
 func (p *serverProc) kubectl(t testing.TB, version string, stdin string, args ...string) (string, string, error) {
 	t.Helper()
+	return p.kubectlEnv(t, version, nil, stdin, args...)
+}
+
+// kubectlEnv is kubectl with extra environment variables (KUBE_EDITOR, ...).
+func (p *serverProc) kubectlEnv(t testing.TB, version string, env []string, stdin string, args ...string) (string, string, error) {
+	t.Helper()
 	bin := requireKubectl(t, version)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, bin, append([]string{"--kubeconfig", p.kubeconfig()}, args...)...)
-	cmd.Env = append(os.Environ(), "KUBECACHEDIR="+filepath.Join(p.dir, "kubecache-"+version))
+	cmd.Env = append(append(os.Environ(), "KUBECACHEDIR="+filepath.Join(p.dir, "kubecache-"+version)), env...)
 	var out, errOut bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errOut
 	if stdin != "" {

@@ -1,6 +1,7 @@
 package apiserver_test
 
 import (
+	"bufio"
 	"context"
 	"crypto/ecdsa"
 	"crypto/elliptic"
@@ -10,6 +11,7 @@ import (
 	"crypto/x509/pkix"
 	"encoding/pem"
 	"fmt"
+	"io"
 	"math/big"
 	"net"
 	"net/http"
@@ -25,6 +27,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
 )
 
 // fakeAgent is an HTTPS server standing in for a node agent's API, with a
@@ -67,6 +70,20 @@ func startFakeAgent(t *testing.T, dataDir string) *fakeAgent {
 		a.mu.Unlock()
 		if strings.HasPrefix(r.URL.Path, "/containerLogs/") {
 			fmt.Fprintf(w, "log line from %s\n", r.URL.Path)
+			return
+		}
+		if strings.HasPrefix(r.URL.Path, "/exec/") && r.Header.Get("Upgrade") == "test-echo" {
+			// A stand-in for SPDY/WebSocket: switch protocols, then echo.
+			conn, brw, err := http.NewResponseController(w).Hijack()
+			if err != nil {
+				return
+			}
+			defer conn.Close()
+			fmt.Fprintf(brw, "HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nUpgrade: test-echo\r\n\r\n")
+			_ = brw.Flush()
+			buf := make([]byte, 64)
+			n, _ := brw.Read(buf)
+			_, _ = conn.Write(buf[:n])
 			return
 		}
 		http.NotFound(w, r)
@@ -143,13 +160,48 @@ func TestPodLogsProxiedToNode(t *testing.T) {
 		t.Fatalf("kubectl logs: %q, want %q", out, want)
 	}
 	agent.mu.Lock()
-	defer agent.mu.Unlock()
 	if len(agent.requests) != 1 || !strings.Contains(agent.requests[0], "tailLines=5") {
 		t.Fatalf("agent got %v, want one request with tailLines=5", agent.requests)
 	}
 	if agent.clientCN != "kube-apiserver-kubelet-client" {
 		t.Fatalf("apiserver's client certificate CN %q", agent.clientCN)
 	}
+	agent.mu.Unlock()
+	// exec: the upgraded connection passes through the apiserver both ways.
+	cfg := shared.restConfig(t)
+	tlsCfg, err := rest.TLSConfigFor(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tlsCfg.NextProtos = []string{"http/1.1"}
+	conn, err := tls.Dial("tcp", shared.addr, tlsCfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	fmt.Fprintf(conn, "GET /api/v1/namespaces/%s/pods/logger/exec?command=sh&stdin=true HTTP/1.1\r\nHost: %s\r\nConnection: Upgrade\r\nUpgrade: test-echo\r\n\r\n", ns, shared.addr)
+	br := bufio.NewReader(conn)
+	resp, err := http.ReadResponse(br, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp.StatusCode != http.StatusSwitchingProtocols {
+		t.Fatalf("exec upgrade: %s", resp.Status)
+	}
+	if _, err := conn.Write([]byte("ping")); err != nil {
+		t.Fatal(err)
+	}
+	echo := make([]byte, 4)
+	if _, err := io.ReadFull(br, echo); err != nil || string(echo) != "ping" {
+		t.Fatalf("echo through the upgraded connection: %q %v", echo, err)
+	}
+	agent.mu.Lock()
+	last := agent.requests[len(agent.requests)-1]
+	agent.mu.Unlock()
+	if !strings.HasPrefix(last, "/exec/"+ns+"/logger/c?") || !strings.Contains(last, "command=sh") {
+		t.Fatalf("agent got exec request %q", last)
+	}
+
 	// An unknown container is refused before reaching the node.
 	if _, err := pods.GetLogs("logger", &corev1.PodLogOptions{Container: "nope"}).DoRaw(ctx); !apierrors.IsBadRequest(err) {
 		t.Fatalf("logs of an unknown container: %v, want 400", err)

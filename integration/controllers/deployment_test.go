@@ -2,6 +2,7 @@ package controllers
 
 import (
 	"context"
+	"os/exec"
 	"slices"
 	"strings"
 	"sync"
@@ -222,8 +223,10 @@ func TestDeploymentRecreate(t *testing.T) {
 		t.Fatal(err)
 	}
 	overlap := make(chan string, 1)
+	newUp := make(chan struct{}) // the watcher saw both new pods live
 	go func() {
 		live := map[string]string{}
+		signalled := false
 		for ev := range w.ResultChan() {
 			p, ok := ev.Object.(*corev1.Pod)
 			if !ok {
@@ -244,14 +247,66 @@ func TestDeploymentRecreate(t *testing.T) {
 				default:
 				}
 			}
+			v2 := 0
+			for _, img := range live {
+				if img == "img:v2" {
+					v2++
+				}
+			}
+			if v2 == 2 && !signalled {
+				signalled = true
+				close(newUp)
+			}
 		}
 	}()
 	kubectl(t, "-n", ns, "set", "image", "deployment/web", "c=img:v2")
 	kubectl(t, "-n", ns, "rollout", "status", "deployment/web", "--timeout=60s")
 	waitComplete(t, ns)
+	eventually(t, "the pod watcher saw the new pods", func() (bool, error) {
+		select {
+		case <-newUp:
+			return true, nil
+		default:
+			return false, nil
+		}
+	})
 	select {
 	case name := <-overlap:
 		t.Fatalf("recreate ran old and new pods together (pod %s)", name)
 	default:
+	}
+}
+
+// TestDeploymentProgressDeadline: with no agent making pods ready, a
+// rollout with progressDeadlineSeconds 2 is marked
+// ProgressDeadlineExceeded, and `kubectl rollout status` reports it.
+func TestDeploymentProgressDeadline(t *testing.T) {
+	ctx := context.Background()
+	ns := namespace(t)
+	d := newDeployment(ns, 2, "img:v1")
+	d.Spec.ProgressDeadlineSeconds = int32p(2)
+	if _, err := env.client.AppsV1().Deployments(ns).Create(ctx, d, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "ProgressDeadlineExceeded", func() (bool, error) {
+		cur, err := env.client.AppsV1().Deployments(ns).Get(ctx, "web", metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		for _, c := range cur.Status.Conditions {
+			if c.Type == appsv1.DeploymentProgressing && c.Status == corev1.ConditionFalse && c.Reason == "ProgressDeadlineExceeded" {
+				return true, nil
+			}
+		}
+		return false, nil
+	})
+	path, err := exec.LookPath("kubectl")
+	if err != nil {
+		kubectl(t, "version") // fails under CI, skips otherwise
+		return
+	}
+	out, err := exec.Command(path, "--kubeconfig", env.kubeconfig, "-n", ns, "rollout", "status", "deployment/web", "--timeout=30s").CombinedOutput()
+	if err == nil || !strings.Contains(string(out), "exceeded its progress deadline") {
+		t.Fatalf("rollout status: err %v, output %s", err, out)
 	}
 }

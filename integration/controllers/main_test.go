@@ -92,9 +92,15 @@ func run(m *testing.M) int {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	mgrDone := make(chan error, 1)
+	mgrClient, mgrDynamic, err := manager.ClientsFor(env.restConfig)
+	if err != nil {
+		fmt.Println(err)
+		cancel()
+		return 1
+	}
 	env.manager, err = manager.New(manager.Config{
-		Client:           env.client,
-		Dynamic:          env.dynamic,
+		Client:           mgrClient,
+		Dynamic:          mgrDynamic,
 		Identity:         "integration",
 		NodeIPAM:         nodeipam.Options{ClusterCIDR: testClusterCIDR, NodeCIDRMaskSize: testNodeMask},
 		NodeLifecycle:    nodelifecycle.Options{GracePeriod: testGracePeriod, StartupGracePeriod: testGracePeriod, MonitorPeriod: testMonitorPeriod},
@@ -149,8 +155,8 @@ func waitServer() error {
 	if err != nil {
 		return err
 	}
-	cfg.QPS, cfg.Burst = 500, 1000
-	env.restConfig = cfg
+	env.restConfig = rest.CopyConfig(cfg)
+	cfg.QPS, cfg.Burst = 500, 1000 // the tests' own client
 	if env.client, err = kubernetes.NewForConfig(cfg); err != nil {
 		return err
 	}

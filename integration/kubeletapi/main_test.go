@@ -2,7 +2,8 @@
 // from outside, with client-go's own streaming clients, against a real
 // containerd (one per package, started by nodeenv): exec over SPDY and over
 // WebSocket (v5.channel.k8s.io, translated to SPDY toward containerd, and
-// v4 passed through), port-forward over SPDY and tunnelled in WebSocket, and
+// v4 passed through), attach, port-forward to busybox httpd over SPDY and
+// tunnelled in WebSocket, streams ended when the server stops, and
 // container logs from the files containerd writes.
 package kubeletapi_test
 

@@ -19,6 +19,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -45,6 +46,32 @@ type node struct {
 	url        string
 	restConfig *rest.Config
 	pod        v1.Pod
+	// stop ends the API server's Run and returns its error.
+	stop func() error
+
+	client    *cri.Client
+	sandboxID string
+	sbCfg     *runtimeapi.PodSandboxConfig
+}
+
+// startContainer runs another busybox container in the pod's sandbox,
+// with stdin open for a single attach when stdin is set.
+func (n *node) startContainer(t *testing.T, name string, stdin bool, cmd ...string) {
+	t.Helper()
+	ctx := context.Background()
+	id, err := n.client.CreateContainer(ctx, n.sandboxID, &runtimeapi.ContainerConfig{
+		Metadata: &runtimeapi.ContainerMetadata{Name: name},
+		Image:    &runtimeapi.ImageSpec{Image: nodeenv.Current().BusyboxImage},
+		Command:  cmd,
+		Stdin:    stdin, StdinOnce: stdin,
+		Labels: cri.ContainerLabels(&n.pod, &v1.Container{Name: name}),
+	}, n.sbCfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := n.client.StartContainer(ctx, id); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // startNode runs a sandbox and a busybox container serving HTTP on 8080 in
@@ -133,11 +160,17 @@ func startNode(t *testing.T) *node {
 	if err != nil {
 		t.Fatal(err)
 	}
+	srvCtx, stopServer := context.WithCancel(ctx)
 	done := make(chan error, 1)
-	go func() { done <- srv.Run(ctx) }()
+	go func() { done <- srv.Run(srvCtx) }()
+	var stopOnce sync.Once
+	var runErr error
+	stop := func() error {
+		stopOnce.Do(func() { stopServer(); runErr = <-done })
+		return runErr
+	}
 	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
+		if err := stop(); err != nil {
 			t.Errorf("Run: %v", err)
 		}
 	})
@@ -154,7 +187,10 @@ func startNode(t *testing.T) *node {
 				ServerName: "node-a", CAData: serverCA, CertData: certPEM, KeyData: keyPEM,
 			},
 		},
-		pod: pod,
+		pod:  pod,
+		stop: stop,
+
+		client: client, sandboxID: sb, sbCfg: sbCfg,
 	}
 }
 
@@ -242,11 +278,61 @@ func TestExec(t *testing.T) {
 	}
 }
 
+func TestAttach(t *testing.T) {
+	n := startNode(t)
+	for _, tc := range []struct {
+		name string
+		exec func(u *url.URL) remotecommand.Executor
+	}{
+		{"SPDY", func(u *url.URL) remotecommand.Executor { return n.spdyExec(t, u) }},
+		{"WebSocket v5 (translated)", func(u *url.URL) remotecommand.Executor { return n.wsExec(t, u) }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			name := "reader-" + strings.ToLower(strings.Fields(tc.name)[0])
+			n.startContainer(t, name, true, "sh", "-c", `while read l; do echo "attached:$l"; done; echo bye`)
+			u, _ := url.Parse(n.url + "/attach/default/web/" + name + "?input=1&output=1&error=1")
+			// The attach's stdin closing closes the container's (stdinOnce):
+			// the loop ends, the container exits and the stream ends.
+			stdout, _, code := run(t, tc.exec(u), strings.NewReader("one\ntwo\n"))
+			if stdout != "attached:one\nattached:two\nbye\n" || code != 0 {
+				t.Fatalf("attach = %q exit %d; want both lines echoed, then bye", stdout, code)
+			}
+		})
+	}
+}
+
 func TestExecUnknownCommandFails(t *testing.T) {
 	n := startNode(t)
 	_, _, code := run(t, n.spdyExec(t, n.execURL(false, "sh", "-c", "no-such-command")), nil)
 	if code != 127 {
 		t.Fatalf("exit code of an unknown command = %d, want 127", code)
+	}
+}
+
+func TestStopEndsStreamsInProgress(t *testing.T) {
+	n := startNode(t)
+	ex := n.spdyExec(t, n.execURL(false, "sh", "-c", "echo started; exec sleep 600"))
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	pr, pw := io.Pipe()
+	ended := make(chan error, 1)
+	go func() {
+		err := ex.StreamWithContext(ctx, remotecommand.StreamOptions{Stdout: pw, Stderr: io.Discard})
+		pw.Close()
+		ended <- err
+	}()
+	line := make([]byte, len("started\n"))
+	if _, err := io.ReadFull(pr, line); err != nil || string(line) != "started\n" {
+		t.Fatalf("exec output = %q, %v", line, err)
+	}
+	go func() { _, _ = io.Copy(io.Discard, pr) }()
+	if err := n.stop(); err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	select {
+	case <-ended:
+	case <-ctx.Done():
+		t.Fatal("the exec stream outlived the API server")
 	}
 }
 

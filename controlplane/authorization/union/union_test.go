@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"testing"
+	"time"
 
 	"k8s.io/apiserver/pkg/authentication/user"
 	"k8s.io/apiserver/pkg/authorization/authorizer"
@@ -87,5 +88,16 @@ func TestUnionRulesFor(t *testing.T) {
 	}
 	if _, err := union.New(union.Config{Authorizers: []authorizer.Authorizer{nil}}); err == nil {
 		t.Fatal("nil authorizer accepted")
+	}
+}
+
+func pollUntil(t *testing.T, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatal("condition not met in time")
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 }

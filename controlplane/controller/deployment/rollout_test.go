@@ -59,7 +59,7 @@ type cluster struct {
 	rss []*appsv1.ReplicaSet
 }
 
-func (c *cluster) apply(t *testing.T, plan Plan) {
+func (c *cluster) apply(t testing.TB, plan Plan) {
 	t.Helper()
 	for _, a := range plan.Actions {
 		i := slices.IndexFunc(c.rss, func(rs *appsv1.ReplicaSet) bool { return rs.Name == a.RS.Name })
@@ -89,7 +89,7 @@ func (c *cluster) settle(available bool) {
 }
 
 // step runs one sync like the controller does (new RS first when missing).
-func (c *cluster) step(t *testing.T, now time.Time) {
+func (c *cluster) step(t testing.TB, now time.Time) {
 	t.Helper()
 	newRS, old := SplitReplicaSets(c.d, c.rss)
 	if newRS == nil {

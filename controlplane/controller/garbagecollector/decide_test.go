@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 )
 
@@ -63,5 +64,32 @@ func TestWithout(t *testing.T) {
 	}
 	if got := withoutFinalizer([]string{"orphan", "x"}, "orphan"); !slices.Equal(got, []string{"x"}) {
 		t.Fatalf("finalizers = %v", got)
+	}
+}
+
+func TestMetadataOnly(t *testing.T) {
+	in := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "v1", "kind": "Pod",
+		"metadata": map[string]any{"name": "p", "uid": "u", "ownerReferences": []any{map[string]any{"uid": "o"}}, "managedFields": []any{"x"}},
+		"spec":     map[string]any{"nodeName": "n"},
+		"status":   map[string]any{"phase": "Running"},
+	}}
+	out, err := metadataOnly(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	u := out.(*unstructured.Unstructured)
+	if _, ok := u.Object["spec"]; ok {
+		t.Fatal("spec kept")
+	}
+	if _, ok := u.Object["status"]; ok {
+		t.Fatal("status kept")
+	}
+	md := u.Object["metadata"].(map[string]any)
+	if _, ok := md["managedFields"]; ok || u.GetName() != "p" || string(u.GetUID()) != "u" || len(u.GetOwnerReferences()) != 1 || u.GetKind() != "Pod" {
+		t.Fatalf("metadata = %v", u.Object)
+	}
+	if _, ok := in.Object["metadata"].(map[string]any)["managedFields"]; !ok {
+		t.Fatal("input modified")
 	}
 }

@@ -22,6 +22,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"sync"
@@ -30,6 +31,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
@@ -215,6 +217,9 @@ func (c *Collector) discover(ctx context.Context) error {
 				continue
 			}
 			inf := c.factory.ForResource(gvr).Informer()
+			if err := inf.SetTransform(metadataOnly); err != nil {
+				return err
+			}
 			if _, err := inf.AddEventHandler(c.handlers(gvr)); err != nil {
 				return err
 			}
@@ -223,6 +228,21 @@ func (c *Collector) discover(ctx context.Context) error {
 	}
 	c.factory.Start(ctx.Done())
 	return err
+}
+
+// metadataOnly keeps an object's identity and metadata (no spec, status
+// or managedFields) in the collector's caches.
+func metadataOnly(obj any) (any, error) {
+	u, ok := obj.(*unstructured.Unstructured)
+	if !ok {
+		return obj, nil
+	}
+	md, _ := u.Object["metadata"].(map[string]any)
+	if md != nil {
+		md = maps.Clone(md)
+		delete(md, "managedFields")
+	}
+	return &unstructured.Unstructured{Object: map[string]any{"apiVersion": u.GetAPIVersion(), "kind": u.GetKind(), "metadata": md}}, nil
 }
 
 func asMeta(obj any) (metav1.Object, bool) {

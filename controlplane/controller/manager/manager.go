@@ -4,6 +4,24 @@
 // While this manager leads, it builds a fresh shared informer factory,
 // event recorder and every enabled controller, runs them, and tears them
 // all down when leadership is lost (then it campaigns again).
+//
+// Wiring it into `berth server` (the composition root builds the clients
+// from the admin rest.Config and runs the manager beside the apiserver):
+//
+//	client, dyn, err := manager.ClientsFor(restConfig)
+//	if err != nil { return err }
+//	mgr, err := manager.New(manager.Config{
+//		Client: client, Dynamic: dyn,
+//		Identity: hostname + "_" + instanceID, // distinct per server replica
+//		NodeIPAM: nodeipam.Options{ClusterCIDR: cfg.ClusterCIDR, NodeCIDRMaskSize: cfg.NodeCIDRMaskSize},
+//		NodeLifecycle: nodelifecycle.Options{GracePeriod: cfg.NodeMonitorGracePeriod, MonitorPeriod: cfg.NodeMonitorPeriod},
+//		Logger: log,
+//	})
+//	if err != nil { return err }
+//	go func() { errCh <- mgr.Run(ctx) }() // returns nil when ctx ends
+//
+// Deleting a namespace's content is not one of these controllers: the
+// server's own namespace cleaner (controlplane/nscleaner) does it.
 package manager
 
 import (
@@ -178,12 +196,17 @@ func (m *Manager) Run(ctx context.Context) error {
 	log := m.cfg.Logger.With("component", "controller-manager", "identity", m.cfg.Identity)
 	for ctx.Err() == nil {
 		var runErr error
+		// The elector runs OnStartedLeading in its own goroutine and does
+		// not wait for it: termDone does, so one term's controllers are
+		// gone before the next campaign.
+		termDone := make(chan struct{})
+		lock := &observedLock{Interface: &resourcelock.LeaseLock{
+			LeaseMeta:  metav1.ObjectMeta{Namespace: m.cfg.LeaseNamespace, Name: m.cfg.LeaseName},
+			Client:     m.cfg.Client.CoordinationV1(),
+			LockConfig: resourcelock.ResourceLockConfig{Identity: m.cfg.Identity},
+		}}
 		elector, err := leaderelection.NewLeaderElector(leaderelection.LeaderElectionConfig{
-			Lock: &resourcelock.LeaseLock{
-				LeaseMeta:  metav1.ObjectMeta{Namespace: m.cfg.LeaseNamespace, Name: m.cfg.LeaseName},
-				Client:     m.cfg.Client.CoordinationV1(),
-				LockConfig: resourcelock.ResourceLockConfig{Identity: m.cfg.Identity},
-			},
+			Lock:            lock,
 			LeaseDuration:   m.cfg.LeaseDuration,
 			RenewDeadline:   m.cfg.RenewDeadline,
 			RetryPeriod:     m.cfg.RetryPeriod,
@@ -191,6 +214,7 @@ func (m *Manager) Run(ctx context.Context) error {
 			Name:            m.cfg.LeaseName,
 			Callbacks: leaderelection.LeaderCallbacks{
 				OnStartedLeading: func(lctx context.Context) {
+					defer close(termDone)
 					log.Info("leading: starting controllers", "controllers", m.cfg.Controllers)
 					m.leading.Store(true)
 					runErr = m.runControllers(lctx, log)
@@ -210,6 +234,9 @@ func (m *Manager) Run(ctx context.Context) error {
 			return fmt.Errorf("controller manager: leader election: %w", err)
 		}
 		elector.Run(ctx)
+		if lock.wrote.Load() { // it led, so OnStartedLeading was started
+			<-termDone
+		}
 		if runErr != nil {
 			return runErr
 		}
@@ -280,4 +307,28 @@ func (m *Manager) build(name string, base controller.Config) (interface{ Run(con
 		return garbagecollector.New(garbagecollector.Config{Config: base, Dynamic: m.cfg.Dynamic, Options: m.cfg.GarbageCollector})
 	}
 	return nil, fmt.Errorf("unknown controller %q: %w", name, errdefs.ErrInvalidArgument)
+}
+
+// observedLock records whether this manager ever wrote the Lease: only a
+// leader does (acquire, renew, release), and the elector starts
+// OnStartedLeading exactly when it acquired.
+type observedLock struct {
+	resourcelock.Interface
+	wrote atomic.Bool
+}
+
+func (l *observedLock) Create(ctx context.Context, r resourcelock.LeaderElectionRecord) error {
+	err := l.Interface.Create(ctx, r)
+	if err == nil {
+		l.wrote.Store(true)
+	}
+	return err
+}
+
+func (l *observedLock) Update(ctx context.Context, r resourcelock.LeaderElectionRecord) error {
+	err := l.Interface.Update(ctx, r)
+	if err == nil {
+		l.wrote.Store(true)
+	}
+	return err
 }

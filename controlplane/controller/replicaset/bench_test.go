@@ -20,7 +20,7 @@ func BenchmarkPlan1000(b *testing.B) {
 	}
 	for b.Loop() {
 		c := Claim(rs, sel, pods)
-		if p := Manage(rs, c.Owned, true, now); len(p.Delete) != 500 {
+		if p := Manage(rs, c.Owned, nil, true, now); len(p.Delete) != 500 {
 			b.Fatalf("delete %d", len(p.Delete))
 		}
 	}

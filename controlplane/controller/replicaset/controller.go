@@ -227,7 +227,15 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 
 	var manageErr error
 	if claimErr == nil {
-		plan := Manage(rs, owned, satisfied, c.cfg.Clock.Now())
+		var related []*corev1.Pod
+		if metav1.GetControllerOfNoCopy(rs) != nil {
+			siblings, err := c.rsLister.ReplicaSets(ns).List(labels.Everything())
+			if err != nil {
+				return err
+			}
+			related = RelatedPods(rs, siblings, pods)
+		}
+		plan := Manage(rs, owned, related, satisfied, c.cfg.Clock.Now())
 		manageErr = c.execute(ctx, key, rs, plan)
 	}
 	status := CalculateStatus(rs, owned, manageErr, c.cfg.Clock.Now())

@@ -14,7 +14,9 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
 
 	"berth/controlplane/controller/controllerref"
 )
@@ -50,8 +52,10 @@ type ManagePlan struct {
 // Nothing happens while expectations are unsatisfied (the cache has not yet
 // seen earlier creations or deletions) or while the ReplicaSet is being
 // deleted. At most BurstReplicas pods are created or deleted; the pods to
-// delete are the first of RankForDeletion's order.
-func Manage(rs *appsv1.ReplicaSet, owned []*corev1.Pod, expectationsSatisfied bool, now time.Time) ManagePlan {
+// delete are the first of RankForDeletion's order, co-location counted
+// over related (the active pods of every ReplicaSet with the same owner,
+// as upstream; owned when nil).
+func Manage(rs *appsv1.ReplicaSet, owned, related []*corev1.Pod, expectationsSatisfied bool, now time.Time) ManagePlan {
 	if !expectationsSatisfied || rs.DeletionTimestamp != nil {
 		return ManagePlan{}
 	}
@@ -61,7 +65,10 @@ func Manage(rs *appsv1.ReplicaSet, owned []*corev1.Pod, expectationsSatisfied bo
 		return ManagePlan{Create: min(-diff, BurstReplicas)}
 	case diff > 0:
 		n := min(diff, BurstReplicas)
-		return ManagePlan{Delete: RankForDeletion(owned, owned, now)[:n]}
+		if related == nil {
+			related = owned
+		}
+		return ManagePlan{Delete: RankForDeletion(owned, related, now)[:n]}
 	}
 	return ManagePlan{}
 }
@@ -75,6 +82,27 @@ func SlowStartBatches(count int) []int {
 		out = append(out, b)
 		count -= b
 		b = min(2*b, count)
+	}
+	return out
+}
+
+// RelatedPods returns the active pods controlled by rs or by any of
+// siblings (ReplicaSets with the same controller as rs); rs alone when it
+// has no controller.
+func RelatedPods(rs *appsv1.ReplicaSet, siblings []*appsv1.ReplicaSet, pods []*corev1.Pod) []*corev1.Pod {
+	uids := map[types.UID]bool{rs.UID: true}
+	if owner := metav1.GetControllerOfNoCopy(rs); owner != nil {
+		for _, s := range siblings {
+			if ref := metav1.GetControllerOfNoCopy(s); ref != nil && ref.UID == owner.UID {
+				uids[s.UID] = true
+			}
+		}
+	}
+	var out []*corev1.Pod
+	for _, p := range pods {
+		if ref := metav1.GetControllerOfNoCopy(p); ref != nil && uids[ref.UID] && isActive(p) {
+			out = append(out, p)
+		}
 	}
 	return out
 }

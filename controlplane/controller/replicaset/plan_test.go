@@ -132,7 +132,7 @@ func TestManage(t *testing.T) {
 		{"nil replicas means one", &appsv1.ReplicaSet{}, nil, true, 1, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			plan := Manage(tc.rs, tc.owned, tc.satisfied, now)
+			plan := Manage(tc.rs, tc.owned, nil, tc.satisfied, now)
 			if plan.Create != tc.wantCreate {
 				t.Fatalf("create = %d, want %d", plan.Create, tc.wantCreate)
 			}
@@ -250,5 +250,31 @@ func TestPodFromTemplate(t *testing.T) {
 	p.Labels["x"] = "y"
 	if _, ok := rs.Spec.Template.Labels["x"]; ok {
 		t.Fatal("pod shares the template's label map")
+	}
+}
+
+func TestRelatedPodsRanking(t *testing.T) {
+	t1 := true
+	deployRef := []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "Deployment", Name: "d", UID: "d-uid", Controller: &t1}}
+	rs := mkRS(1)
+	rs.OwnerReferences = deployRef
+	sibling := mkRS(1)
+	sibling.Name, sibling.UID, sibling.OwnerReferences = "rs-old", "old-uid", deployRef
+	stranger := mkRS(1)
+	stranger.Name, stranger.UID = "other", "other-uid"
+	mine := []*corev1.Pod{mkPod("on-a", onNode("a"), readyFor(time.Hour), ownedBy("rs-uid")), mkPod("on-b", onNode("b"), readyFor(time.Hour), ownedBy("rs-uid"))}
+	all := append([]*corev1.Pod{
+		// The sibling (same Deployment) doubles up node b; the stranger's
+		// pods on node a do not count.
+		mkPod("sib-b", onNode("b"), readyFor(time.Hour), ownedBy("old-uid")),
+		mkPod("x-a1", onNode("a"), ownedBy("other-uid")), mkPod("x-a2", onNode("a"), ownedBy("other-uid")),
+	}, mine...)
+	related := RelatedPods(rs, []*appsv1.ReplicaSet{rs, sibling, stranger}, all)
+	if got := podNames(related); !slices.Equal(got, []string{"sib-b", "on-a", "on-b"}) {
+		t.Fatalf("related = %v", got)
+	}
+	plan := Manage(rs, mine, related, true, now)
+	if got := podNames(plan.Delete); !slices.Equal(got, []string{"on-b"}) {
+		t.Fatalf("delete = %v, want the pod sharing node b with its sibling's", got)
 	}
 }

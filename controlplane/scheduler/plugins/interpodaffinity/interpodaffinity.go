@@ -8,6 +8,7 @@ import (
 	"math"
 
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/labels"
 
 	fw "berth/controlplane/scheduler/framework"
 )
@@ -56,6 +57,20 @@ func matchesAll(terms []fw.AffinityTerm, pod *v1.Pod, ns map[string]string) bool
 	return true
 }
 
+// namespaceLabels memoizes the snapshot's namespace label lookups for one
+// plugin call.
+func namespaceLabels(snap *fw.Snapshot) func(ns string) labels.Set {
+	cache := map[string]labels.Set{}
+	return func(ns string) labels.Set {
+		if l, ok := cache[ns]; ok {
+			return l
+		}
+		l := snap.NamespaceLabelsOf(ns)
+		cache[ns] = l
+		return l
+	}
+}
+
 // PreFilter counts, per topology domain, existing pods whose required
 // anti-affinity selects the pod, and existing pods the pod's required
 // (anti-)affinity selects; Skip when neither applies.
@@ -65,7 +80,8 @@ func (*Plugin) PreFilter(state *fw.CycleState, pod *fw.PodInfo, snap *fw.Snapsho
 		return fw.NewStatus(fw.Skip)
 	}
 	s := &preFilterState{existingAnti: map[pair]int{}, affinity: map[pair]int{}, anti: map[pair]int{}}
-	podNS := snap.NamespaceLabelsOf(pod.Pod.Namespace)
+	nsLabels := namespaceLabels(snap)
+	podNS := nsLabels(pod.Pod.Namespace)
 	for _, n := range snap.HavePodsWithRequiredAntiAffinity {
 		for _, ep := range n.PodsWithRequiredAntiAffinity {
 			for i := range ep.RequiredAntiAffinityTerms {
@@ -80,7 +96,7 @@ func (*Plugin) PreFilter(state *fw.CycleState, pod *fw.PodInfo, snap *fw.Snapsho
 		s.selfMatchAll = matchesAll(pod.RequiredAffinityTerms, pod.Pod, podNS)
 		for _, n := range snap.Nodes {
 			for _, ep := range n.Pods {
-				epNS := snap.NamespaceLabelsOf(ep.Pod.Namespace)
+				epNS := nsLabels(ep.Pod.Namespace)
 				if matchesAll(pod.RequiredAffinityTerms, ep.Pod, epNS) {
 					for i := range pod.RequiredAffinityTerms {
 						t := &pod.RequiredAffinityTerms[i]
@@ -110,12 +126,12 @@ func (*Plugin) Filter(state *fw.CycleState, pod *fw.PodInfo, node *fw.NodeInfo) 
 	if s == nil {
 		return nil
 	}
-	labels := node.Node.Labels
+	nodeLabels := node.Node.Labels
 	if len(pod.RequiredAffinityTerms) > 0 {
 		exist := true
 		for i := range pod.RequiredAffinityTerms {
 			t := &pod.RequiredAffinityTerms[i]
-			v, ok := labels[t.TopologyKey]
+			v, ok := nodeLabels[t.TopologyKey]
 			if !ok {
 				return fw.NewStatus(fw.UnschedulableAndUnresolvable, ErrReasonAffinityRulesNotMatch)
 			}
@@ -129,12 +145,12 @@ func (*Plugin) Filter(state *fw.CycleState, pod *fw.PodInfo, node *fw.NodeInfo) 
 	}
 	for i := range pod.RequiredAntiAffinityTerms {
 		t := &pod.RequiredAntiAffinityTerms[i]
-		if v, ok := labels[t.TopologyKey]; ok && s.anti[pair{t.TopologyKey, v}] > 0 {
+		if v, ok := nodeLabels[t.TopologyKey]; ok && s.anti[pair{t.TopologyKey, v}] > 0 {
 			return fw.NewStatus(fw.Unschedulable, ErrReasonAntiAffinityRulesNotMatch)
 		}
 	}
 	if len(s.existingAnti) > 0 {
-		for k, v := range labels {
+		for k, v := range nodeLabels {
 			if s.existingAnti[pair{k, v}] > 0 {
 				return fw.NewStatus(fw.Unschedulable, ErrReasonExistingAntiAffinityRulesNotMatch)
 			}
@@ -172,7 +188,8 @@ func (*Plugin) PreScore(state *fw.CycleState, pod *fw.PodInfo, snap *fw.Snapshot
 		nodes = snap.Nodes
 	}
 	s := &preScoreState{scores: map[string]map[string]int64{}}
-	podNS := snap.NamespaceLabelsOf(pod.Pod.Namespace)
+	nsLabels := namespaceLabels(snap)
+	podNS := nsLabels(pod.Pod.Namespace)
 	for _, n := range nodes {
 		if len(n.Node.Labels) == 0 {
 			continue
@@ -182,7 +199,7 @@ func (*Plugin) PreScore(state *fw.CycleState, pod *fw.PodInfo, snap *fw.Snapshot
 			pods = n.Pods
 		}
 		for _, ep := range pods {
-			epNS := snap.NamespaceLabelsOf(ep.Pod.Namespace)
+			epNS := nsLabels(ep.Pod.Namespace)
 			for i := range pod.PreferredAffinityTerms {
 				if t := &pod.PreferredAffinityTerms[i]; t.Matches(ep.Pod, epNS) {
 					s.add(t.TopologyKey, n.Node, int64(t.Weight))

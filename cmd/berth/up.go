@@ -1,0 +1,106 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/spf13/cobra"
+
+	"berth/internal/cluster"
+	"berth/internal/containerd"
+)
+
+// newUpCommand maps the flags of `berth up` onto cluster.Config.
+func newUpCommand() *cobra.Command {
+	var (
+		cfg            cluster.Config
+		registriesFile string
+		logLevel       string
+	)
+	cmd := &cobra.Command{
+		Use:   "up",
+		Short: "Run a whole single-node cluster on this machine: containerd, the control plane and the agent",
+		Long: `Run a single-node cluster in the foreground: berth's own containerd (with a
+generated config under DATA-DIR/containerd, unless --container-runtime-endpoint
+names a running runtime), the control plane with its embedded etcd, and the
+node agent. It prints the kubectl command line to use once everything is up.
+
+The pause image is built from the "pause" binary beside berth (or
+--pause-binary) and served from a registry on 127.0.0.1, so no network is
+needed. --registries takes a file in the format of k3s's registries.yaml
+(mirrors and per-registry TLS become containerd's hosts.toml; credentials
+stay with the agent).
+
+Ctrl-C or SIGTERM stops everything in reverse order. With berth's own
+containerd every pod is removed through CRI first and the pod bridge
+deleted, so nothing is left running; the cluster's objects stay in
+DATA-DIR and come back on the next start.
+
+Not yet: the agent runs standalone (static pods from DATA-DIR/manifests);
+joining it to the control plane as a Node comes with berth agent --server.
+
+  berth up --data-dir /var/lib/berth
+  kubectl --kubeconfig /var/lib/berth/admin.kubeconfig get namespaces`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			var level slog.Level
+			if err := level.UnmarshalText([]byte(logLevel)); err != nil {
+				return fmt.Errorf("--log-level: %w", err)
+			}
+			cfg.Logger = slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: level}))
+			if registriesFile != "" {
+				regs, err := containerd.LoadRegistries(registriesFile)
+				if err != nil {
+					return fmt.Errorf("--registries: %w", err)
+				}
+				cfg.Registries = regs
+			}
+			out := cmd.OutOrStdout()
+			cfg.OnReady = func(info cluster.Info) { printUpInfo(out, info) }
+			c, err := cluster.New(cfg)
+			if err != nil {
+				return err
+			}
+			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+			defer stop()
+			if err := c.Run(ctx); err != nil {
+				return err
+			}
+			fmt.Fprintln(out, "berth up: stopped")
+			return nil
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&cfg.DataDir, "data-dir", cluster.DefaultDataDir, "directory for all of the cluster's state (credentials, etcd, containerd, agent)")
+	f.StringVar(&cfg.RuntimeEndpoint, "container-runtime-endpoint", "", "CRI endpoint of a running runtime to use instead of starting berth's own containerd")
+	f.StringVar(&registriesFile, "registries", "", "registries file (k3s registries.yaml format): mirrors, TLS and credentials per registry")
+	f.StringVar(&cfg.PodCIDR, "pod-cidr", cluster.DefaultPodCIDR, "the node's pod subnet")
+	f.StringVar(&cfg.CNIBridge, "cni-bridge", cluster.DefaultCNIBridge, "Linux bridge the pods attach to")
+	f.StringVar(&cfg.CNIConfDir, "cni-conf-dir", "", "CNI conf dir (default DATA-DIR/cni/net.d; with --container-runtime-endpoint, the runtime's: /etc/cni/net.d)")
+	f.StringVar(&cfg.CNIBinDir, "cni-bin-dir", "", "directory of the CNI plugins (default /usr/lib/cni or /opt/cni/bin)")
+	f.StringVar(&cfg.Listen, "listen", "", "apiserver listen address host:port (default 0.0.0.0:6443; port 0 picks a free one)")
+	f.StringVar(&cfg.NodeName, "node-name", "", "name of the node (default: the host name)")
+	f.IntVar(&cfg.ReadOnlyPort, "read-only-port", 10255, "port of the agent's read-only API on 127.0.0.1 (GET /pods, /healthz); 0 disables it")
+	f.StringVar(&cfg.PauseBinary, "pause-binary", "", `berth's static pause binary (default "pause" beside the berth executable)`)
+	f.StringVar(&cfg.ContainerdBinary, "containerd", "", "containerd executable (default: containerd on PATH)")
+	f.StringVar(&logLevel, "log-level", "info", "log level: debug, info, warn or error")
+	return cmd
+}
+
+// printUpInfo tells the user how to reach the cluster.
+func printUpInfo(w io.Writer, info cluster.Info) {
+	fmt.Fprintf(w, "berth up: cluster ready; apiserver at https://%s\n", info.Server)
+	if info.OwnContainerd {
+		fmt.Fprintf(w, "berth up: containerd at %s (sandbox image %s)\n", info.RuntimeEndpoint, info.SandboxImage)
+	} else {
+		fmt.Fprintf(w, "berth up: using the runtime at %s\n", info.RuntimeEndpoint)
+	}
+	if !info.AgentJoined {
+		fmt.Fprintf(w, "berth up: NOTE: the agent is not joined to the control plane yet: it runs standalone, starting the static pods in %s; pods created through the API stay Pending\n", info.ManifestDir)
+	}
+	fmt.Fprintf(w, "berth up: use: kubectl --kubeconfig %s get pods\n", info.Kubeconfig)
+}

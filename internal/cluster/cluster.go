@@ -1,0 +1,237 @@
+package cluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"berth/agent"
+	"berth/controlplane/pki"
+	"berth/controlplane/server"
+	"berth/cri"
+	"berth/internal/containerd"
+	"berth/internal/errdefs"
+	"berth/internal/testimages"
+)
+
+// Cluster is a configured single-node cluster; Run runs it.
+type Cluster struct {
+	cfg Config
+}
+
+// New validates cfg.
+func New(cfg Config) (*Cluster, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	return &Cluster{cfg: cfg}, nil
+}
+
+// Config returns the configuration with the defaults applied.
+func (c *Cluster) Config() Config { return c.cfg }
+
+// startTimeout bounds waiting for each component to come up.
+const startTimeout = 2 * time.Minute
+
+// Run brings the cluster up (containerd, control plane, agent — in that
+// order), calls OnReady, and runs it until ctx ends or a component fails;
+// then it stops everything in reverse order (see the package doc) and
+// returns the first failure, nil after a clean stop.
+func (c *Cluster) Run(ctx context.Context) (err error) {
+	cfg := c.cfg
+	log := cfg.Logger
+	for _, d := range []string{cfg.DataDir, cfg.ManifestDir(), cfg.CNIConfDir} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			return fmt.Errorf("cluster: %w", err)
+		}
+	}
+	unlock, err := lockDataDir(cfg.DataDir)
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	sup := newSupervisor(ctx)
+	var cleanups []func() error
+	defer func() {
+		// Components stop in reverse order, then the host cleanup runs.
+		stopErr := sup.stop()
+		for i := len(cleanups) - 1; i >= 0; i-- {
+			stopErr = errors.Join(stopErr, cleanups[i]())
+		}
+		err = errors.Join(err, stopErr)
+	}()
+
+	info := Info{ManifestDir: cfg.ManifestDir(), RuntimeEndpoint: cfg.RuntimeEndpoint}
+	if cfg.RuntimeEndpoint == "" {
+		// Runs after containerd stopped (cleanups run after the supervisor).
+		cleanups = append(cleanups, func() error { return hostCleanup(cfg.DataDir, cfg.CNIBridge) })
+		ctd, sandboxImage, closeRegistry, err := c.startContainerd(ctx, sup)
+		if closeRegistry != nil {
+			cleanups = append(cleanups, closeRegistry)
+		}
+		if err != nil {
+			return err
+		}
+		info.RuntimeEndpoint, info.OwnContainerd, info.SandboxImage = ctd.Endpoint(), true, sandboxImage
+		// Runs before containerd stops: registered as a stop hook just
+		// above containerd in the supervisor's stack.
+		sup.onStop(func() error { return removeAllPods(ctd.Endpoint()) })
+	}
+
+	srv, err := server.New(server.Config{DataDir: cfg.DataDir, Listen: cfg.Listen, Logger: log.With("component", "server")})
+	if err != nil {
+		return err
+	}
+	serverDone := sup.start("server", srv.Run)
+	addr, err := waitFile(ctx, filepath.Join(cfg.DataDir, server.ListenAddressFile), serverDone)
+	if err != nil {
+		select {
+		case <-serverDone:
+			return sup.firstErr("the control plane stopped while starting")
+		default:
+		}
+		return fmt.Errorf("cluster: control plane: %w", err)
+	}
+	info.Server = addr
+	info.Kubeconfig = filepath.Join(cfg.DataDir, pki.KubeconfigFile)
+
+	ag, err := agent.New(agent.Config{
+		PodManifestPath: cfg.ManifestDir(),
+		RuntimeEndpoint: info.RuntimeEndpoint,
+		RootDir:         filepath.Join(cfg.DataDir, "agent"),
+		PodCIDR:         cfg.PodCIDR,
+		CNIConfDir:      cfg.CNIConfDir,
+		CNIBinDirs:      []string{cfg.CNIBinDir},
+		CNIBridge:       cfg.CNIBridge,
+		NodeName:        cfg.NodeName,
+		ReadOnlyAddress: cfg.ReadOnlyAddress,
+		ReadOnlyPort:    cfg.ReadOnlyPort,
+		Logger:          log.With("component", "agent"),
+	})
+	if err != nil {
+		return err
+	}
+	sup.start("agent", ag.Run)
+	log.Warn("the agent runs standalone: it is not joined to the control plane yet, so the API shows no node and pods created through it stay Pending; static pods from the manifest dir run",
+		"manifests", cfg.ManifestDir())
+
+	if cfg.OnReady != nil {
+		cfg.OnReady(info)
+	}
+	return sup.wait()
+}
+
+// startContainerd builds and serves the pause image, then starts berth's
+// containerd and waits until it can pull that image.
+func (c *Cluster) startContainerd(ctx context.Context, sup *supervisor) (*containerd.Containerd, string, func() error, error) {
+	cfg := c.cfg
+	log := cfg.Logger
+	bin, err := os.ReadFile(cfg.PauseBinary)
+	if err != nil {
+		return nil, "", nil, fmt.Errorf("cluster: pause binary (build it with CGO_ENABLED=0 go build -o %s ./cmd/pause, or give --pause-binary): %w", cfg.PauseBinary, err)
+	}
+	img, err := testimages.PauseImage(bin)
+	if err != nil {
+		return nil, "", nil, fmt.Errorf("cluster: pause image from %s: %w", cfg.PauseBinary, err)
+	}
+	digest, err := img.Digest()
+	if err != nil {
+		return nil, "", nil, fmt.Errorf("cluster: pause image: %w", err)
+	}
+	// The tag follows the content, so a new pause binary is a new image
+	// while restarts (a new registry port each time) reuse the pulled one.
+	tag := digest.Hex[:12]
+	reg, err := testimages.StartRegistry(testimages.RegistryConfig{})
+	if err != nil {
+		return nil, "", nil, fmt.Errorf("cluster: pause image registry: %w", err)
+	}
+	if _, err := reg.Push(ctx, PauseRepository+":"+tag, img); err != nil {
+		return nil, "", reg.Close, fmt.Errorf("cluster: pause image: %w", err)
+	}
+	sandboxImage := PauseRegistryHost + "/" + PauseRepository + ":" + tag
+
+	regs := cfg.Registries
+	regs.Mirrors = map[string]containerd.Mirror{PauseRegistryHost: {Endpoints: []string{"http://" + reg.Host()}}}
+	for k, v := range cfg.Registries.Mirrors {
+		regs.Mirrors[k] = v
+	}
+	ctd, err := containerd.New(containerd.Config{
+		Binary:       cfg.ContainerdBinary,
+		Dir:          filepath.Join(cfg.DataDir, "containerd"),
+		CNIConfDir:   cfg.CNIConfDir,
+		CNIBinDir:    cfg.CNIBinDir,
+		SandboxImage: sandboxImage,
+		Registries:   regs,
+		Logger:       log.With("component", "containerd"),
+	})
+	if err != nil {
+		return nil, "", reg.Close, err
+	}
+	done := sup.start("containerd", ctd.Run)
+	select {
+	case <-ctd.Ready():
+	case <-done:
+		return nil, "", reg.Close, sup.firstErr("containerd stopped while starting")
+	case <-ctx.Done():
+		return nil, "", reg.Close, ctx.Err()
+	}
+	client, err := cri.New(ctx, cri.Config{Endpoint: ctd.Endpoint()})
+	if err != nil {
+		return nil, "", reg.Close, fmt.Errorf("cluster: %w", err)
+	}
+	defer client.Close()
+	pullCtx, cancel := context.WithTimeout(ctx, startTimeout)
+	defer cancel()
+	if _, err := client.PullImage(pullCtx, sandboxImage, nil, nil); err != nil {
+		return nil, "", reg.Close, fmt.Errorf("cluster: pulling the pause image from the local registry: %w", err)
+	}
+	log.Info("containerd ready with the pause image", "endpoint", ctd.Endpoint(), "version", ctd.Version(), "sandboxImage", sandboxImage)
+	return ctd, sandboxImage, reg.Close, nil
+}
+
+// waitFile polls until path exists and returns its trimmed content, or
+// fails when done closes (the component ended) or startTimeout passes.
+func waitFile(ctx context.Context, path string, done <-chan struct{}) (string, error) {
+	ctx, cancel := context.WithTimeout(ctx, startTimeout)
+	defer cancel()
+	tick := time.NewTicker(50 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		if b, err := os.ReadFile(path); err == nil && len(strings.TrimSpace(string(b))) > 0 {
+			return strings.TrimSpace(string(b)), nil
+		}
+		select {
+		case <-done:
+			return "", fmt.Errorf("stopped before writing %s: %w", path, errdefs.ErrUnavailable)
+		case <-ctx.Done():
+			return "", fmt.Errorf("no %s after %s: %w", path, startTimeout, ctx.Err())
+		case <-tick.C:
+		}
+	}
+}
+
+// LockFile, in the data dir, is held (flock) while a cluster runs on it.
+const LockFile = "berth-up.lock"
+
+// lockDataDir takes the data dir's lock, so two clusters never share (and
+// clean up) one data dir; the kernel drops it if the process dies.
+func lockDataDir(dir string) (func(), error) {
+	path := filepath.Join(dir, LockFile)
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("cluster: %w", err)
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		f.Close()
+		if errors.Is(err, syscall.EWOULDBLOCK) {
+			return nil, fmt.Errorf("cluster: another berth up runs on %s (it holds %s): %w", dir, path, errdefs.ErrAlreadyExists)
+		}
+		return nil, fmt.Errorf("cluster: lock %s: %w", path, err)
+	}
+	return func() { f.Close() }, nil
+}

@@ -1,0 +1,186 @@
+// Package cluster is the composition root of `berth up`: a single-node
+// cluster on this machine. It runs, under one Run(ctx):
+//
+//  1. its own containerd (internal/containerd) with a generated config —
+//     unless RuntimeEndpoint names a running one — whose sandbox image is
+//     the pause image built from berth's pause binary and served from an
+//     in-process registry on 127.0.0.1 (so a node with no network starts
+//     pods), and whose registry hosts come from the registries file;
+//  2. the control plane (controlplane/server) with its embedded etcd;
+//  3. the node agent (agent).
+//
+// When ctx ends the components stop in reverse order. With its own
+// containerd, every pod sandbox and container is then removed through CRI
+// (CNI DEL, shims exit), containerd is stopped, anything still mounted
+// under the data dir is unmounted and the pod bridge deleted: `berth up`
+// leaves nothing running behind it. (k3s instead leaves pods running across
+// restarts; the agent adopts them when it starts again. berth up is a
+// whole cluster in one foreground command, so its end is the cluster's
+// end; the API objects stay in etcd and the pods come back on the next
+// start.) A containerd named by RuntimeEndpoint is not berth's: its pods are
+// left as the agent leaves them.
+package cluster
+
+import (
+	"fmt"
+	"log/slog"
+	"net/netip"
+	"os"
+	"path/filepath"
+
+	"berth/agent"
+	"berth/controlplane/server"
+	"berth/internal/containerd"
+	"berth/internal/errdefs"
+)
+
+// Defaults for Config.
+const (
+	DefaultDataDir   = "/var/lib/berth"
+	DefaultPodCIDR   = "10.42.0.0/24"
+	DefaultCNIBridge = agent.DefaultCNIBridge
+	// PauseRegistryHost is the registry name the pause image is published
+	// under; containerd's hosts config sends it to the in-process registry.
+	PauseRegistryHost = "berth.local"
+	// PauseRepository is the pause image's repository in that registry.
+	PauseRepository = "berth/pause"
+)
+
+// Config configures a single-node cluster.
+type Config struct {
+	// DataDir holds everything: the control plane's credentials and etcd
+	// (DATA-DIR/admin.kubeconfig), containerd's root and config
+	// (DATA-DIR/containerd), the CNI config (DATA-DIR/cni), the agent's
+	// state (DATA-DIR/agent) and its static pod manifests
+	// (DATA-DIR/manifests). Default /var/lib/berth.
+	DataDir string
+	// RuntimeEndpoint, when set, is a running CRI runtime to use instead of
+	// starting berth's own containerd; CNIConfDir must then be the
+	// runtime's CNI conf dir.
+	RuntimeEndpoint string
+	// CNIConfDir is where the agent writes the node's conflist; default
+	// DATA-DIR/cni/net.d with berth's containerd, agent.DefaultCNIConfDir
+	// with RuntimeEndpoint.
+	CNIConfDir string
+	// CNIBinDir holds the CNI plugins; default the first of
+	// agent.DefaultCNIBinDirs that has a bridge plugin.
+	CNIBinDir string
+	// Registries are the mirrors and TLS settings of the registries file;
+	// its credentials are the node's (see berth/agent/credentials).
+	Registries containerd.Registries
+	// PodCIDR is the node's pod subnet; default 10.42.0.0/24.
+	PodCIDR string
+	// CNIBridge is the pods' bridge; default berth0.
+	CNIBridge string
+	// Listen is the apiserver's address; default server.DefaultListen.
+	Listen string
+	// NodeName names the node; default the host name.
+	NodeName string
+	// ReadOnlyPort is the agent's read-only API port (0 disables it);
+	// ReadOnlyAddress its address, default 127.0.0.1.
+	ReadOnlyPort    int
+	ReadOnlyAddress string
+	// PauseBinary is berth's static pause binary; default "pause" beside
+	// the running executable. Not used with RuntimeEndpoint.
+	PauseBinary string
+	// ContainerdBinary is containerd's executable; default from PATH.
+	ContainerdBinary string
+	// OnReady is called once, when every component is up.
+	OnReady func(Info)
+	// Logger receives every component's log; nil discards.
+	Logger *slog.Logger
+}
+
+// Info tells how to reach a running cluster.
+type Info struct {
+	// Kubeconfig is the admin kubeconfig, DATA-DIR/admin.kubeconfig.
+	Kubeconfig string
+	// Server is the apiserver's bound host:port.
+	Server string
+	// RuntimeEndpoint is the CRI endpoint the agent uses.
+	RuntimeEndpoint string
+	// OwnContainerd tells whether berth started that runtime.
+	OwnContainerd bool
+	// SandboxImage is the pause image of berth's containerd ("" otherwise).
+	SandboxImage string
+	// ManifestDir is the agent's static pod directory.
+	ManifestDir string
+	// AgentJoined tells whether the agent registered with the control
+	// plane. Not yet: the agent runs standalone (static pods only).
+	AgentJoined bool
+}
+
+// Validate fills the defaults and checks the fields, naming the bad one;
+// errors wrap errdefs.ErrInvalidArgument.
+func (c *Config) Validate() error {
+	bad := func(field, format string, args ...any) error {
+		return fmt.Errorf("cluster config: %s: %s: %w", field, fmt.Sprintf(format, args...), errdefs.ErrInvalidArgument)
+	}
+	if c.DataDir == "" {
+		c.DataDir = DefaultDataDir
+	}
+	abs, err := filepath.Abs(c.DataDir)
+	if err != nil {
+		return bad("DataDir (--data-dir)", "%v", err)
+	}
+	c.DataDir = abs
+	if c.PodCIDR == "" {
+		c.PodCIDR = DefaultPodCIDR
+	}
+	if p, err := netip.ParsePrefix(c.PodCIDR); err != nil || p.Masked() != p || !p.Addr().Is4() {
+		return bad("PodCIDR (--pod-cidr)", "%q is not an IPv4 network CIDR such as %s", c.PodCIDR, DefaultPodCIDR)
+	}
+	if c.CNIBridge == "" {
+		c.CNIBridge = DefaultCNIBridge
+	}
+	if len(c.CNIBridge) > 15 {
+		return bad("CNIBridge (--cni-bridge)", "%q is longer than an interface name's 15 bytes", c.CNIBridge)
+	}
+	if c.Listen == "" {
+		c.Listen = server.DefaultListen
+	}
+	if c.ReadOnlyAddress == "" {
+		c.ReadOnlyAddress = "127.0.0.1"
+	}
+	if c.ReadOnlyPort < 0 || c.ReadOnlyPort > 65535 {
+		return bad("ReadOnlyPort (--read-only-port)", "%d is not a port", c.ReadOnlyPort)
+	}
+	if c.CNIConfDir == "" {
+		if c.RuntimeEndpoint == "" {
+			c.CNIConfDir = filepath.Join(c.DataDir, "cni", "net.d")
+		} else {
+			c.CNIConfDir = agent.DefaultCNIConfDir
+		}
+	}
+	if c.CNIBinDir == "" {
+		for _, d := range agent.DefaultCNIBinDirs {
+			if _, err := os.Stat(filepath.Join(d, "bridge")); err == nil {
+				c.CNIBinDir = d
+				break
+			}
+		}
+		if c.CNIBinDir == "" {
+			return bad("CNIBinDir (--cni-bin-dir)", "no CNI bridge plugin in %v (Debian: apt-get install containernetworking-plugins)", agent.DefaultCNIBinDirs)
+		}
+	}
+	if err := c.Registries.Validate(); err != nil {
+		return fmt.Errorf("cluster config: Registries (--registries): %w", err)
+	}
+	if _, ok := c.Registries.Mirrors[PauseRegistryHost]; ok {
+		return bad("Registries (--registries)", "mirrors[%q] is berth's own (the pause image); use another name", PauseRegistryHost)
+	}
+	if c.RuntimeEndpoint == "" && c.PauseBinary == "" {
+		exe, err := os.Executable()
+		if err != nil {
+			return bad("PauseBinary (--pause-binary)", "not set and the executable's directory is unknown: %v", err)
+		}
+		c.PauseBinary = filepath.Join(filepath.Dir(exe), "pause")
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	return nil
+}
+
+// ManifestDir is DATA-DIR/manifests.
+func (c Config) ManifestDir() string { return filepath.Join(c.DataDir, "manifests") }
