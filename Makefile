@@ -14,9 +14,10 @@ all: build
 deps:
 	@./hack/deps.sh
 
-## build: the berth binary in bin/
+## build: the berth binary and the static pause program (the sandbox image of `berth up`) in bin/
 build:
 	go build -o $(BERTH) ./cmd/berth
+	CGO_ENABLED=0 go build -trimpath -ldflags='-s -w' -o $(BIN)/pause ./cmd/pause
 
 vet:
 	go vet ./...

@@ -132,6 +132,7 @@ type namespaceGetter struct {
 	client kubernetes.Interface
 }
 
+// GetNamespace implements the library's NamespaceGetter.
 func (g namespaceGetter) GetNamespace(ctx context.Context, name string) (*corev1.Namespace, error) {
 	ns, err := g.lister.Get(name)
 	if apierrors.IsNotFound(err) && g.client != nil {
@@ -170,15 +171,18 @@ func newPodSecurityRecorder(reg prometheus.Registerer) (*podSecurityRecorder, er
 	return r, nil
 }
 
+// RecordEvaluation implements the library's metrics.Recorder.
 func (r *podSecurityRecorder) RecordEvaluation(d psametrics.Decision, lv psaapi.LevelVersion, mode psametrics.Mode, a psaapi.Attributes) {
 	r.evaluations.WithLabelValues(string(d), string(lv.Level), lv.Version.String(), string(mode),
 		string(a.GetOperation()), a.GetResource().Resource, a.GetSubresource()).Inc()
 }
 
+// RecordExemption implements the library's metrics.Recorder.
 func (r *podSecurityRecorder) RecordExemption(a psaapi.Attributes) {
 	r.exemptions.WithLabelValues(string(a.GetOperation()), a.GetResource().Resource, a.GetSubresource()).Inc()
 }
 
+// RecordError implements the library's metrics.Recorder.
 func (r *podSecurityRecorder) RecordError(fatal bool, a psaapi.Attributes) {
 	r.errors.WithLabelValues(fmt.Sprint(fatal), string(a.GetOperation()), a.GetResource().Resource, a.GetSubresource()).Inc()
 }

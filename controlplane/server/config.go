@@ -5,10 +5,14 @@ import (
 	"log/slog"
 	"net"
 	"net/url"
+	"slices"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"berth/controlplane/controller/manager"
+	"berth/controlplane/controller/nodeipam"
+	"berth/controlplane/controller/nodelifecycle"
 	"berth/internal/errdefs"
 )
 
@@ -17,6 +21,16 @@ const (
 	DefaultListen             = "0.0.0.0:6443"
 	DefaultCompactionInterval = 5 * time.Minute
 )
+
+// Components the server runs beside the apiserver, each under its own
+// leader election; Config.Disable names those not to run.
+const (
+	ComponentControllers = "controllers"
+	ComponentScheduler   = "scheduler"
+)
+
+// Components lists what Config.Disable accepts.
+var Components = []string{ComponentControllers, ComponentScheduler}
 
 // Config configures `berth server`.
 type Config struct {
@@ -38,6 +52,24 @@ type Config struct {
 	// (kube-apiserver's --etcd-compaction-interval); 0 disables it. Watches
 	// from a compacted revision get 410 Gone.
 	EtcdCompactionInterval time.Duration
+	// Disable names components (of Components) not to run in this server:
+	// "scheduler" to run `berth scheduler` apart, "controllers" to run no
+	// controller manager.
+	Disable []string
+	// Controllers are the controller names (manager.Controllers) the
+	// controller manager runs; empty runs them all.
+	Controllers []string
+	// NodeIPAM hands out node pod CIDRs (--cluster-cidr,
+	// --node-cidr-mask-size); zero fields take nodeipam's defaults.
+	NodeIPAM nodeipam.Options
+	// NodeLifecycle marks silent nodes unreachable (--node-monitor-grace-period,
+	// --node-startup-grace-period, --node-monitor-period); zero fields take
+	// nodelifecycle's defaults.
+	NodeLifecycle nodelifecycle.Options
+	// LeaseDuration, RenewDeadline and RetryPeriod time the leader
+	// elections of the controller manager and the scheduler (defaults
+	// 15s, 10s, 2s as upstream).
+	LeaseDuration, RenewDeadline, RetryPeriod time.Duration
 	// Logger receives the server's log; nil discards.
 	Logger *slog.Logger
 	// Metrics registers the server's Prometheus metrics; Gatherer serves
@@ -45,6 +77,9 @@ type Config struct {
 	Metrics  prometheus.Registerer
 	Gatherer prometheus.Gatherer
 }
+
+// Enabled reports whether a component (of Components) runs in this server.
+func (c *Config) Enabled(component string) bool { return !slices.Contains(c.Disable, component) }
 
 // Validate fills defaults and checks every field, naming the bad one.
 func (c *Config) Validate() error {
@@ -71,6 +106,34 @@ func (c *Config) Validate() error {
 	}
 	if c.EtcdCompactionInterval < 0 {
 		return fmt.Errorf("server config: etcd compaction interval %s is negative: %w", c.EtcdCompactionInterval, errdefs.ErrInvalidArgument)
+	}
+	for _, d := range c.Disable {
+		if !slices.Contains(Components, d) {
+			return fmt.Errorf("server config: disable %q: want one of %v: %w", d, Components, errdefs.ErrInvalidArgument)
+		}
+	}
+	for _, n := range c.Controllers {
+		if !slices.Contains(manager.Controllers, n) {
+			return fmt.Errorf("server config: controller %q: want some of %v: %w", n, manager.Controllers, errdefs.ErrInvalidArgument)
+		}
+	}
+	if err := c.NodeIPAM.Validate(); err != nil {
+		return fmt.Errorf("server config: %w", err)
+	}
+	if err := c.NodeLifecycle.Validate(); err != nil {
+		return fmt.Errorf("server config: %w", err)
+	}
+	if c.LeaseDuration == 0 {
+		c.LeaseDuration = manager.DefaultLeaseDuration
+	}
+	if c.RenewDeadline == 0 {
+		c.RenewDeadline = manager.DefaultRenewDeadline
+	}
+	if c.RetryPeriod == 0 {
+		c.RetryPeriod = manager.DefaultRetryPeriod
+	}
+	if !(c.LeaseDuration > c.RenewDeadline && c.RenewDeadline > c.RetryPeriod && c.RetryPeriod > 0) {
+		return fmt.Errorf("server config: leader election: want lease duration (%s) > renew deadline (%s) > retry period (%s) > 0: %w", c.LeaseDuration, c.RenewDeadline, c.RetryPeriod, errdefs.ErrInvalidArgument)
 	}
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)

@@ -68,9 +68,11 @@ func (c *Cluster) Run(ctx context.Context) (err error) {
 
 	info := Info{ManifestDir: cfg.ManifestDir(), RuntimeEndpoint: cfg.RuntimeEndpoint}
 	if cfg.RuntimeEndpoint == "" {
-		// Runs after containerd stopped (cleanups run after the supervisor).
-		cleanups = append(cleanups, func() error { return hostCleanup(cfg.DataDir, cfg.CNIBridge) })
-		ctd, sandboxImage, closeRegistry, err := c.startContainerd(ctx, sup)
+		ctd, sandboxImage, closeRegistry, err := c.startContainerd(ctx, sup, func() {
+			// Once berth's containerd runs: after it stopped (cleanups run
+			// after the supervisor), unmount and delete the bridge.
+			cleanups = append(cleanups, func() error { return hostCleanup(cfg.DataDir, cfg.CNIBridge) })
+		})
 		if closeRegistry != nil {
 			cleanups = append(cleanups, closeRegistry)
 		}
@@ -128,7 +130,8 @@ func (c *Cluster) Run(ctx context.Context) (err error) {
 
 // startContainerd builds and serves the pause image, then starts berth's
 // containerd and waits until it can pull that image.
-func (c *Cluster) startContainerd(ctx context.Context, sup *supervisor) (*containerd.Containerd, string, func() error, error) {
+// started is called once containerd has been started.
+func (c *Cluster) startContainerd(ctx context.Context, sup *supervisor, started func()) (*containerd.Containerd, string, func() error, error) {
 	cfg := c.cfg
 	log := cfg.Logger
 	bin, err := os.ReadFile(cfg.PauseBinary)
@@ -173,6 +176,7 @@ func (c *Cluster) startContainerd(ctx context.Context, sup *supervisor) (*contai
 		return nil, "", reg.Close, err
 	}
 	done := sup.start("containerd", ctd.Run)
+	started()
 	select {
 	case <-ctd.Ready():
 	case <-done:

@@ -173,6 +173,11 @@ func ClusterRoles() []*rbacv1.ClusterRole {
 		),
 
 		clusterRole("system:node", nil, NodeRules()...),
+		// Bound by nobody by default (upstream leaves the binding to the
+		// installer): bind it to the group bootstrap tokens authenticate as.
+		clusterRole("system:node-bootstrapper", nil,
+			rule(v("create", "get", "list", "watch"), g("certificates.k8s.io"), "certificatesigningrequests"),
+		),
 		clusterRole("system:node-proxier", nil,
 			rule(v("list", "watch"), core, "services", "endpoints"),
 			rule(read, core, "nodes"),

@@ -15,7 +15,7 @@ func TestDefaultsCarryUpstreamMetadata(t *testing.T) {
 	want := map[string]bool{"cluster-admin": false, "admin": false, "edit": false, "view": false,
 		"system:basic-user": false, "system:discovery": false, "system:public-info-viewer": false,
 		"system:node": false, "system:node-proxier": false, "system:kube-scheduler": false,
-		"system:kube-controller-manager": false, "system:monitoring": false}
+		"system:kube-controller-manager": false, "system:monitoring": false, "system:node-bootstrapper": false}
 	for _, r := range bootstrap.ClusterRoles() {
 		if _, ok := want[r.Name]; ok {
 			want[r.Name] = true

@@ -1,0 +1,237 @@
+package server
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/subtle"
+	"encoding/base64"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"os"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	utilrand "k8s.io/apimachinery/pkg/util/rand"
+	"k8s.io/apiserver/pkg/authentication/user"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/leaderelection"
+	"k8s.io/client-go/tools/leaderelection/resourcelock"
+
+	"berth/controlplane/apiserver"
+	"berth/controlplane/controller/manager"
+	"berth/controlplane/scheduler"
+)
+
+// The scheduler's leader-election Lease, as kube-scheduler's.
+const (
+	SchedulerLeaseNamespace = "kube-system"
+	SchedulerLeaseName      = "kube-scheduler"
+)
+
+// LoopbackUser is the identity of the server's own clients (the controller
+// manager and the scheduler running inside it), as kube-apiserver's
+// loopback client: a member of system:masters.
+const LoopbackUser = "system:apiserver"
+
+// loopbackAuthenticator accepts the in-memory loopback token as
+// LoopbackUser and defers every other request to next.
+type loopbackAuthenticator struct {
+	token string
+	next  apiserver.Authenticator
+}
+
+// newLoopbackToken is a random bearer token that lives only in this process.
+func newLoopbackToken() (string, error) {
+	b := make([]byte, 32)
+	if _, err := rand.Read(b); err != nil {
+		return "", fmt.Errorf("server: loopback token: %w", err)
+	}
+	return base64.RawURLEncoding.EncodeToString(b), nil
+}
+
+// Authenticate implements apiserver.Authenticator.
+func (a loopbackAuthenticator) Authenticate(r *http.Request) (user.Info, bool) {
+	if scheme, token, ok := strings.Cut(r.Header.Get("Authorization"), " "); ok && strings.EqualFold(scheme, "bearer") &&
+		subtle.ConstantTimeCompare([]byte(strings.TrimSpace(token)), []byte(a.token)) == 1 {
+		return &user.DefaultInfo{Name: LoopbackUser, Groups: []string{"system:masters", user.AllAuthenticated}}, true
+	}
+	return a.next.Authenticate(r)
+}
+
+// loopbackConfig is the client configuration of the in-process components:
+// the bound address, the cluster CA, the loopback token.
+func loopbackConfig(host string, caPEM []byte, token string) *rest.Config {
+	return &rest.Config{
+		Host:            "https://" + host,
+		BearerToken:     token,
+		TLSClientConfig: rest.TLSClientConfig{CAData: caPEM},
+		QPS:             manager.DefaultQPS,
+		Burst:           manager.DefaultBurst,
+	}
+}
+
+// instanceID names this server in the Leases: hostname_random.
+func instanceID() string {
+	host, err := os.Hostname()
+	if err != nil || host == "" {
+		host = "berth-server"
+	}
+	return host + "_" + utilrand.String(8)
+}
+
+// component is one long-running part of the server.
+type component struct {
+	name string
+	run  func(ctx context.Context) error
+}
+
+// controlPlaneComponents builds the controller manager and the scheduler
+// the configuration enables, both on the loopback client.
+func (s *Server) controlPlaneComponents(rc *rest.Config, id string, leaders *leaderMetrics) ([]component, error) {
+	cfg := s.cfg
+	var out []component
+	if cfg.Enabled(ComponentControllers) {
+		client, dyn, err := manager.ClientsFor(rc)
+		if err != nil {
+			return nil, err
+		}
+		mgr, err := manager.New(manager.Config{
+			Client: client, Dynamic: dyn, Identity: id,
+			LeaseDuration: cfg.LeaseDuration, RenewDeadline: cfg.RenewDeadline, RetryPeriod: cfg.RetryPeriod,
+			Controllers:   cfg.Controllers,
+			NodeIPAM:      cfg.NodeIPAM,
+			NodeLifecycle: cfg.NodeLifecycle,
+			Logger:        cfg.Logger,
+		})
+		if err != nil {
+			return nil, err
+		}
+		leaders.add(manager.DefaultLeaseName, mgr.Leading)
+		out = append(out, component{name: "controller-manager", run: mgr.Run})
+	}
+	if cfg.Enabled(ComponentScheduler) {
+		src := rest.CopyConfig(rc)
+		src.UserAgent = "berth-scheduler"
+		client, err := kubernetes.NewForConfig(src)
+		if err != nil {
+			return nil, fmt.Errorf("server: scheduler client: %w", err)
+		}
+		schedCfg := scheduler.Config{Client: client, Logger: cfg.Logger.With("component", "scheduler"), Metrics: cfg.Metrics}
+		// A Scheduler runs once: each leadership term builds its own with
+		// a fresh informer factory.
+		term := func(ctx context.Context) error {
+			c := schedCfg
+			c.Informers = informers.NewSharedInformerFactory(client, 0)
+			defer c.Informers.Shutdown()
+			sched, err := scheduler.New(c)
+			if err != nil {
+				return err
+			}
+			return sched.Run(ctx)
+		}
+		el := &election{
+			client: client, namespace: SchedulerLeaseNamespace, name: SchedulerLeaseName, identity: id,
+			duration: cfg.LeaseDuration, renew: cfg.RenewDeadline, retry: cfg.RetryPeriod,
+			log: cfg.Logger.With("component", "scheduler", "identity", id), run: term,
+		}
+		leaders.add(SchedulerLeaseName, el.leading.Load)
+		out = append(out, component{name: "scheduler", run: el.Run})
+	}
+	return out, nil
+}
+
+// election runs a function while holding a Lease, campaigning again after
+// each term, until ctx ends; the Lease is released on ctx's end.
+type election struct {
+	client                    kubernetes.Interface
+	namespace, name, identity string
+	duration, renew, retry    time.Duration
+	log                       *slog.Logger
+	run                       func(ctx context.Context) error
+	leading                   atomic.Bool
+}
+
+// Run implements the component contract.
+func (e *election) Run(ctx context.Context) error {
+	for ctx.Err() == nil {
+		var runErr error
+		termDone := make(chan struct{})
+		started := atomic.Bool{}
+		elector, err := leaderelection.NewLeaderElector(leaderelection.LeaderElectionConfig{
+			Lock: &resourcelock.LeaseLock{
+				LeaseMeta:  metav1.ObjectMeta{Namespace: e.namespace, Name: e.name},
+				Client:     e.client.CoordinationV1(),
+				LockConfig: resourcelock.ResourceLockConfig{Identity: e.identity},
+			},
+			LeaseDuration:   e.duration,
+			RenewDeadline:   e.renew,
+			RetryPeriod:     e.retry,
+			ReleaseOnCancel: true,
+			Name:            e.name,
+			Callbacks: leaderelection.LeaderCallbacks{
+				OnStartedLeading: func(lctx context.Context) {
+					started.Store(true)
+					defer close(termDone)
+					e.leading.Store(true)
+					e.log.Info("leading", "lease", e.namespace+"/"+e.name)
+					runErr = e.run(lctx)
+				},
+				OnStoppedLeading: func() {
+					e.leading.Store(false)
+					e.log.Info("not leading", "lease", e.namespace+"/"+e.name)
+				},
+			},
+		})
+		if err != nil {
+			return fmt.Errorf("leader election %s/%s: %w", e.namespace, e.name, err)
+		}
+		elector.Run(ctx)
+		// The elector runs OnStartedLeading in its own goroutine and
+		// does not wait for it; a term ends before the next campaign.
+		if started.Load() {
+			<-termDone
+		}
+		if runErr != nil {
+			return runErr
+		}
+	}
+	return nil
+}
+
+// leaderMetrics exports leader_election_master_status{name} (1 while this
+// server holds the Lease), as client-go's leader election metric.
+type leaderMetrics struct {
+	desc  *prometheus.Desc
+	names []string
+	funcs []func() bool
+}
+
+func newLeaderMetrics() *leaderMetrics {
+	return &leaderMetrics{desc: prometheus.NewDesc("leader_election_master_status",
+		"Gauge of if the reporting system is master of the relevant lease, 0 indicates backup, 1 indicates master. 'name' is the string used to identify the lease.",
+		[]string{"name"}, nil)}
+}
+
+func (m *leaderMetrics) add(name string, leading func() bool) {
+	m.names, m.funcs = append(m.names, name), append(m.funcs, leading)
+}
+
+// Describe implements prometheus.Collector.
+func (m *leaderMetrics) Describe(ch chan<- *prometheus.Desc) { ch <- m.desc }
+
+// Collect implements prometheus.Collector.
+func (m *leaderMetrics) Collect(ch chan<- prometheus.Metric) {
+	for i, name := range m.names {
+		v := 0.0
+		if m.funcs[i]() {
+			v = 1
+		}
+		ch <- prometheus.MustNewConstMetric(m.desc, prometheus.GaugeValue, v, name)
+	}
+}
