@@ -5,12 +5,16 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/spf13/cobra"
 
+	"berth/controlplane/controller/manager"
+	"berth/controlplane/controller/nodeipam"
+	"berth/controlplane/controller/nodelifecycle"
 	"berth/controlplane/server"
 )
 
@@ -18,10 +22,13 @@ func newServerCommand() *cobra.Command {
 	var cfg server.Config
 	cmd := &cobra.Command{
 		Use:   "server",
-		Short: "Run the control plane: a Kubernetes-compatible apiserver on etcd (embedded by default)",
+		Short: "Run the control plane: a Kubernetes-compatible apiserver on etcd (embedded by default), the controllers and the scheduler",
 		Long: `Run the control plane: a Kubernetes-compatible apiserver over HTTPS, storing
 objects in etcd (an embedded member under DATA-DIR/etcd unless --etcd-servers
-names an external cluster).
+names an external cluster), with the controller manager and the scheduler
+inside, each leader-elected through a Lease in kube-system
+(berth-controller-manager, kube-scheduler) so several servers can share one
+etcd. --disable scheduler leaves scheduling to a separate ` + "`berth scheduler`" + `.
 
 On first start it generates into DATA-DIR a cluster CA, the serving
 certificate, an admin client certificate with DATA-DIR/admin.kubeconfig, and
@@ -54,6 +61,13 @@ serving, it writes the bound address to DATA-DIR/listen-address.
 	f.StringVar(&cfg.EtcdCertFile, "etcd-certfile", "", "client certificate for the external etcd")
 	f.StringVar(&cfg.EtcdKeyFile, "etcd-keyfile", "", "client key for the external etcd")
 	f.DurationVar(&cfg.EtcdCompactionInterval, "etcd-compaction-interval", server.DefaultCompactionInterval, "how often old etcd revisions are compacted (0 disables)")
+	f.StringSliceVar(&cfg.Disable, "disable", nil, "components not to run in this server (comma-separated): "+strings.Join(server.Components, ", "))
+	f.StringSliceVar(&cfg.Controllers, "controllers", nil, "controllers to run (comma-separated; default all): "+strings.Join(manager.Controllers, ", "))
+	f.StringVar(&cfg.NodeIPAM.ClusterCIDR, "cluster-cidr", nodeipam.DefaultClusterCIDR, "IPv4 range the nodes' pod CIDRs are allocated from")
+	f.IntVar(&cfg.NodeIPAM.NodeCIDRMaskSize, "node-cidr-mask-size", nodeipam.DefaultNodeCIDRMaskSize, "prefix length of each node's pod CIDR")
+	f.DurationVar(&cfg.NodeLifecycle.GracePeriod, "node-monitor-grace-period", nodelifecycle.DefaultGracePeriod, "how long a node may go without renewing its Lease before it is marked unreachable")
+	f.DurationVar(&cfg.NodeLifecycle.StartupGracePeriod, "node-startup-grace-period", nodelifecycle.DefaultStartupGracePeriod, "the grace period of a node that never reported Ready")
+	f.DurationVar(&cfg.NodeLifecycle.MonitorPeriod, "node-monitor-period", nodelifecycle.DefaultMonitorPeriod, "how often the nodes are checked")
 	_ = cmd.MarkFlagRequired("data-dir")
 	return cmd
 }

@@ -10,6 +10,7 @@ import (
 
 	jsonpatch "gopkg.in/evanphx/json-patch.v4"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -82,6 +83,7 @@ func (h *Handler) servePatch(w http.ResponseWriter, r *http.Request, res *Resour
 		}
 	}
 	info := &patchInfo{h: h, name: name, kind: kind, patchType: pt, patch: patch, validation: validation,
+		resource: schema.GroupResource{Group: res.GroupVersion.Group, Resource: res.Resource},
 		fm: fm, manager: managerName(opts.FieldManager, r), force: opts.Force != nil && *opts.Force}
 	uopts := &metav1.UpdateOptions{DryRun: opts.DryRun, FieldManager: opts.FieldManager, FieldValidation: opts.FieldValidation}
 	createCheck := func(ctx context.Context, o runtime.Object) error { return h.checkNamespace(ctx, res, o) }
@@ -111,6 +113,7 @@ func patchTypes(apply bool) []string {
 type patchInfo struct {
 	h          *Handler
 	name       string
+	resource   schema.GroupResource
 	kind       schema.GroupVersionKind
 	patchType  types.PatchType
 	patch      []byte
@@ -128,6 +131,14 @@ func (p *patchInfo) Preconditions() *metav1.Preconditions { return nil }
 func (p *patchInfo) UpdatedObject(ctx context.Context, old runtime.Object) (runtime.Object, error) {
 	if p.patchType == types.ApplyYAMLPatchType {
 		return p.apply(old)
+	}
+	// The store hands a new, empty object when none is stored (it may
+	// create on update, as events and leases do): only apply creates, the
+	// other patches find nothing to patch, as upstream. (Patching the
+	// empty object would create an object without name: event recorders
+	// PATCH a series or count first and create only on NotFound.)
+	if m, err := meta.Accessor(unwrapCacheable(old)); err != nil || m.GetUID() == "" {
+		return nil, apierrors.NewNotFound(p.resource, p.name)
 	}
 	jsonInfo, ok := runtime.SerializerInfoForMediaType(p.h.codecs.SupportedMediaTypes(), runtime.ContentTypeJSON)
 	if !ok {

@@ -43,10 +43,23 @@ func (restrictions) AllowsStreamSchema(s string) bool { return s == "watch" }
 
 // writeObject encodes obj in gv with the negotiated serializer.
 func (h *Handler) writeObject(w http.ResponseWriter, r *http.Request, code int, gv schema.GroupVersion, obj runtime.Object) {
-	_, info, err := negotiation.NegotiateOutputMediaType(r, h.codecs, restrictions{})
+	mt, info, err := negotiation.NegotiateOutputMediaType(r, h.codecs, restrictions{})
 	if err != nil {
 		h.writeError(w, r, err)
 		return
+	}
+	// A write's result as=PartialObjectMetadata (the metadata client's
+	// patch and delete); Status objects and lists go as they are.
+	if mt.Convert != nil && mt.Convert.Kind == "PartialObjectMetadata" {
+		if _, isMeta := unwrapCacheable(obj).(metav1.ObjectMetaAccessor); isMeta {
+			m, err := partialMetadata(obj)
+			if err != nil {
+				h.writeError(w, r, err)
+				return
+			}
+			h.encode(w, code, info, metaV1, m)
+			return
+		}
 	}
 	h.encode(w, code, info, gv, obj)
 }

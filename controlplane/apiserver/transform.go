@@ -22,12 +22,12 @@ func (h *Handler) transform(r *http.Request, res *Resource, target *schema.Group
 		return h.table(r, res, obj)
 	case "PartialObjectMetadata":
 		if isList {
-			return nil, apierrors.NewBadRequest("a list can only be returned as PartialObjectMetadataList")
+			return nil, negotiation.NewNotAcceptableConversionError("PartialObjectMetadata: the requested object is a list", []string{"PartialObjectMetadataList", "Table"})
 		}
 		return partialMetadata(obj)
 	case "PartialObjectMetadataList":
 		if !isList {
-			return nil, apierrors.NewBadRequest("a single object can only be returned as PartialObjectMetadata")
+			return nil, negotiation.NewNotAcceptableConversionError("PartialObjectMetadataList: the requested object is not a list", []string{"PartialObjectMetadata", "Table"})
 		}
 		out := &metav1.PartialObjectMetadataList{TypeMeta: metav1.TypeMeta{APIVersion: metaV1.String(), Kind: "PartialObjectMetadataList"}}
 		if lm, err := meta.ListAccessor(obj); err == nil {

@@ -41,6 +41,10 @@ func (h *Handler) serveWatch(w http.ResponseWriter, r *http.Request, res *Resour
 	if opts.TimeoutSeconds != nil {
 		timeout = time.Duration(*opts.TimeoutSeconds) * time.Second
 	}
+	if mt.Convert != nil && mt.Convert.Kind != "Table" && mt.Convert.Kind != "PartialObjectMetadata" {
+		h.writeError(w, r, negotiation.NewNotAcceptableConversionError(mt.Convert.String(), []string{"Table", "PartialObjectMetadata"}))
+		return
+	}
 	ctx, cancel := context.WithTimeout(r.Context(), timeout)
 	defer cancel()
 
@@ -65,10 +69,13 @@ func (h *Handler) serveWatch(w http.ResponseWriter, r *http.Request, res *Resour
 
 	embedded := h.codecs.EncoderForVersion(info.Serializer, res.GroupVersion)
 	statusEncoder := h.codecs.EncoderForVersion(info.Serializer, coreV1)
-	tableEncoder := h.codecs.EncoderForVersion(info.Serializer, metaV1)
+	metaEncoder := h.codecs.EncoderForVersion(info.Serializer, metaV1)
 	framed := info.StreamSerializer.Framer.NewFrameWriter(w)
 	enc := streaming.NewEncoder(framed, info.StreamSerializer.Serializer)
 	asTable := mt.Convert != nil && mt.Convert.Kind == "Table"
+	// Metadata-only informers watch as=PartialObjectMetadata: every
+	// object, bookmarks included, is sent as its metadata.
+	asMetadata := mt.Convert != nil && mt.Convert.Kind == "PartialObjectMetadata"
 	var buf bytes.Buffer
 	for {
 		select {
@@ -90,7 +97,14 @@ func (h *Handler) serveWatch(w http.ResponseWriter, r *http.Request, res *Resour
 					h.log.Warn("watch: table conversion", "resource", res.Resource, "err", err)
 					return
 				}
-				obj, e = t, tableEncoder
+				obj, e = t, metaEncoder
+			case asMetadata:
+				m, err := partialMetadata(obj)
+				if err != nil {
+					h.log.Warn("watch: metadata conversion", "resource", res.Resource, "err", err)
+					return
+				}
+				obj, e = m, metaEncoder
 			}
 			if err := e.Encode(obj, &buf); err != nil {
 				h.log.Warn("watch: encoding event", "resource", res.Resource, "err", err)

@@ -35,7 +35,14 @@ func (l NamespaceLifecycle) CheckCreate(ctx context.Context, namespace string, g
 	}
 	ns := obj.(*corev1.Namespace)
 	if ns.DeletionTimestamp != nil || ns.Status.Phase == corev1.NamespaceTerminating {
-		return apierrors.NewForbidden(gr, name, fmt.Errorf("unable to create new content in namespace %s because it is being terminated", namespace))
+		err := apierrors.NewForbidden(gr, name, fmt.Errorf("unable to create new content in namespace %s because it is being terminated", namespace))
+		// The cause lets clients (controllers) tell this refusal apart.
+		err.ErrStatus.Details.Causes = append(err.ErrStatus.Details.Causes, metav1.StatusCause{
+			Type:    corev1.NamespaceTerminatingCause,
+			Message: fmt.Sprintf("namespace %s is being terminated", namespace),
+			Field:   "metadata.namespace",
+		})
+		return err
 	}
 	return nil
 }

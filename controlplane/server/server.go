@@ -129,6 +129,11 @@ func (s *Server) Run(ctx context.Context) (err error) {
 	bound := ln.Addr().String()
 	advertised := advertisedAddress(cfg, ln.Addr().(*net.TCPAddr))
 
+	loopbackToken, err := newLoopbackToken()
+	if err != nil {
+		ln.Close()
+		return err
+	}
 	var openapiHandler http.Handler
 	var converter managedfields.TypeConverter
 	if docs, err := openapi.New(openapiResources(set), openapi.Info{Version: version.KubernetesVersion, ServerSideApply: true}); err != nil {
@@ -142,7 +147,7 @@ func (s *Server) Run(ctx context.Context) (err error) {
 	handler, err := apiserver.New(apiserver.Config{
 		Scheme:         sch,
 		Resources:      set.Resources,
-		Authenticator:  apiserver.CertOrTokenAuthenticator{ValidToken: creds.ValidToken},
+		Authenticator:  loopbackAuthenticator{token: loopbackToken, next: apiserver.CertOrTokenAuthenticator{ValidToken: creds.ValidToken}},
 		Namespaces:     resources.NamespaceLifecycle{Store: set.Namespaces},
 		OpenAPI:        openapiHandler,
 		TypeConverter:  converter,
@@ -187,15 +192,21 @@ func (s *Server) Run(ctx context.Context) (err error) {
 		ln.Close()
 		return err
 	}
-	cleanerCtx, stopCleaner := context.WithCancel(ctx)
-	cleanerDone := make(chan error, 1)
-	go func() {
-		cleanerDone <- nscleaner.Run(cleanerCtx, nscleaner.Config{Resources: set, Logger: log})
-	}()
-	defer func() {
-		stopCleaner()
-		<-cleanerDone
-	}()
+	comps := []component{{name: "namespace-cleaner", run: func(ctx context.Context) error {
+		return nscleaner.Run(ctx, nscleaner.Config{Resources: set, Logger: log})
+	}}}
+	id := instanceID()
+	leaders := newLeaderMetrics()
+	more, err := s.controlPlaneComponents(loopbackConfig(kubeconfigHost(ln.Addr().(*net.TCPAddr)), creds.CAPEM, loopbackToken), id, leaders)
+	if err != nil {
+		ln.Close()
+		return err
+	}
+	comps = append(comps, more...)
+	if err := registerReplacing(cfg.Metrics, leaders); err != nil {
+		ln.Close()
+		return fmt.Errorf("server: metrics: %w", err)
+	}
 
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- srv.ServeTLS(ln, "", "") }()
@@ -207,7 +218,10 @@ func (s *Server) Run(ctx context.Context) (err error) {
 		return fmt.Errorf("server: %w", err)
 	}
 	defer os.Remove(addrFile)
-	log.Info("berth server serving", "address", bound, "kubeconfig", creds.Path(pki.KubeconfigFile), "etcd", clientCfg.Endpoints)
+	log.Info("berth server serving", "address", bound, "kubeconfig", creds.Path(pki.KubeconfigFile), "etcd", clientCfg.Endpoints, "identity", id)
+	// The components stop before the apiserver does: releasing their
+	// Leases goes through it.
+	sup := startSupervisor(ctx, log, comps)
 
 	var memberErr <-chan error
 	if member != nil {
@@ -220,7 +234,10 @@ func (s *Server) Run(ctx context.Context) (err error) {
 		runErr = fmt.Errorf("server: serving: %w", err)
 	case err := <-memberErr:
 		runErr = fmt.Errorf("server: embedded etcd failed: %w", err)
+	case err := <-sup.failed:
+		runErr = fmt.Errorf("server: %w", err)
 	}
+	sup.stop(componentStopTimeout)
 	cancelRequests()
 	shutdownCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()

@@ -64,6 +64,25 @@ func TestRunServesAndStops(t *testing.T) {
 	if _, err := cs.CoreV1().ConfigMaps("default").Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "x"}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
+	// The controller manager and the scheduler run inside, on the
+	// loopback client, each holding its Lease under the same identity.
+	var holders []string
+	for _, name := range []string{"berth-controller-manager", SchedulerLeaseName} {
+		for deadline := time.Now().Add(30 * time.Second); ; {
+			l, err := cs.CoordinationV1().Leases("kube-system").Get(ctx, name, metav1.GetOptions{})
+			if err == nil && l.Spec.HolderIdentity != nil && *l.Spec.HolderIdentity != "" {
+				holders = append(holders, *l.Spec.HolderIdentity)
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("lease %s not held: %v", name, err)
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
+	if holders[0] != holders[1] {
+		t.Fatalf("lease holders %v, want one server identity", holders)
+	}
 	cancel()
 	select {
 	case err := <-done:

@@ -26,6 +26,9 @@ var kubectls = map[string]string{
 	"1.27": "/usr/lib/google-cloud-sdk/bin/kubectl.1.27",
 }
 
+// apiOnly are the flags of a server running the apiserver alone.
+var apiOnly = []string{"--disable", "controllers,scheduler"}
+
 var (
 	binOnce sync.Once
 	binPath string
@@ -52,7 +55,9 @@ func runMain(m *testing.M) int {
 			os.RemoveAll(builtDir)
 		}
 	}()
-	shared, err = startServer(filepath.Join(dir, "server"), "127.0.0.1:0")
+	// The API alone: no controller or scheduler writes into the objects
+	// these tests examine (integration/cluster tests the whole).
+	shared, err = startServer(filepath.Join(dir, "server"), "127.0.0.1:0", apiOnly...)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "starting berth server:", err)
 		return 1

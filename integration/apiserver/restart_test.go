@@ -24,7 +24,7 @@ func TestRestart(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	dir := filepath.Join(t.TempDir(), "server")
-	srv, err := startServer(dir, "127.0.0.1:0")
+	srv, err := startServer(dir, "127.0.0.1:0", apiOnly...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -76,7 +76,7 @@ func TestRestart(t *testing.T) {
 
 	addr := srv.addr
 	srv.stop()
-	srv, err = startServer(dir, addr)
+	srv, err = startServer(dir, addr, apiOnly...)
 	if err != nil {
 		t.Fatal(err)
 	}
