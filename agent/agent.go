@@ -26,6 +26,8 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"berth/agent/backoff"
@@ -33,6 +35,8 @@ import (
 	"berth/agent/containerconfig"
 	"berth/agent/dns"
 	"berth/agent/images"
+	"berth/agent/kubeletapi"
+	"berth/agent/node"
 	"berth/agent/pleg"
 	"berth/agent/podruntime"
 	"berth/agent/podstate"
@@ -40,11 +44,14 @@ import (
 	"berth/agent/qos"
 	"berth/agent/sandboxconfig"
 	"berth/agent/server"
+	apisource "berth/agent/source/apiserver"
 	"berth/agent/source/manifest"
 	"berth/agent/status"
+	"berth/agent/statussync"
 	"berth/agent/volumes"
 	"berth/cni"
 	"berth/cri"
+	"berth/probes"
 )
 
 // Agent is a configured node agent; Run runs it.
@@ -78,20 +85,6 @@ func (a *Agent) Run(ctx context.Context) error {
 			return fmt.Errorf("agent: %w", err)
 		}
 	}
-	netCfg := cni.Config{
-		NetworkName: cfg.CNINetworkName, BridgeName: cfg.CNIBridge, PodCIDRs: []string{cfg.PodCIDR},
-		BinDirs: cfg.CNIBinDirs, ConfDir: cfg.CNIConfDir, DataDir: filepath.Join(cfg.RootDir, "cni", "networks"),
-	}
-	path, err := cni.Write(netCfg)
-	if err != nil {
-		return fmt.Errorf("agent: writing the CNI config: %w", err)
-	}
-	log.Info("wrote the node's CNI config", "path", path, "bridge", cfg.CNIBridge, "podCIDR", cfg.PodCIDR)
-	if err := cni.Check(ctx, netCfg); err != nil {
-		log.Error("the CNI config does not work on this node; pods needing the pod network wait", "err", err)
-		a.setNetwork(fmt.Errorf("CNI check: %w", err))
-	}
-
 	client, err := cri.New(ctx, cri.Config{Endpoint: cfg.RuntimeEndpoint})
 	if err != nil {
 		return fmt.Errorf("agent: %w", err)
@@ -99,6 +92,58 @@ func (a *Agent) Run(ctx context.Context) error {
 	defer client.Close()
 	version := client.RuntimeVersion()
 	log.Info("connected to the container runtime", "runtime", version.GetRuntimeName(), "version", version.GetRuntimeVersion())
+
+	run := newSupervisor(ctx)
+	defer run.Stop() // on an early return
+	var kube kubernetes.Interface
+	var restCfg *rest.Config
+	podCIDR := cfg.PodCIDR
+	if cfg.Joined() {
+		if restCfg, err = cfg.restConfig(); err != nil {
+			return err
+		}
+		if kube, err = kubernetes.NewForConfig(restCfg); err != nil {
+			return fmt.Errorf("agent: %w", err)
+		}
+		cidrs := make(chan []string, 1)
+		nodes, err := node.New(node.Config{
+			Client: kube, NodeName: cfg.NodeName, InternalIP: net.ParseIP(cfg.NodeIP), Runtime: client, RootDir: cfg.RootDir,
+			KubeletPort: int32(cfg.KubeletPort), Logger: log,
+			OnPodCIDRs: func(c []string) {
+				select {
+				case cidrs <- c:
+				default:
+				}
+			},
+		})
+		if err != nil {
+			return fmt.Errorf("agent: %w", err)
+		}
+		run.Go("node", nodes.Run)
+		if podCIDR == "" {
+			log.Info("waiting for the Node's spec.podCIDR")
+			select {
+			case c := <-cidrs:
+				podCIDR = c[0]
+			case <-ctx.Done():
+				return run.Wait()
+			}
+		}
+	}
+
+	netCfg := cni.Config{
+		NetworkName: cfg.CNINetworkName, BridgeName: cfg.CNIBridge, PodCIDRs: []string{podCIDR},
+		BinDirs: cfg.CNIBinDirs, ConfDir: cfg.CNIConfDir, DataDir: filepath.Join(cfg.RootDir, "cni", "networks"),
+	}
+	path, err := cni.Write(netCfg)
+	if err != nil {
+		return fmt.Errorf("agent: writing the CNI config: %w", err)
+	}
+	log.Info("wrote the node's CNI config", "path", path, "bridge", cfg.CNIBridge, "podCIDR", podCIDR)
+	if err := cni.Check(ctx, netCfg); err != nil {
+		log.Error("the CNI config does not work on this node; pods needing the pod network wait", "err", err)
+		a.setNetwork(fmt.Errorf("CNI check: %w", err))
+	}
 	if err := waitNetwork(ctx, client, 10*time.Second); err != nil {
 		log.Warn("the runtime's pod network is not ready yet; pods needing it wait", "err", err)
 	}
@@ -115,8 +160,18 @@ func (a *Agent) Run(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("agent: %w", err)
 	}
-	vols, err := volumes.New(volumes.Config{RootDir: cfg.RootDir, Logger: log,
-		NodeAllocatable: v1.ResourceList{v1.ResourceMemory: *resource.NewQuantity(memory, resource.BinarySI)}})
+	volCfg := volumes.Config{RootDir: cfg.RootDir, Logger: log,
+		NodeAllocatable: v1.ResourceList{v1.ResourceMemory: *resource.NewQuantity(memory, resource.BinarySI)}}
+	var pullCreds func(context.Context, *v1.Pod, string) []*runtimeapi.AuthConfig
+	if kube != nil {
+		objects, err := volumes.NewClientSource(kube)
+		if err != nil {
+			return fmt.Errorf("agent: %w", err)
+		}
+		volCfg.Objects = objects
+		pullCreds = pullCredentials(kube, log)
+	}
+	vols, err := volumes.New(volCfg)
 	if err != nil {
 		return fmt.Errorf("agent: %w", err)
 	}
@@ -124,9 +179,18 @@ func (a *Agent) Run(ctx context.Context) error {
 	crashBackOff := backoff.New(cfg.ContainerBackOff)
 	reader := podruntime.New(client)
 	nodeIP := net.ParseIP(cfg.NodeIP)
+	probeHTTP := probes.NewHTTPGetter() // shared by probes and hooks
+	prober, err := probes.New(probes.Config{Exec: client, HTTP: probeHTTP, Logger: log})
+	if err != nil {
+		return fmt.Errorf("agent: %w", err)
+	}
+	hooks, err := probes.NewHookRunner(probes.HookConfig{Exec: client, HTTP: probeHTTP, Logger: log})
+	if err != nil {
+		return fmt.Errorf("agent: %w", err)
+	}
 	workers, err := podworker.New(podworker.Config{
 		CRI: client, Reader: reader, Status: statuses, BackOff: crashBackOff,
-		Images: puller, Volumes: vols,
+		Images: puller, Volumes: vols, Probes: prober, Hooks: hooks,
 		SandboxOptions: sandboxconfig.Options{PodLogDir: cfg.PodLogDir, CgroupRoot: cfg.CgroupRoot, DNS: dns.Options{
 			ClusterDNS: cfg.ClusterDNS, ClusterDomain: cfg.ClusterDomain, ResolvConf: cfg.ResolvConf, NodeIPs: []net.IP{nodeIP},
 		}},
@@ -138,22 +202,56 @@ func (a *Agent) Run(ctx context.Context) error {
 		PodCleanup: func(uid types.UID, _ *v1.Pod) error {
 			return cgroups.RemovePod(mounts, cfg.CgroupRoot, uid)
 		},
-		RootDir:     cfg.RootDir,
-		RuntimeName: version.GetRuntimeName(),
-		HostIP:      cfg.NodeIP,
-		QOSClass:    qos.Class,
-		MaxStarts:   cfg.MaxParallelStarts,
-		Logger:      log,
+		RootDir:         cfg.RootDir,
+		RuntimeName:     version.GetRuntimeName(),
+		HostIP:          cfg.NodeIP,
+		QOSClass:        qos.Class,
+		MaxStarts:       cfg.MaxParallelStarts,
+		PullCredentials: pullCreds,
+		Logger:          log,
 	})
 	if err != nil {
 		return fmt.Errorf("agent: %w", err)
 	}
-	src, err := manifest.New(manifest.Config{Dir: cfg.PodManifestPath, NodeName: cfg.NodeName, Rescan: cfg.ManifestRescan, Logger: log})
-	if err != nil {
-		return fmt.Errorf("agent: %w", err)
-	}
-	var synced sync.Once
+	// The PLEG removes the runtime's pods no source asks for, once every
+	// source has delivered its first list.
+	var pending sync.WaitGroup
 	sourceSynced := make(chan struct{})
+	var src *manifest.Source
+	var synced sync.Once
+	if cfg.PodManifestPath != "" {
+		if src, err = manifest.New(manifest.Config{Dir: cfg.PodManifestPath, NodeName: cfg.NodeName, Rescan: cfg.ManifestRescan, Logger: log}); err != nil {
+			return fmt.Errorf("agent: %w", err)
+		}
+		pending.Add(1)
+	}
+	var apiSrc *apisource.Source
+	if kube != nil {
+		handler := newAPIPods(workers, kube, log)
+		if apiSrc, err = apisource.New(apisource.Config{Client: kube, NodeName: cfg.NodeName, Handler: handler, Logger: log}); err != nil {
+			return fmt.Errorf("agent: %w", err)
+		}
+		syncer, err := statussync.New(statussync.Config{Client: kube, Status: statuses, Pods: apiSrc.Lister(), Logger: log})
+		if err != nil {
+			return fmt.Errorf("agent: %w", err)
+		}
+		pending.Add(1)
+		run.Go("apiserver pod source", apiSrc.Run)
+		run.Go("apiserver source synced", func(ctx context.Context) error {
+			for !apiSrc.HasSynced() {
+				select {
+				case <-ctx.Done():
+					return nil
+				case <-time.After(50 * time.Millisecond):
+				}
+			}
+			pending.Done()
+			return nil
+		})
+		run.Go("pod status sync", syncer.Run)
+		run.Go("graceful deletion", handler.finishDeletions)
+	}
+	go func() { pending.Wait(); close(sourceSynced) }()
 	var lastVolumeGC time.Time
 	var suspects map[types.UID]bool
 	detector, err := pleg.New(pleg.Config{
@@ -188,24 +286,25 @@ func (a *Agent) Run(ctx context.Context) error {
 		return fmt.Errorf("agent: %w", err)
 	}
 
-	run := newSupervisor(ctx)
 	run.Go("pod workers", workers.Run)
-	run.Go("manifest source", src.Run)
-	run.Go("pod events", func(ctx context.Context) error {
-		for ev := range src.Events() {
-			switch ev.Op {
-			case manifest.Add:
-				log.Info("pod added", "pod", ev.Pod.Namespace+"/"+ev.Pod.Name, "uid", ev.Pod.UID, "file", ev.File)
-				workers.Update(ev.Pod)
-			case manifest.Remove:
-				log.Info("pod removed", "pod", ev.Pod.Namespace+"/"+ev.Pod.Name, "uid", ev.Pod.UID, "file", ev.File)
-				workers.Remove(ev.Pod.UID)
-			case manifest.Synced:
-				synced.Do(func() { close(sourceSynced) })
+	if src != nil {
+		run.Go("manifest source", src.Run)
+		run.Go("pod events", func(ctx context.Context) error {
+			for ev := range src.Events() {
+				switch ev.Op {
+				case manifest.Add:
+					log.Info("pod added", "pod", ev.Pod.Namespace+"/"+ev.Pod.Name, "uid", ev.Pod.UID, "file", ev.File)
+					workers.Update(ev.Pod)
+				case manifest.Remove:
+					log.Info("pod removed", "pod", ev.Pod.Namespace+"/"+ev.Pod.Name, "uid", ev.Pod.UID, "file", ev.File)
+					workers.Remove(ev.Pod.UID)
+				case manifest.Synced:
+					synced.Do(pending.Done)
+				}
 			}
-		}
-		return nil
-	})
+			return nil
+		})
+	}
 	run.Go("pleg", detector.Run)
 	run.Go("runtime status", func(ctx context.Context) error { a.watchRuntime(ctx, client); return nil })
 	run.Go("back-off gc", func(ctx context.Context) error {
@@ -223,16 +322,32 @@ func (a *Agent) Run(ctx context.Context) error {
 	if cfg.ReadOnlyPort != 0 {
 		lis, err := net.Listen("tcp", net.JoinHostPort(cfg.ReadOnlyAddress, strconv.Itoa(cfg.ReadOnlyPort)))
 		if err != nil {
-			run.Stop()
 			return fmt.Errorf("agent: read-only port: %w", err)
 		}
 		srv, err := server.New(server.Config{Listener: lis, Pods: statuses.List, Healthy: a.healthy, Logger: log})
 		if err != nil {
-			run.Stop()
 			return fmt.Errorf("agent: %w", err)
 		}
 		log.Info("serving the read-only API", "addr", lis.Addr().String())
 		run.Go("read-only API", srv.Run)
+	}
+	if restCfg != nil {
+		caFile, err := cfg.clientCAFile(restCfg)
+		if err != nil {
+			return err
+		}
+		api, err := kubeletapi.New(kubeletapi.Config{
+			Address:  net.JoinHostPort(cfg.KubeletAddress, strconv.Itoa(cfg.KubeletPort)),
+			CertFile: cfg.TLSCertFile, KeyFile: cfg.TLSKeyFile, RootDir: cfg.RootDir,
+			NodeName: cfg.NodeName, Addresses: []net.IP{nodeIP}, ClientCAFile: caFile,
+			Pods: statuses.List, Locator: kubeletapi.CRILocator{Runtime: client}, Runtime: client,
+			PodLogDir: cfg.PodLogDir, Healthy: a.healthy, Logger: log,
+		})
+		if err != nil {
+			return fmt.Errorf("agent: %w", err)
+		}
+		log.Info("serving the agent API", "port", cfg.KubeletPort)
+		run.Go("agent API", api.Run)
 	}
 	return run.Wait()
 }

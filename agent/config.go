@@ -85,9 +85,42 @@ type Config struct {
 	// is 20 s (inotify reports changes at once).
 	ManifestRescan time.Duration
 
+	// Server is the apiserver's URL ("https://HOST:6443"): with it (or
+	// Kubeconfig) the agent joins the control plane — it registers its
+	// Node, runs the pods bound to it besides the static ones, and writes
+	// their status. Empty (and no Kubeconfig): standalone.
+	Server string
+	// TokenFile holds the bearer token the agent authenticates with
+	// (the server's DATA-DIR/agent-token); required with Server.
+	TokenFile string
+	// CAFile is the cluster CA bundle the apiserver's certificate is
+	// verified against (DATA-DIR/ca.crt); empty: the system's roots.
+	CAFile string
+	// Kubeconfig is a kubeconfig file to reach the apiserver with, instead
+	// of Server, TokenFile and CAFile.
+	Kubeconfig string
+	// KubeletAddress and KubeletPort are where the authenticated agent API
+	// (logs, exec, attach, port-forward, metrics) listens when joined;
+	// port 0 is DefaultKubeletPort.
+	KubeletAddress string
+	KubeletPort    int
+	// TLSCertFile and TLSKeyFile are the agent API's serving certificate;
+	// for the apiserver's proxy (kubectl logs/exec) it must be signed by the
+	// cluster CA. Empty: a self-signed one is generated under RootDir/pki.
+	TLSCertFile, TLSKeyFile string
+	// ClientCAFile verifies the agent API's client certificates; default
+	// CAFile (or the kubeconfig's CA).
+	ClientCAFile string
+
 	// Logger receives the agent's logs; nil discards them.
 	Logger *slog.Logger
 }
+
+// DefaultKubeletPort is the agent API's port, as the kubelet's.
+const DefaultKubeletPort = 10250
+
+// Joined reports whether the agent joins a control plane.
+func (c *Config) Joined() bool { return c.Server != "" || c.Kubeconfig != "" }
 
 // validate checks c and fills in the defaults. Errors name the field and
 // wrap errdefs.ErrInvalidArgument.
@@ -95,18 +128,41 @@ func (c *Config) validate() error {
 	bad := func(field, format string, args ...any) error {
 		return fmt.Errorf("agent config: %s: %s: %w", field, fmt.Sprintf(format, args...), errdefs.ErrInvalidArgument)
 	}
-	for _, f := range []struct{ name, value string }{
-		{"PodManifestPath (--pod-manifest-path)", c.PodManifestPath},
-		{"RuntimeEndpoint (--container-runtime-endpoint)", c.RuntimeEndpoint},
-		{"RootDir (--root-dir)", c.RootDir},
-		{"PodCIDR (--pod-cidr)", c.PodCIDR},
+	for _, f := range []struct {
+		name, value string
+		required    bool
+	}{
+		{"PodManifestPath (--pod-manifest-path)", c.PodManifestPath, !c.Joined()},
+		{"RuntimeEndpoint (--container-runtime-endpoint)", c.RuntimeEndpoint, true},
+		{"RootDir (--root-dir)", c.RootDir, true},
+		{"PodCIDR (--pod-cidr)", c.PodCIDR, !c.Joined()},
 	} {
-		if f.value == "" {
+		if f.required && f.value == "" {
 			return bad(f.name, "required")
 		}
 	}
-	if p, err := netip.ParsePrefix(c.PodCIDR); err != nil || p.Masked() != p {
-		return bad("PodCIDR (--pod-cidr)", "%q is not a network CIDR such as 10.88.0.0/16", c.PodCIDR)
+	if c.PodCIDR != "" {
+		if p, err := netip.ParsePrefix(c.PodCIDR); err != nil || p.Masked() != p {
+			return bad("PodCIDR (--pod-cidr)", "%q is not a network CIDR such as 10.88.0.0/16", c.PodCIDR)
+		}
+	}
+	switch {
+	case c.Server != "" && c.Kubeconfig != "":
+		return bad("Server (--server)", "give either --server with --token-file, or --kubeconfig, not both")
+	case c.Server != "" && !strings.HasPrefix(c.Server, "https://"):
+		return bad("Server (--server)", "%q must be an https:// URL", c.Server)
+	case c.Server != "" && c.TokenFile == "":
+		return bad("TokenFile (--token-file)", "required with --server")
+	case (c.TLSCertFile == "") != (c.TLSKeyFile == ""):
+		return bad("TLSCertFile (--tls-cert-file)", "--tls-cert-file and --tls-private-key-file go together")
+	case c.KubeletPort < 0 || c.KubeletPort > 65535:
+		return bad("KubeletPort (--kubelet-port)", "%d is not a port", c.KubeletPort)
+	}
+	if c.KubeletPort == 0 {
+		c.KubeletPort = DefaultKubeletPort
+	}
+	if c.ClientCAFile == "" {
+		c.ClientCAFile = c.CAFile
 	}
 	for _, f := range []struct {
 		name  string
@@ -129,6 +185,9 @@ func (c *Config) validate() error {
 		name  string
 		value *string
 	}{{"PodManifestPath", &c.PodManifestPath}, {"RootDir", &c.RootDir}, {"CNIConfDir", &c.CNIConfDir}, {"PodLogDir", &c.PodLogDir}} {
+		if *f.value == "" {
+			continue
+		}
 		if *f.value, err = filepath.Abs(*f.value); err != nil {
 			return bad(f.name, "%v", err)
 		}

@@ -40,6 +40,11 @@ func TestConfigErrorsNameTheField(t *testing.T) {
 		{"bad port", func(c *Config) { c.ReadOnlyPort = 70000 }, "--read-only-port"},
 		{"upper-case node", func(c *Config) { c.NodeName = "Node1" }, "--node-name"},
 		{"bad node ip", func(c *Config) { c.NodeIP = "nope" }, "--node-ip"},
+		{"server and kubeconfig", func(c *Config) { c.Server, c.TokenFile, c.Kubeconfig = "https://127.0.0.1:6443", "/t", "/k" }, "--server"},
+		{"server not https", func(c *Config) { c.Server, c.TokenFile = "http://127.0.0.1:6443", "/t" }, "--server"},
+		{"server without token", func(c *Config) { c.Server = "https://127.0.0.1:6443" }, "--token-file"},
+		{"cert without key", func(c *Config) { c.TLSCertFile = "/c" }, "--tls-cert-file"},
+		{"bad kubelet port", func(c *Config) { c.KubeletPort = -1 }, "--kubelet-port"},
 		{"bad back-off", func(c *Config) {
 			c.ContainerBackOff = backoff.Policy{Initial: time.Second, Max: time.Millisecond, ResetAfter: time.Minute}
 		}, "ContainerBackOff"},
@@ -53,5 +58,21 @@ func TestConfigErrorsNameTheField(t *testing.T) {
 				t.Fatalf("New = %v, want ErrInvalidArgument naming %s", err, tc.field)
 			}
 		})
+	}
+}
+
+// Joined, the manifest directory and the pod CIDR are optional (the podCIDR
+// then comes from the Node), and the agent API port defaults to 10250.
+func TestConfigJoined(t *testing.T) {
+	c := validConfig()
+	c.PodManifestPath, c.PodCIDR = "", ""
+	c.Server, c.TokenFile, c.CAFile = "https://127.0.0.1:6443", "/data/agent-token", "/data/ca.crt"
+	a, err := New(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := a.Config()
+	if !got.Joined() || got.KubeletPort != DefaultKubeletPort || got.ClientCAFile != "/data/ca.crt" || got.PodManifestPath != "" {
+		t.Fatalf("joined defaults not applied: %+v", got)
 	}
 }

@@ -14,6 +14,7 @@ import (
 	"berth/agent/backoff"
 	"berth/agent/podstate"
 	"berth/cri"
+	"berth/probes"
 )
 
 // Reasons for a container that is not started although it should run.
@@ -41,6 +42,10 @@ type Input struct {
 	BackOff BackOff
 	// Now is the time of the decision.
 	Now time.Time
+	// Unhealthy reports whether the running container with runtime ID id
+	// failed its liveness or startup probe, and which; nil means no
+	// probe ever failed.
+	Unhealthy func(id string) (probes.ProbeType, bool)
 }
 
 // Start is a container to create and start.
@@ -65,6 +70,12 @@ type Kill struct {
 	Name string
 	// Reason says why, for logs and events.
 	Reason string
+	// ProbeFailed marks a kill because a liveness or startup probe failed:
+	// the executor records Reason as the Killing event's message.
+	ProbeFailed bool
+	// GracePeriod overrides the pod's grace period when not zero (a failed
+	// probe's terminationGracePeriodSeconds, as probes.KillGracePeriod).
+	GracePeriod time.Duration
 }
 
 // Wait is a container that should run but is held back.
@@ -205,6 +216,12 @@ func (p *planner) planExistingSandbox() {
 			p.plan.ContainersToStart = append(p.plan.ContainersToStart, *p.start(c, false))
 			continue
 		}
+		if p.in.Unhealthy != nil {
+			if t, failed := p.in.Unhealthy(st.ID); failed {
+				p.killUnhealthy(c, st, t)
+				continue
+			}
+		}
 		keep++
 	}
 	if keep == 0 && len(p.plan.ContainersToStart) == 0 {
@@ -223,6 +240,36 @@ func (p *planner) start(c *v1.Container, init bool) *Start {
 		}
 	}
 	return s
+}
+
+// killUnhealthy plans the kill of running container st whose liveness or
+// startup probe (t) failed, with the probe's grace period, and its restart
+// when the restart policy allows one (as the kubelet: Never does not, Always
+// and OnFailure do, whatever the exit code). The restart waits out the
+// back-off of the container's previous exit, if any.
+func (p *planner) killUnhealthy(c *v1.Container, st *podstate.Container, t probes.ProbeType) {
+	pod := p.in.Pod
+	name := "liveness"
+	if t == probes.Startup {
+		name = "startup"
+	}
+	msg := fmt.Sprintf("Container %s failed %s probe", c.Name, name)
+	restart := restartOnFailure(pod)
+	if restart {
+		msg += ", will be restarted"
+	}
+	p.plan.ContainersToKill = append(p.plan.ContainersToKill, Kill{
+		ID: st.ID, Name: c.Name, Reason: msg, ProbeFailed: true,
+		GracePeriod: time.Duration(probes.KillGracePeriod(pod, c, t)) * time.Second,
+	})
+	if !restart {
+		return
+	}
+	s := p.start(c, false)
+	if prev := p.rt.Previous(c.Name); prev != nil && prev.State == podstate.ContainerExited {
+		s.BackOffSince = prev.FinishedAt
+	}
+	p.plan.ContainersToStart = append(p.plan.ContainersToStart, *s)
 }
 
 func (p *planner) kill(c *podstate.Container, reason string) {

@@ -8,7 +8,6 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
-	"sync"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
@@ -44,7 +43,7 @@ func (w *worker) execute(ctx context.Context, log *slog.Logger, pod *v1.Pod, rt 
 	cfg := &w.m.cfg
 	grace := gracePeriod(pod, rt)
 	if plan.KillPod {
-		if err := w.killPod(ctx, rt, grace); err != nil {
+		if err := w.killPod(ctx, pod, rt, grace); err != nil {
 			log.Warn("stopping the pod failed", "err", err)
 			return cfg.Clock.Now().Add(time.Second)
 		}
@@ -53,12 +52,16 @@ func (w *worker) execute(ctx context.Context, log *slog.Logger, pod *v1.Pod, rt 
 		}
 	}
 	if len(plan.ContainersToKill) > 0 {
-		ids := make([]string, 0, len(plan.ContainersToKill))
+		targets := make([]stopTarget, 0, len(plan.ContainersToKill))
 		for _, k := range plan.ContainersToKill {
 			log.Info("stopping container", "container", k.Name, "id", k.ID, "reason", k.Reason)
-			ids = append(ids, k.ID)
+			t := stopTarget{ID: k.ID, Name: k.Name, Grace: k.GracePeriod}
+			if k.ProbeFailed {
+				t.Message = k.Reason
+			}
+			targets = append(targets, t)
 		}
-		if err := w.stopContainers(ctx, ids, grace); err != nil {
+		if err := w.stopContainers(ctx, pod, sandboxIPs(rt), targets, grace); err != nil {
 			log.Warn("stopping containers failed", "err", err)
 			return cfg.Clock.Now().Add(time.Second)
 		}
@@ -142,7 +145,11 @@ func (w *worker) startContainer(ctx context.Context, log *slog.Logger, pod *v1.P
 	cfg := &w.m.cfg
 	c := s.Container
 	log = log.With("container", c.Name)
-	res, err := cfg.Images.EnsureImage(ctx, images.Request{PodUID: pod.UID, Image: c.Image, PullPolicy: c.ImagePullPolicy, SandboxConfig: sandboxCfg})
+	var auths []*runtimeapi.AuthConfig
+	if cfg.PullCredentials != nil {
+		auths = cfg.PullCredentials(ctx, pod, c.Image)
+	}
+	res, err := cfg.Images.EnsureImage(ctx, images.Request{PodUID: pod.UID, Image: c.Image, PullPolicy: c.ImagePullPolicy, SandboxConfig: sandboxCfg, Credentials: auths})
 	for _, ev := range res.Events {
 		log.Debug(ev.Message, "event", ev.Reason)
 	}
@@ -191,6 +198,10 @@ func (w *worker) startContainer(ctx context.Context, log *slog.Logger, pod *v1.P
 	if err := cfg.CRI.StartContainer(ctx, id); err != nil {
 		log.Error("starting the container failed", "id", id, "err", err)
 		w.failures[c.Name] = status.Failure{Reason: ReasonRunContainerError, Message: err.Error()}
+		return time.Time{}
+	}
+	if msg, ok := w.postStart(ctx, log, pod, c, id, podIPs); !ok {
+		w.failures[c.Name] = status.Failure{Reason: ReasonPostStartHookError, Message: msg}
 		return time.Time{}
 	}
 	delete(w.failures, c.Name)
@@ -272,13 +283,14 @@ func (w *worker) terminationMessageFile(pod *v1.Pod, c *v1.Container, restartCou
 	return path, nil
 }
 
-// killPod stops the pod's running containers, then its ready sandboxes.
-func (w *worker) killPod(ctx context.Context, rt *podstate.Pod, grace time.Duration) error {
-	var ids []string
+// killPod stops the pod's running containers (running their preStop hooks
+// when pod is known), then its ready sandboxes.
+func (w *worker) killPod(ctx context.Context, pod *v1.Pod, rt *podstate.Pod, grace time.Duration) error {
+	var targets []stopTarget
 	for _, c := range rt.Running() {
-		ids = append(ids, c.ID)
+		targets = append(targets, stopTarget{ID: c.ID, Name: c.Name})
 	}
-	if err := w.stopContainers(ctx, ids, grace); err != nil {
+	if err := w.stopContainers(ctx, pod, sandboxIPs(rt), targets, grace); err != nil {
 		return err
 	}
 	for _, sb := range rt.Sandboxes {
@@ -292,18 +304,10 @@ func (w *worker) killPod(ctx context.Context, rt *podstate.Pod, grace time.Durat
 	return nil
 }
 
-// stopContainers stops containers in parallel: SIGTERM (or the image's stop
-// signal), then SIGKILL once grace has passed.
-func (w *worker) stopContainers(ctx context.Context, ids []string, grace time.Duration) error {
-	var wg sync.WaitGroup
-	errs := make([]error, len(ids))
-	for i, id := range ids {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			errs[i] = w.m.cfg.CRI.StopContainer(ctx, id, grace)
-		}()
+// sandboxIPs are the IPs of the pod's newest sandbox.
+func sandboxIPs(rt *podstate.Pod) []string {
+	if sb := rt.LatestSandbox(); sb != nil {
+		return sb.IPs
 	}
-	wg.Wait()
-	return errors.Join(errs...)
+	return nil
 }

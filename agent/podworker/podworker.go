@@ -21,6 +21,7 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	"k8s.io/utils/clock"
 
 	"berth/agent/backoff"
@@ -33,6 +34,7 @@ import (
 	"berth/agent/volumes"
 	"berth/cri"
 	"berth/internal/errdefs"
+	"berth/probes"
 )
 
 // Waiting reasons of start failures, as upstream writes them.
@@ -73,6 +75,18 @@ type Config struct {
 	// Nil means nothing.
 	PodCleanup func(uid types.UID, pod *v1.Pod) error
 
+	// Probes runs the containers' liveness, readiness and startup probes;
+	// the manager runs it (Run), adds every synced pod to it, takes the
+	// containers' started and ready from it, restarts containers whose
+	// liveness or startup probe failed, and wakes a pod's worker on each
+	// result change. Nil: no probes (containers are ready while running).
+	Probes *probes.Manager
+	// Hooks runs postStart and preStop handlers; nil: hooks are not run.
+	Hooks *probes.HookRunner
+	// Recorder receives the Killing, FailedPostStartHook and
+	// FailedPreStopHook events; nil: none (standalone).
+	Recorder probes.EventRecorder
+
 	// RootDir holds per-pod files (termination message files) under
 	// <RootDir>/pods/<uid>.
 	RootDir string
@@ -92,6 +106,10 @@ type Config struct {
 	Clock clock.Clock
 	// Logger; default discards.
 	Logger *slog.Logger
+	// PullCredentials returns the registry credentials for pulling image
+	// for pod (its imagePullSecrets and its service account's), tried in
+	// order; optional (nil: anonymous pulls).
+	PullCredentials func(ctx context.Context, pod *v1.Pod, image string) []*runtimeapi.AuthConfig
 }
 
 func (c *Config) validate() error {
@@ -157,6 +175,19 @@ func (m *Manager) Run(ctx context.Context) error {
 	m.ctx = ctx
 	close(m.ready)
 	m.mu.Unlock()
+	if p := m.cfg.Probes; p != nil {
+		m.wg.Add(2)
+		go func() {
+			defer m.wg.Done()
+			if err := p.Run(ctx); err != nil {
+				m.cfg.Logger.Error("the prober stopped", "err", err)
+			}
+		}()
+		go func() {
+			defer m.wg.Done()
+			m.forwardProbeUpdates(ctx, p.Updates())
+		}()
+	}
 	<-ctx.Done()
 	m.wg.Wait()
 	return nil
@@ -197,6 +228,9 @@ func (m *Manager) Remove(uid types.UID) {
 	w.mu.Lock()
 	w.terminating = true
 	w.readd = nil
+	if w.cancelSync != nil {
+		w.cancelSync() // a sync blocked in a postStart hook ends
+	}
 	w.mu.Unlock()
 	w.poke()
 }

@@ -38,6 +38,8 @@ type harness struct {
 	logs   string
 	cancel context.CancelFunc
 	done   chan error
+	// configure, if set, adjusts each manager's Config before New.
+	configure func(*Config)
 }
 
 // fastBackOff keeps crash-loop tests short; the curve's shape is
@@ -49,13 +51,20 @@ func newHarness(t *testing.T, srv *critest.Server) *harness { return newBenchHar
 // newBenchHarness is newHarness for tests and benchmarks.
 func newBenchHarness(t testing.TB, srv *critest.Server) *harness {
 	t.Helper()
+	return newConfiguredHarness(t, srv, nil)
+}
+
+// newConfiguredHarness is newHarness with configure applied to the
+// manager's Config.
+func newConfiguredHarness(t testing.TB, srv *critest.Server, configure func(*Config)) *harness {
+	t.Helper()
 	ctx := context.Background()
 	client, err := cri.New(ctx, cri.Config{Endpoint: srv.Endpoint()})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { client.Close() })
-	h := &harness{t: t, srv: srv, cri: client, status: status.NewManager(), root: t.TempDir(), logs: t.TempDir()}
+	h := &harness{t: t, srv: srv, cri: client, status: status.NewManager(), root: t.TempDir(), logs: t.TempDir(), configure: configure}
 	h.start()
 	return h
 }
@@ -71,7 +80,7 @@ func (h *harness) start() {
 	if err != nil {
 		h.t.Fatal(err)
 	}
-	m, err := New(Config{
+	cfg := Config{
 		CRI: h.cri, Reader: podruntime.New(h.cri), Status: h.status, BackOff: backoff.New(fastBackOff),
 		Images:           puller,
 		Volumes:          vols,
@@ -80,7 +89,11 @@ func (h *harness) start() {
 		RootDir:          h.root,
 		Resync:           200 * time.Millisecond,
 		MaxStarts:        2,
-	})
+	}
+	if h.configure != nil {
+		h.configure(&cfg)
+	}
+	m, err := New(cfg)
 	if err != nil {
 		h.t.Fatal(err)
 	}

@@ -30,10 +30,13 @@ func (w *worker) terminate(ctx context.Context, pod *v1.Pod) bool {
 		return false
 	}
 	grace := gracePeriod(pod, rt)
+	if pod != nil && cfg.Probes != nil {
+		cfg.Probes.StopLivenessAndStartup(pod)
+	}
 	if len(rt.Running()) > 0 {
 		log.Info("stopping pod", "gracePeriod", grace)
 	}
-	if err := w.killPod(ctx, rt, grace); err != nil {
+	if err := w.killPod(ctx, pod, rt, grace); err != nil {
 		log.Warn("stopping the pod failed", "err", err)
 		return false
 	}
@@ -72,6 +75,7 @@ func (w *worker) terminate(ctx context.Context, pod *v1.Pod) bool {
 		}
 	}
 	cfg.Status.Delete(w.uid)
+	w.forgetProbes()
 	log.Info("pod removed")
 	return true
 }

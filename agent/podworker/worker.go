@@ -26,6 +26,7 @@ type worker struct {
 	terminating bool
 	readd       *v1.Pod // re-added while terminating
 	dead        bool    // the worker ended; callers must make a new one
+	cancelSync  context.CancelFunc // ends the sync in flight (the pod is removed)
 
 	failures map[string]status.Failure // last start failure per container
 	seq      uint64
@@ -64,7 +65,7 @@ func (w *worker) run(ctx context.Context) {
 				return
 			}
 		} else if pod != nil {
-			next = w.sync(ctx, pod)
+			next = w.syncCancellable(ctx, pod)
 		} else {
 			continue // an orphan about to be marked terminating
 		}
@@ -100,6 +101,25 @@ func (w *worker) finishTermination() bool {
 	return true
 }
 
+// syncCancellable runs sync under a context Remove cancels, so a pod removed
+// while its worker waits for a postStart hook terminates at once.
+func (w *worker) syncCancellable(ctx context.Context, pod *v1.Pod) time.Duration {
+	sctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	w.mu.Lock()
+	if w.terminating {
+		w.mu.Unlock()
+		return 0
+	}
+	w.cancelSync = cancel
+	w.mu.Unlock()
+	next := w.sync(sctx, pod)
+	w.mu.Lock()
+	w.cancelSync = nil
+	w.mu.Unlock()
+	return next
+}
+
 // sync brings the runtime one step towards the pod's spec and publishes the
 // pod's status; it returns when to sync again without news.
 func (w *worker) sync(ctx context.Context, pod *v1.Pod) time.Duration {
@@ -111,7 +131,12 @@ func (w *worker) sync(ctx context.Context, pod *v1.Pod) time.Duration {
 		return time.Second
 	}
 	now := cfg.Clock.Now()
-	plan := lifecycle.Compute(lifecycle.Input{Pod: pod, Runtime: rt, BackOff: cfg.BackOff, Now: now})
+	in := lifecycle.Input{Pod: pod, Runtime: rt, BackOff: cfg.BackOff, Now: now}
+	if cfg.Probes != nil {
+		cfg.Probes.AddPod(pod)
+		in.Unhealthy = w.unhealthy
+	}
+	plan := lifecycle.Compute(in)
 	next := cfg.Resync
 	if !plan.Empty() {
 		retry := w.execute(ctx, log, pod, rt, &plan)
@@ -142,10 +167,14 @@ func (w *worker) publish(pod *v1.Pod, rt *podstate.Pod) {
 	if old.StartTime != nil {
 		oldp = &old
 	}
-	st := status.Compute(status.Input{
+	in := status.Input{
 		Pod: pod, Runtime: rt, Old: oldp, Failures: w.failures,
 		RuntimeName: cfg.RuntimeName, HostIP: cfg.HostIP, QOSClass: cfg.QOSClass(pod), Now: cfg.Clock.Now(),
-	})
+	}
+	if cfg.Probes != nil {
+		in.Probes = cfg.Probes.UpdatePodStatus
+	}
+	st := status.Compute(in)
 	w.seq++
 	cfg.Status.Set(pod, st, w.seq)
 }

@@ -54,6 +54,12 @@ type Input struct {
 	// QOSClass is the pod's QoS class.
 	QOSClass v1.PodQOSClass
 	Now      time.Time
+	// Probes, when set, decides each container's Started and Ready from
+	// its probes (probes.Manager.UpdatePodStatus: it is given the status
+	// with phase, pod IP and container states, before the conditions are
+	// computed from it). Nil: a container is started and ready while it
+	// runs.
+	Probes func(pod *v1.Pod, st *v1.PodStatus)
 }
 
 // Compute returns the pod's status.
@@ -93,6 +99,9 @@ func Compute(in Input) v1.PodStatus {
 	st.Phase = Phase(pod, st.InitContainerStatuses, st.ContainerStatuses)
 	if in.Old != nil && (in.Old.Phase == v1.PodSucceeded || in.Old.Phase == v1.PodFailed) {
 		st.Phase = in.Old.Phase // terminal phases are final
+	}
+	if in.Probes != nil {
+		in.Probes(pod, &st)
 	}
 	st.Conditions = conditions(in, rt, &st)
 	return st

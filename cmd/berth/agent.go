@@ -25,7 +25,7 @@ func newAgentCommand() *cobra.Command {
 	)
 	cmd := &cobra.Command{
 		Use:   "agent",
-		Short: "Run the node agent: the pods of a static-pod manifest directory, on containerd, as the kubelet does",
+		Short: "Run the node agent: static pods, and with --server the pods bound to this node, on containerd, as the kubelet does",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			var level slog.Level
@@ -53,10 +53,10 @@ func newAgentCommand() *cobra.Command {
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&cfg.PodManifestPath, "pod-manifest-path", "", "directory of static pod manifests (v1 Pod, YAML or JSON) to run; followed as files change (required)")
+	f.StringVar(&cfg.PodManifestPath, "pod-manifest-path", "", "directory of static pod manifests (v1 Pod, YAML or JSON) to run; followed as files change (required unless --server or --kubeconfig)")
 	f.StringVar(&cfg.RuntimeEndpoint, "container-runtime-endpoint", "", "CRI endpoint of the container runtime, e.g. unix:///run/containerd/containerd.sock (required)")
 	f.StringVar(&cfg.RootDir, "root-dir", "", "directory for the agent's state (required)")
-	f.StringVar(&cfg.PodCIDR, "pod-cidr", "", "the node's pod subnet, e.g. 10.88.0.0/16 (required)")
+	f.StringVar(&cfg.PodCIDR, "pod-cidr", "", "the node's pod subnet, e.g. 10.88.0.0/16 (required unless joined: then default the Node's spec.podCIDR)")
 	f.StringVar(&cfg.CNIConfDir, "cni-conf-dir", agent.DefaultCNIConfDir, "directory the node's CNI conflist is written to (the runtime's CNI conf dir)")
 	f.StringVar(&cniBinDirs, "cni-bin-dir", strings.Join(agent.DefaultCNIBinDirs, ":"), "colon-separated directories searched for CNI plugins")
 	f.StringVar(&cfg.CNIBridge, "cni-bridge", agent.DefaultCNIBridge, "Linux bridge the pods attach to (distinct per agent on one machine)")
@@ -70,6 +70,15 @@ func newAgentCommand() *cobra.Command {
 	f.IPSliceVar(&cfg.ClusterDNS, "cluster-dns", nil, "cluster DNS server IPs for ClusterFirst pods")
 	f.StringVar(&cfg.ResolvConf, "resolv-conf", agent.DefaultResolvConf, "resolver file Default-DNS pods inherit")
 	f.IntVar(&cfg.MaxParallelStarts, "max-parallel-pod-starts", 0, "pod starts in flight at once, first come first served (default 2 × CPUs)")
+	f.StringVar(&cfg.Server, "server", "", "join the control plane at this apiserver URL (https://HOST:6443): register the Node and run the pods bound to it")
+	f.StringVar(&cfg.TokenFile, "token-file", "", "file holding the join token (the server's DATA-DIR/agent-token); required with --server")
+	f.StringVar(&cfg.CAFile, "ca-file", "", "cluster CA bundle verifying the apiserver (the server's DATA-DIR/ca.crt; default the system's roots)")
+	f.StringVar(&cfg.Kubeconfig, "kubeconfig", "", "kubeconfig to reach the apiserver with, instead of --server/--token-file/--ca-file")
+	f.IntVar(&cfg.KubeletPort, "kubelet-port", agent.DefaultKubeletPort, "port of the authenticated agent API (logs, exec, port-forward) when joined")
+	f.StringVar(&cfg.KubeletAddress, "kubelet-address", "", "address the agent API listens on (default all)")
+	f.StringVar(&cfg.TLSCertFile, "tls-cert-file", "", "agent API serving certificate; signed by the cluster CA for kubectl logs/exec (default: self-signed under --root-dir/pki)")
+	f.StringVar(&cfg.TLSKeyFile, "tls-private-key-file", "", "key of --tls-cert-file")
+	f.StringVar(&cfg.ClientCAFile, "client-ca-file", "", "CA verifying the agent API's clients (default --ca-file)")
 	f.StringVar(&logLevel, "log-level", "info", "log level: debug, info, warn or error")
 	// Test-only: scale the crash-loop back-off so integration tests can watch
 	// several restarts in seconds. Hidden; real nodes keep upstream's 10 s / 5 min.

@@ -83,8 +83,8 @@ func (h *Handler) servePatch(w http.ResponseWriter, r *http.Request, res *Resour
 		}
 	}
 	info := &patchInfo{h: h, name: name, kind: kind, patchType: pt, patch: patch, validation: validation,
-		resource: schema.GroupResource{Group: res.GroupVersion.Group, Resource: res.Resource},
-		fm: fm, manager: managerName(opts.FieldManager, r), force: opts.Force != nil && *opts.Force}
+		fm: fm, manager: managerName(opts.FieldManager, r), force: opts.Force != nil && *opts.Force,
+		resource: schema.GroupResource{Group: res.GroupVersion.Group, Resource: res.Resource}}
 	uopts := &metav1.UpdateOptions{DryRun: opts.DryRun, FieldManager: opts.FieldManager, FieldValidation: opts.FieldValidation}
 	createCheck := func(ctx context.Context, o runtime.Object) error { return h.checkNamespace(ctx, res, o) }
 	// Apply creates what does not exist yet, as upstream.

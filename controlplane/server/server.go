@@ -1,6 +1,9 @@
 // Package server is the composition root of `berth server`: credentials,
-// etcd (embedded or external), storage, the served resources, and the HTTPS
-// apiserver, run under one Run(ctx).
+// etcd (embedded or external), storage, the served resources, the HTTPS
+// apiserver, and beside it, under one supervisor, the namespace cleaner, the
+// controller manager and the scheduler (each of the last two leader-elected
+// through its Lease, on an in-process loopback client), run under one
+// Run(ctx).
 //
 // Once it serves, Run writes the bound address (host:port) to
 // DataDir/ListenAddressFile and points DataDir/admin.kubeconfig at it; it

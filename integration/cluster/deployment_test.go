@@ -50,6 +50,11 @@ func TestDeploymentLifecycle(t *testing.T) {
 		return err == nil && len(evs.Items) > 0, err
 	})
 
+	pod := podsOf(t, c, ns)[0]
+	out = shared.mustKubectl(t, "", "-n", ns, "describe", "pod", pod.Name)
+	if !strings.Contains(out, "Successfully assigned "+ns+"/"+pod.Name+" to "+pod.Spec.NodeName) {
+		t.Fatalf("kubectl describe pod lacks the scheduler's event:\n%s", out)
+	}
 	// The in-process scheduler's metrics are on the server's /metrics.
 	body, err := c.Discovery().RESTClient().Get().AbsPath("/metrics").DoRaw(ctx)
 	if err != nil || !strings.Contains(string(body), `scheduler_schedule_attempts_total{profile="default-scheduler",result="scheduled"}`) {

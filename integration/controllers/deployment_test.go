@@ -2,6 +2,7 @@ package controllers
 
 import (
 	"context"
+	"fmt"
 	"os/exec"
 	"slices"
 	"strings"
@@ -98,6 +99,7 @@ func TestDeploymentRollingUpdate(t *testing.T) {
 	var mu sync.Mutex
 	sizes := map[string]int32{rss[0].Name: 3}
 	var totals []int32
+	var trace []string // every event as type name rv spec→total, for the failure message
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
@@ -113,6 +115,11 @@ func TestDeploymentRollingUpdate(t *testing.T) {
 				sum += n
 			}
 			totals = append(totals, sum)
+			var mf []string
+			for _, f := range rs.ManagedFields {
+				mf = append(mf, f.Manager+"/"+string(f.Operation)+"/"+f.Subresource+"@"+f.Time.String())
+			}
+			trace = append(trace, fmt.Sprintf("%s %s rv=%s gen=%d spec=%d status=%d/%d ann=%v mf=%v →%d", ev.Type, rs.Name, rs.ResourceVersion, rs.Generation, *rs.Spec.Replicas, rs.Status.Replicas, rs.Status.AvailableReplicas, rs.Annotations, mf, sum))
 			mu.Unlock()
 		}
 	}()
@@ -129,7 +136,7 @@ func TestDeploymentRollingUpdate(t *testing.T) {
 	<-done
 	mu.Lock()
 	if slices.Max(totals) > 4 {
-		t.Errorf("pods (spec) exceeded replicas+maxSurge=4: totals %v", totals)
+		t.Errorf("pods (spec) exceeded replicas+maxSurge=4: totals %v\n%s", totals, strings.Join(trace, "\n"))
 	}
 	mu.Unlock()
 	rss = deploymentRSs(t, ns)

@@ -1,7 +1,6 @@
 package nodeenv
 
 import (
-	"bufio"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -12,7 +11,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -24,6 +22,7 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"berth/cni"
+	"berth/internal/containerd"
 	"berth/internal/testimages"
 )
 
@@ -196,22 +195,7 @@ func (e *Env) startRegistries(ctx context.Context) error {
 }
 
 func (e *Env) startContainerd() error {
-	restrict, err := needRestrictOOMScoreAdj()
-	if err != nil {
-		return err
-	}
-	certs := filepath.Join(e.Dir, "certs.d")
-	for _, host := range []string{e.Registry, e.AuthRegistry} {
-		if err := writeHostsTOML(certs, host); err != nil {
-			return err
-		}
-	}
-	cfgPath, err := writeContainerdConfig(containerdConfig{
-		Dir: e.Dir, Root: filepath.Join(e.Dir, "root"), State: filepath.Join(e.Dir, "state"),
-		Socket: e.socket, OptDir: filepath.Join(e.Dir, "opt"),
-		CNIConfDir: e.CNIConfDir, CNIBinDir: CNIBinDir, CertsDir: certs,
-		SandboxImage: e.PauseImage, RestrictOOMScoreAdj: restrict, DisabledPlugins: disabledPlugins,
-	})
+	cfgPath, err := e.writeContainerdConfig()
 	if err != nil {
 		return err
 	}
@@ -223,7 +207,7 @@ func (e *Env) startContainerd() error {
 
 // launch starts containerd with the config at cfgPath, logging to e.logPath.
 func (e *Env) launch(cfgPath string) error {
-	bin, err := lookPath("containerd")
+	bin, err := containerd.LookPath("containerd")
 	if err != nil {
 		return fmt.Errorf("containerd binary: %w", err)
 	}
@@ -235,7 +219,7 @@ func (e *Env) launch(cfgPath string) error {
 	cmd := exec.Command(bin, "--config", cfgPath)
 	cmd.Dir = e.Dir
 	cmd.Stdout, cmd.Stderr = logFile, logFile
-	cmd.Env = append(os.Environ(), "PATH="+searchPath())
+	cmd.Env = append(os.Environ(), "PATH="+containerd.SearchPath())
 	// Own process group: a terminal's ^C reaches the test, which stops the
 	// environment in order; SIGTERM if the test process dies first.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGTERM}
@@ -486,23 +470,7 @@ func (e *Env) stopContainerd() error {
 }
 
 // logTail returns the last n lines of containerd's log.
-func (e *Env) logTail(n int) string {
-	f, err := os.Open(e.logPath)
-	if err != nil {
-		return ""
-	}
-	defer f.Close()
-	var lines []string
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 0, 64*1024), 1024*1024)
-	for sc.Scan() {
-		lines = append(lines, sc.Text())
-		if len(lines) > n {
-			lines = lines[1:]
-		}
-	}
-	return strings.Join(lines, "\n")
-}
+func (e *Env) logTail(n int) string { return containerd.LogTail(e.logPath, n) }
 
 // printLog writes the tail of containerd's log to w, for failed runs.
 func (e *Env) printLog(w io.Writer) {

@@ -6,11 +6,10 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
-	"strconv"
-	"strings"
 	"time"
 
 	"berth/cni"
+	"berth/internal/containerd"
 )
 
 // CNIBinDir is where Debian's containernetworking-plugins installs the plugins.
@@ -18,6 +17,9 @@ const CNIBinDir = "/usr/lib/cni"
 
 // BusyboxPath is Debian's busybox-static, the busybox image's binary.
 const BusyboxPath = "/bin/busybox"
+
+// goFallback is where the go tool is found when it is not on PATH.
+const goFallback = "/usr/local/go/bin/go"
 
 // CheckPrerequisites reports everything missing for an environment: root,
 // containerd, runc and iptables on PATH, the CNI plugins in CNIBinDir (checked
@@ -29,7 +31,7 @@ func CheckPrerequisites() error {
 		errs = append(errs, errors.New("root (containerd, netns and bridges need it)"))
 	}
 	for _, bin := range []string{"containerd", "containerd-shim-runc-v2", "runc", "iptables"} {
-		if _, err := lookPath(bin); err != nil {
+		if _, err := containerd.LookPath(bin); err != nil {
 			errs = append(errs, fmt.Errorf("%s on PATH (Debian: apt-get install containerd runc iptables)", bin))
 		}
 	}
@@ -49,53 +51,11 @@ func CheckPrerequisites() error {
 	if _, err := os.Stat(BusyboxPath); err != nil {
 		errs = append(errs, fmt.Errorf("%s (Debian: apt-get install busybox-static)", BusyboxPath))
 	}
-	if _, err := lookPath("go"); err != nil {
-		errs = append(errs, errors.New("the go tool (to build the pause image)"))
+	if _, err := exec.LookPath("go"); err != nil {
+		// testimages.BuildPause falls back to Go's default install dir too.
+		if _, err := os.Stat(goFallback); err != nil {
+			errs = append(errs, fmt.Errorf("the go tool on PATH or at %s (to build the pause image)", goFallback))
+		}
 	}
 	return errors.Join(errs...)
-}
-
-// searchPath is PATH plus the sbin directories root's tools live in; it is
-// also containerd's PATH (runc, iptables for the CNI plugins).
-func searchPath() string {
-	path := os.Getenv("PATH")
-	for _, d := range []string{"/usr/local/sbin", "/usr/local/bin", "/usr/sbin", "/usr/bin", "/sbin", "/bin", "/usr/local/go/bin"} {
-		if !strings.Contains(":"+path+":", ":"+d+":") {
-			path += ":" + d
-		}
-	}
-	return strings.TrimPrefix(path, ":")
-}
-
-func lookPath(bin string) (string, error) {
-	for _, d := range strings.Split(searchPath(), ":") {
-		p := d + "/" + bin
-		if fi, err := os.Stat(p); err == nil && fi.Mode().IsRegular() && fi.Mode()&0o111 != 0 {
-			return p, nil
-		}
-	}
-	return "", exec.ErrNotFound
-}
-
-// capSysResource is CAP_SYS_RESOURCE's bit in /proc/self/status CapEff.
-const capSysResource = 24
-
-// needRestrictOOMScoreAdj reports whether this process lacks
-// CAP_SYS_RESOURCE: then containerd cannot set the negative oom_score_adj it
-// gives sandboxes and must run with restrict_oom_score_adj.
-func needRestrictOOMScoreAdj() (bool, error) {
-	b, err := os.ReadFile("/proc/self/status")
-	if err != nil {
-		return false, err
-	}
-	for _, line := range strings.Split(string(b), "\n") {
-		if v, ok := strings.CutPrefix(line, "CapEff:"); ok {
-			caps, err := strconv.ParseUint(strings.TrimSpace(v), 16, 64)
-			if err != nil {
-				return false, fmt.Errorf("parse CapEff %q: %w", v, err)
-			}
-			return caps&(1<<capSysResource) == 0, nil
-		}
-	}
-	return false, errors.New("no CapEff line in /proc/self/status")
 }

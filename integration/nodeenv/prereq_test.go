@@ -2,27 +2,11 @@ package nodeenv
 
 import (
 	"os"
-	"os/exec"
-	"strings"
+	"path/filepath"
 	"testing"
-)
 
-// The capability check must agree with what the kernel does: a process
-// without CAP_SYS_RESOURCE cannot lower its oom_score_adj below zero.
-func TestRestrictOOMScoreAdjDetectionMatchesTheKernel(t *testing.T) {
-	need, err := needRestrictOOMScoreAdj()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if os.Geteuid() != 0 {
-		t.Skip("as non-root the write fails for other reasons")
-	}
-	// A child tries what containerd does for sandboxes; its failure is the truth.
-	err = exec.Command("/bin/sh", "-c", "echo -998 > /proc/self/oom_score_adj").Run()
-	if kernelRefused := err != nil; kernelRefused != need {
-		t.Fatalf("needRestrictOOMScoreAdj = %v, but writing a negative oom_score_adj failed = %v (%v)", need, kernelRefused, err)
-	}
-}
+	"github.com/pelletier/go-toml/v2"
+)
 
 func TestUnescapeMountinfo(t *testing.T) {
 	for in, want := range map[string]string{
@@ -37,39 +21,74 @@ func TestUnescapeMountinfo(t *testing.T) {
 	}
 }
 
+// TestContainerdConfigHasTheInstancePaths: the instance's containerd
+// keeps everything under Dir, reads the instance's CNI conf dir, runs the
+// pause image, and reaches both registries over plain HTTP.
 func TestContainerdConfigHasTheInstancePaths(t *testing.T) {
 	dir := t.TempDir()
-	path, err := writeContainerdConfig(containerdConfig{
-		Dir: dir, Root: dir + "/root", State: dir + "/state", Socket: dir + "/containerd.sock",
-		OptDir: dir + "/opt", CNIConfDir: dir + "/net.d", CNIBinDir: "/usr/lib/cni", CertsDir: dir + "/certs.d",
-		SandboxImage: "127.0.0.1:5000/berth/pause:1", RestrictOOMScoreAdj: true, DisabledPlugins: disabledPlugins,
-	})
+	e := &Env{
+		Dir: dir, socket: filepath.Join(dir, "containerd.sock"), CNIConfDir: filepath.Join(dir, "net.d"),
+		Registry: "127.0.0.1:5000", AuthRegistry: "127.0.0.1:5001", PauseImage: "127.0.0.1:5000/berth/pause:1",
+	}
+	path, err := e.writeContainerdConfig()
 	if err != nil {
 		t.Fatal(err)
+	}
+	if path != filepath.Join(dir, "config.toml") {
+		t.Errorf("config path %s", path)
 	}
 	b, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{
-		"version = 2", `root = "` + dir + `/root"`, `state = "` + dir + `/state"`,
-		`address = "` + dir + `/containerd.sock"`, `sandbox_image = "127.0.0.1:5000/berth/pause:1"`,
-		"restrict_oom_score_adj = true", "SystemdCgroup = false", `snapshotter = "overlayfs"`,
-		`conf_dir = "` + dir + `/net.d"`, `config_path = "` + dir + `/certs.d"`,
-		`stream_server_address = "127.0.0.1"`, `"io.containerd.snapshotter.v1.btrfs"`,
+	var doc struct {
+		Root  string `toml:"root"`
+		State string `toml:"state"`
+		GRPC  struct {
+			Address string `toml:"address"`
+		} `toml:"grpc"`
+		Plugins struct {
+			CRI struct {
+				SandboxImage string `toml:"sandbox_image"`
+				StreamServer string `toml:"stream_server_address"`
+				CNI          struct {
+					ConfDir string `toml:"conf_dir"`
+					BinDir  string `toml:"bin_dir"`
+				} `toml:"cni"`
+				Registry struct {
+					ConfigPath string `toml:"config_path"`
+				} `toml:"registry"`
+			} `toml:"io.containerd.grpc.v1.cri"`
+		} `toml:"plugins"`
+	}
+	if err := toml.Unmarshal(b, &doc); err != nil {
+		t.Fatalf("config.toml: %v\n%s", err, b)
+	}
+	cri := doc.Plugins.CRI
+	for _, c := range []struct{ name, got, want string }{
+		{"root", doc.Root, dir + "/root"},
+		{"state", doc.State, dir + "/state"},
+		{"grpc.address", doc.GRPC.Address, dir + "/containerd.sock"},
+		{"sandbox_image", cri.SandboxImage, e.PauseImage},
+		{"stream_server_address", cri.StreamServer, "127.0.0.1"},
+		{"cni.conf_dir", cri.CNI.ConfDir, dir + "/net.d"},
+		{"cni.bin_dir", cri.CNI.BinDir, CNIBinDir},
+		{"registry.config_path", cri.Registry.ConfigPath, dir + "/certs.d"},
 	} {
-		if !strings.Contains(string(b), want) {
-			t.Errorf("config.toml lacks %s:\n%s", want, b)
+		if c.got != c.want {
+			t.Errorf("config.toml %s = %q, want %q", c.name, c.got, c.want)
 		}
 	}
-	if err := writeHostsTOML(dir+"/certs.d", "127.0.0.1:5000"); err != nil {
-		t.Fatal(err)
-	}
-	h, err := os.ReadFile(dir + "/certs.d/127.0.0.1:5000/hosts.toml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !strings.Contains(string(h), `[host."http://127.0.0.1:5000"]`) || !strings.Contains(string(h), `capabilities = ["pull", "resolve"]`) {
-		t.Errorf("hosts.toml:\n%s", h)
+	for _, host := range []string{e.Registry, e.AuthRegistry} {
+		h, err := os.ReadFile(filepath.Join(dir, "certs.d", host, "hosts.toml"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var hosts struct {
+			Server string `toml:"server"`
+		}
+		if err := toml.Unmarshal(h, &hosts); err != nil || hosts.Server != "http://"+host {
+			t.Errorf("%s/hosts.toml: server %q (%v):\n%s", host, hosts.Server, err, h)
+		}
 	}
 }

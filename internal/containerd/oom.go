@@ -36,3 +36,12 @@ func restrictFromStatus(status string) (bool, error) {
 	}
 	return false, errors.New("containerd: capabilities: no CapEff line in /proc/self/status")
 }
+
+// ResolveRestrictOOMScoreAdj is the restrict_oom_score_adj setting for c:
+// RestrictOOMScoreAdj when set, else NeedRestrictOOMScoreAdj's answer.
+func (c Config) ResolveRestrictOOMScoreAdj() (bool, error) {
+	if c.RestrictOOMScoreAdj != nil {
+		return *c.RestrictOOMScoreAdj, nil
+	}
+	return NeedRestrictOOMScoreAdj()
+}

@@ -2,6 +2,7 @@ package containerd
 
 import (
 	"fmt"
+	"os"
 
 	"github.com/pelletier/go-toml/v2"
 )
@@ -71,4 +72,28 @@ func Render(c Config, restrictOOMScoreAdj bool) ([]byte, error) {
 		return nil, fmt.Errorf("containerd config: render: %w", err)
 	}
 	return append([]byte("# Written by berth; rewritten at every start.\n"), out...), nil
+}
+
+// WriteFiles writes what containerd reads at start into c.Dir: the hosts
+// directory (HostsDir, replaced by Registries' hosts files) and config.toml
+// (ConfigPath, Render's output). c must be validated; restrictOOMScoreAdj
+// is the resolved RestrictOOMScoreAdj. Run calls it at every start; a
+// caller supervising containerd itself calls it before launching
+// "containerd --config ConfigPath".
+func WriteFiles(c Config, restrictOOMScoreAdj bool) error {
+	hosts, err := HostsFiles(c.Registries)
+	if err != nil {
+		return fmt.Errorf("containerd: %w", err)
+	}
+	if err := WriteHostsDir(c.HostsDir(), hosts); err != nil {
+		return err
+	}
+	data, err := Render(c, restrictOOMScoreAdj)
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(c.ConfigPath(), data, 0o644); err != nil {
+		return fmt.Errorf("containerd: %w", err)
+	}
+	return nil
 }

@@ -33,14 +33,9 @@ func New(cfg Config) (*Containerd, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	var restrict bool
-	if cfg.RestrictOOMScoreAdj != nil {
-		restrict = *cfg.RestrictOOMScoreAdj
-	} else {
-		var err error
-		if restrict, err = NeedRestrictOOMScoreAdj(); err != nil {
-			return nil, err
-		}
+	restrict, err := cfg.ResolveRestrictOOMScoreAdj()
+	if err != nil {
+		return nil, err
 	}
 	if cfg.Binary == "" {
 		bin, err := LookPath("containerd")
@@ -99,19 +94,8 @@ func (c *Containerd) Run(ctx context.Context) error {
 			return fmt.Errorf("containerd: %w", err)
 		}
 	}
-	hosts, err := HostsFiles(cfg.Registries)
-	if err != nil {
-		return fmt.Errorf("containerd: %w", err)
-	}
-	if err := WriteHostsDir(cfg.HostsDir(), hosts); err != nil {
+	if err := WriteFiles(cfg, c.restrict); err != nil {
 		return err
-	}
-	data, err := Render(cfg, c.restrict)
-	if err != nil {
-		return err
-	}
-	if err := os.WriteFile(cfg.ConfigPath(), data, 0o644); err != nil {
-		return fmt.Errorf("containerd: %w", err)
 	}
 
 	logFile, err := os.OpenFile(c.LogPath(), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)

@@ -153,29 +153,40 @@ func (p *planner) reconcileOld() bool {
 	if maxScaledDown <= 0 {
 		return false
 	}
-	cleaned := p.cleanupUnhealthy(maxScaledDown)
+	cleaned, settled := p.cleanupUnhealthy(maxScaledDown)
+	if !settled {
+		// Wait for the lagging status: its update requeues the Deployment.
+		return true
+	}
 	scaled := p.scaleDownOld()
 	return cleaned+scaled > 0
 }
 
 // cleanupUnhealthy removes up to limit unavailable pods from old
-// ReplicaSets, oldest first.
-func (p *planner) cleanupUnhealthy(limit int32) int32 {
+// ReplicaSets, oldest first. It stops with settled false at an old
+// ReplicaSet whose status reports more available pods than its
+// spec.replicas (the ReplicaSet controller has not yet carried out an
+// earlier scale-down): it has no unhealthy pods to remove, and its stale
+// availability must not be counted towards scaling further down. Upstream
+// refuses the step there too ("invalid request to scale down").
+func (p *planner) cleanupUnhealthy(limit int32) (cleaned int32, settled bool) {
 	old := append([]*appsv1.ReplicaSet(nil), p.oldRSs...)
 	byCreation(old)
-	var total int32
 	for _, rs := range old {
-		if total >= limit {
+		if cleaned >= limit {
 			break
 		}
 		if rsReplicas(rs) == 0 || rsReplicas(rs) == rs.Status.AvailableReplicas {
 			continue
 		}
-		n := min(limit-total, rsReplicas(rs)-rs.Status.AvailableReplicas)
+		if rs.Status.AvailableReplicas > rsReplicas(rs) {
+			return cleaned, false
+		}
+		n := min(limit-cleaned, rsReplicas(rs)-rs.Status.AvailableReplicas)
 		p.scale(rs, rsReplicas(rs)-n)
-		total += n
+		cleaned += n
 	}
-	return total
+	return cleaned, true
 }
 
 // scaleDownOld scales old ReplicaSets down, oldest first, as far as the

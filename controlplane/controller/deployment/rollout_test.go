@@ -2,6 +2,7 @@ package deployment
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"strconv"
 	"testing"
@@ -370,5 +371,59 @@ func TestComputeHash(t *testing.T) {
 	}
 	if d.Spec.Template.Labels[PodTemplateHashLabel] != "" {
 		t.Fatal("deployment template modified")
+	}
+}
+
+// TestRollingNeverScalesUpOldReplicaSetWithLaggingStatus: an old
+// ReplicaSet just scaled down still reports its earlier available pods
+// (the ReplicaSet controller has not deleted them yet). The unhealthy-pod
+// cleanup once computed a negative count for it and scaled it back up,
+// taking the spec total past replicas+maxSurge (seen in the integration
+// test as 3 → 4 → 5). The step must wait for the status instead, as
+// upstream's does; once the status catches up the rollout goes on.
+func TestRollingNeverScalesUpOldReplicaSetWithLaggingStatus(t *testing.T) {
+	for _, tc := range []struct {
+		name                  string
+		oldSpec, oldAvailable int32
+		newSpec, newAvailable int32
+		want                  map[string]int32 // ReplicaSet → spec after the step (absent: unchanged)
+	}{
+		{name: "old scaled 2→1, two pods still available; new at 3, all available",
+			oldSpec: 1, oldAvailable: 2, newSpec: 3, newAvailable: 3, want: map[string]int32{}},
+		{name: "old scaled 3→1, three pods still available",
+			oldSpec: 1, oldAvailable: 3, newSpec: 3, newAvailable: 3, want: map[string]int32{}},
+		{name: "status caught up: old goes to 0",
+			oldSpec: 1, oldAvailable: 1, newSpec: 3, newAvailable: 3, want: map[string]int32{"web-old": 0}},
+		{name: "old has an unhealthy pod: cleaned up",
+			oldSpec: 2, oldAvailable: 1, newSpec: 2, newAvailable: 2, want: map[string]int32{"web-old": 1}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			d := mkDeploy(3, "v2", intstr.FromInt32(1), intstr.FromInt32(0))
+			d.Generation = 2
+			old := mkRS("web-old", "v1", 1, tc.oldSpec, tc.oldAvailable, t0)
+			newRS := mkRS("web-new", "v2", 2, tc.newSpec, tc.newAvailable, t0.Add(time.Minute))
+			for _, rs := range []*appsv1.ReplicaSet{old, newRS} {
+				setReplicasAnnotations(rs, 3, 4)
+			}
+			plan := Rolling(d, newRS, []*appsv1.ReplicaSet{old}, t0.Add(2*time.Minute))
+			got := map[string]int32{}
+			sizes := map[string]int32{old.Name: tc.oldSpec, newRS.Name: tc.newSpec}
+			for _, a := range plan.Actions {
+				if a.Kind != ActionScale {
+					continue
+				}
+				if a.To > a.From && a.RS.Name == old.Name {
+					t.Errorf("old replicaset scaled up %d → %d", a.From, a.To)
+				}
+				got[a.RS.Name] = a.To
+				sizes[a.RS.Name] = a.To
+				if total := sizes[old.Name] + sizes[newRS.Name]; total > 4 {
+					t.Errorf("after scaling %s to %d: %d pods exceed replicas+maxSurge 4", a.RS.Name, a.To, total)
+				}
+			}
+			if !maps.Equal(got, tc.want) {
+				t.Fatalf("scaled %v, want %v", got, tc.want)
+			}
+		})
 	}
 }

@@ -1,0 +1,192 @@
+package agent
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"berth/agent/credentials"
+	"berth/agent/podworker"
+	"berth/internal/version"
+)
+
+// restConfig is how the agent reaches the apiserver: the kubeconfig, or the
+// server URL with the join token and the cluster CA. The join token stays
+// the agent's credential: berth's apiserver serves no
+// certificates.k8s.io API to trade it for a node client certificate.
+func (c *Config) restConfig() (*rest.Config, error) {
+	var rc *rest.Config
+	if c.Kubeconfig != "" {
+		var err error
+		if rc, err = clientcmd.BuildConfigFromFlags("", c.Kubeconfig); err != nil {
+			return nil, fmt.Errorf("agent: --kubeconfig %s: %w", c.Kubeconfig, err)
+		}
+	} else {
+		token, err := os.ReadFile(c.TokenFile)
+		if err != nil {
+			return nil, fmt.Errorf("agent: --token-file: %w", err)
+		}
+		if strings.TrimSpace(string(token)) == "" {
+			return nil, fmt.Errorf("agent: --token-file %s is empty", c.TokenFile)
+		}
+		rc = &rest.Config{Host: c.Server, BearerToken: strings.TrimSpace(string(token)),
+			TLSClientConfig: rest.TLSClientConfig{CAFile: c.CAFile}}
+	}
+	rc.UserAgent = "berth-agent/" + version.Version + " (" + c.NodeName + ")"
+	rc.QPS, rc.Burst = 50, 100
+	return rc, nil
+}
+
+// clientCAFile is the file the agent API verifies client certificates
+// against: ClientCAFile, else the kubeconfig's CA (written under RootDir/pki
+// when the kubeconfig embeds it).
+func (c *Config) clientCAFile(rc *rest.Config) (string, error) {
+	switch {
+	case c.ClientCAFile != "":
+		return c.ClientCAFile, nil
+	case rc.TLSClientConfig.CAFile != "":
+		return rc.TLSClientConfig.CAFile, nil
+	case len(rc.TLSClientConfig.CAData) > 0:
+		path := filepath.Join(c.RootDir, "pki", "client-ca.crt")
+		if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+			return "", err
+		}
+		return path, os.WriteFile(path, rc.TLSClientConfig.CAData, 0o644)
+	}
+	return "", fmt.Errorf("agent: ClientCAFile (--client-ca-file): required for the agent API when the apiserver's CA is not given")
+}
+
+// pullCredentials returns the credentials for image from the pod's
+// imagePullSecrets and its service account's, as the kubelet's keyring.
+// Secrets that cannot be read are logged (by name) and skipped.
+func pullCredentials(client kubernetes.Interface, log *slog.Logger) func(ctx context.Context, pod *v1.Pod, image string) []*runtimeapi.AuthConfig {
+	return func(ctx context.Context, pod *v1.Pod, image string) []*runtimeapi.AuthConfig {
+		if pod.Annotations[mirrorAnnotation] != "" || pod.Annotations["kubernetes.io/config.source"] == "file" {
+			return nil // a static pod reads no API secrets
+		}
+		refs := append([]v1.LocalObjectReference(nil), pod.Spec.ImagePullSecrets...)
+		if sa := pod.Spec.ServiceAccountName; sa != "" {
+			if acct, err := client.CoreV1().ServiceAccounts(pod.Namespace).Get(ctx, sa, metav1.GetOptions{}); err == nil {
+				refs = append(refs, acct.ImagePullSecrets...)
+			}
+		}
+		var secrets []*v1.Secret
+		for _, ref := range refs {
+			s, err := client.CoreV1().Secrets(pod.Namespace).Get(ctx, ref.Name, metav1.GetOptions{})
+			if err != nil {
+				log.Warn("image pull secret unavailable", "pod", pod.Namespace+"/"+pod.Name, "secret", ref.Name, "err", err)
+				continue
+			}
+			secrets = append(secrets, s)
+		}
+		if len(secrets) == 0 {
+			return nil
+		}
+		keyring, err := credentials.FromSecrets(secrets)
+		if err != nil {
+			log.Warn("image pull secrets unusable", "pod", pod.Namespace+"/"+pod.Name, "err", err)
+			return nil
+		}
+		return credentials.Union{keyring}.AuthConfigs(image)
+	}
+}
+
+// mirrorAnnotation marks mirror pods.
+const mirrorAnnotation = "kubernetes.io/config.mirror"
+
+// apiPods hands the apiserver's pods to the pod workers and completes
+// graceful deletion: a pod with a deletionTimestamp is stopped with its
+// deletion grace period, then deleted with grace 0 (precondition: its UID)
+// once its worker has removed everything.
+type apiPods struct {
+	workers *podworker.Manager
+	client  kubernetes.Interface
+	log     *slog.Logger
+
+	mu       sync.Mutex
+	deleting map[types.UID]*v1.Pod
+}
+
+func newAPIPods(workers *podworker.Manager, client kubernetes.Interface, log *slog.Logger) *apiPods {
+	return &apiPods{workers: workers, client: client, log: log, deleting: map[types.UID]*v1.Pod{}}
+}
+
+// Update implements apiserver.Handler.
+func (p *apiPods) Update(pod *v1.Pod) {
+	if pod.DeletionTimestamp != nil {
+		p.mu.Lock()
+		_, seen := p.deleting[pod.UID]
+		p.deleting[pod.UID] = pod
+		p.mu.Unlock()
+		if !seen {
+			p.log.Info("pod deleted in the apiserver; stopping it", "pod", pod.Namespace+"/"+pod.Name, "uid", pod.UID,
+				"grace", pod.DeletionGracePeriodSeconds)
+		}
+		p.workers.Update(pod)
+		p.workers.Remove(pod.UID)
+		return
+	}
+	if pod.Status.Phase == v1.PodSucceeded || pod.Status.Phase == v1.PodFailed {
+		if !p.workers.Known(pod.UID) {
+			return // finished before: nothing to run
+		}
+	}
+	p.workers.Update(pod)
+}
+
+// Remove implements apiserver.Handler.
+func (p *apiPods) Remove(pod *v1.Pod) {
+	p.log.Info("pod gone from the apiserver", "pod", pod.Namespace+"/"+pod.Name, "uid", pod.UID)
+	p.mu.Lock()
+	delete(p.deleting, pod.UID)
+	p.mu.Unlock()
+	p.workers.Remove(pod.UID)
+}
+
+// finishDeletions deletes, with grace 0, every terminating pod whose worker
+// is done, until ctx ends.
+func (p *apiPods) finishDeletions(ctx context.Context) error {
+	t := time.NewTicker(200 * time.Millisecond)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-t.C:
+		}
+		p.mu.Lock()
+		var done []*v1.Pod
+		for uid, pod := range p.deleting {
+			if !p.workers.Known(uid) {
+				done = append(done, pod)
+			}
+		}
+		p.mu.Unlock()
+		for _, pod := range done {
+			uid := pod.UID
+			err := p.client.CoreV1().Pods(pod.Namespace).Delete(ctx, pod.Name, metav1.DeleteOptions{
+				GracePeriodSeconds: new(int64), Preconditions: &metav1.Preconditions{UID: &uid}})
+			if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
+				p.log.Warn("deleting a stopped pod failed; retrying", "pod", pod.Namespace+"/"+pod.Name, "err", err)
+				continue
+			}
+			p.mu.Lock()
+			delete(p.deleting, uid)
+			p.mu.Unlock()
+		}
+	}
+}

@@ -1,0 +1,157 @@
+// Package statussync writes the agent's pod statuses to the apiserver
+// (pods/status), as the kubelet's status manager does: only for pods the
+// apiserver holds under the same UID (static pods are skipped: their mirror
+// pods have other UIDs), only when the agent's status changed since the last
+// write (the status manager versions each pod's status) and differs from
+// the apiserver's, as a merge patch carrying the pod's UID so a write never
+// lands on a pod recreated under the same name. Conditions the agent does
+// not own (PodScheduled, readiness gates, …) are kept.
+package statussync
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
+	corelisters "k8s.io/client-go/listers/core/v1"
+
+	"berth/agent/status"
+	"berth/internal/errdefs"
+)
+
+// DefaultPeriod is how often the statuses are compared with what was
+// written.
+const DefaultPeriod = 250 * time.Millisecond
+
+// agentConditions are the pod conditions the agent computes.
+var agentConditions = map[v1.PodConditionType]bool{
+	v1.PodReadyToStartContainers: true, v1.PodInitialized: true, v1.ContainersReady: true, v1.PodReady: true,
+}
+
+// Config configures a Syncer. Client, Status and Pods are required.
+type Config struct {
+	Client kubernetes.Interface
+	Status *status.Manager
+	// Pods reads the apiserver's copies of the node's pods (the pod
+	// source's informer cache).
+	Pods corelisters.PodLister
+	// Period; default DefaultPeriod.
+	Period time.Duration
+	Logger *slog.Logger
+}
+
+// Syncer writes pod statuses to the apiserver.
+type Syncer struct {
+	cfg     Config
+	written map[types.UID]uint64 // the status manager's version last written
+}
+
+// New validates cfg.
+func New(cfg Config) (*Syncer, error) {
+	switch {
+	case cfg.Client == nil:
+		return nil, fmt.Errorf("statussync: Config.Client is required: %w", errdefs.ErrInvalidArgument)
+	case cfg.Status == nil:
+		return nil, fmt.Errorf("statussync: Config.Status is required: %w", errdefs.ErrInvalidArgument)
+	case cfg.Pods == nil:
+		return nil, fmt.Errorf("statussync: Config.Pods is required: %w", errdefs.ErrInvalidArgument)
+	case cfg.Period < 0:
+		return nil, fmt.Errorf("statussync: Config.Period %s: must not be negative: %w", cfg.Period, errdefs.ErrInvalidArgument)
+	}
+	if cfg.Period == 0 {
+		cfg.Period = DefaultPeriod
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	return &Syncer{cfg: cfg, written: map[types.UID]uint64{}}, nil
+}
+
+// Run syncs every Period until ctx ends.
+func (s *Syncer) Run(ctx context.Context) error {
+	t := time.NewTicker(s.cfg.Period)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-t.C:
+			s.SyncAll(ctx)
+		}
+	}
+}
+
+// SyncAll writes every pod status that changed since its last write.
+func (s *Syncer) SyncAll(ctx context.Context) {
+	seen := map[types.UID]bool{}
+	for _, local := range s.cfg.Status.List() {
+		seen[local.UID] = true
+		_, version, ok := s.cfg.Status.Get(local.UID)
+		if !ok || s.written[local.UID] == version {
+			continue
+		}
+		remote, err := s.cfg.Pods.Pods(local.Namespace).Get(local.Name)
+		if err != nil || remote.UID != local.UID {
+			continue // not an apiserver pod (static), or not seen yet
+		}
+		if err := s.syncPod(ctx, remote, local.Status); err != nil {
+			if apierrors.IsNotFound(err) || apierrors.IsConflict(err) {
+				continue // gone or replaced: nothing to write
+			}
+			s.cfg.Logger.Warn("writing pod status failed; retrying", "pod", local.Namespace+"/"+local.Name, "err", err)
+			continue
+		}
+		s.written[local.UID] = version
+	}
+	for uid := range s.written {
+		if !seen[uid] {
+			delete(s.written, uid)
+		}
+	}
+}
+
+// syncPod patches remote's status to st (merged with the conditions the
+// agent does not own) unless it already is that.
+func (s *Syncer) syncPod(ctx context.Context, remote *v1.Pod, st v1.PodStatus) error {
+	merged := Merge(remote.Status, st)
+	if equality.Semantic.DeepEqual(remote.Status, merged) {
+		return nil
+	}
+	patch, err := json.Marshal(map[string]any{
+		"metadata": map[string]any{"uid": remote.UID},
+		"status":   merged,
+	})
+	if err != nil {
+		return err
+	}
+	_, err = s.cfg.Client.CoreV1().Pods(remote.Namespace).Patch(ctx, remote.Name, types.MergePatchType, patch, metav1.PatchOptions{}, "status")
+	return err
+}
+
+// Merge returns the agent's status st with the conditions of old the agent
+// does not own appended, and the apiserver's nominatedNodeName kept.
+func Merge(old, st v1.PodStatus) v1.PodStatus {
+	out := *st.DeepCopy()
+	var conds []v1.PodCondition
+	for _, c := range old.Conditions {
+		if !agentConditions[c.Type] {
+			conds = append(conds, c)
+		}
+	}
+	for _, c := range out.Conditions {
+		if agentConditions[c.Type] {
+			conds = append(conds, c)
+		}
+	}
+	out.Conditions = conds
+	out.NominatedNodeName = old.NominatedNodeName
+	return out
+}

@@ -1,0 +1,185 @@
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"net"
+	"net/netip"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
+
+	"berth/agent/bootstrap"
+	"berth/integration/nodeenv"
+)
+
+// proc is a running berth process, stopped (SIGTERM, SIGKILL after 30 s)
+// when the test ends; its output is logged if the test failed.
+type proc struct {
+	name string
+	cmd  *exec.Cmd
+	log  *syncBuffer
+	done chan struct{}
+}
+
+func startProc(t *testing.T, name string, args ...string) *proc {
+	t.Helper()
+	cmd := exec.Command(berthBinary(t), args...)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	p := &proc{name: name, cmd: cmd, log: &syncBuffer{}, done: make(chan struct{})}
+	cmd.Stdout, cmd.Stderr = p.log, p.log
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("start %s: %v", name, err)
+	}
+	go func() { _ = cmd.Wait(); close(p.done) }()
+	t.Cleanup(func() {
+		_ = cmd.Process.Signal(syscall.SIGTERM)
+		select {
+		case <-p.done:
+		case <-time.After(30 * time.Second):
+			_ = cmd.Process.Kill()
+			<-p.done
+		}
+		if t.Failed() {
+			out := p.log.String()
+			if len(out) > 20000 {
+				out = out[len(out)-20000:]
+			}
+			t.Logf("--- %s log (tail) ---\n%s", name, out)
+		}
+	})
+	return p
+}
+
+func (p *proc) exited() bool {
+	select {
+	case <-p.done:
+		return true
+	default:
+		return false
+	}
+}
+
+// cluster is one server and one agent on the package's containerd.
+type cluster struct {
+	env      *nodeenv.Env
+	dataDir  string
+	node     string
+	server   *proc
+	agent    *proc
+	client   kubernetes.Interface
+	cacheDir string
+}
+
+// startCluster runs `berth server` (allocating node pod CIDRs from the
+// environment's PodCIDR) and `berth agent --server` joining it with the
+// join token, its serving certificate signed by the cluster CA.
+func startCluster(t *testing.T) *cluster {
+	t.Helper()
+	requireKubectl(t)
+	env := nodeenv.Current()
+	dir := t.TempDir()
+	c := &cluster{env: env, dataDir: filepath.Join(dir, "server"), node: "e2e-node", cacheDir: filepath.Join(dir, "kubecache")}
+	prefix, err := netip.ParsePrefix(env.PodCIDR)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.server = startProc(t, "berth server", "server", "--data-dir", c.dataDir, "--listen", "127.0.0.1:0",
+		"--cluster-cidr", env.PodCIDR, "--node-cidr-mask-size", strconv.Itoa(prefix.Bits()))
+	var addr string
+	waitFor(t, 90*time.Second, "berth server to serve", func() (bool, string) {
+		if c.server.exited() {
+			t.Fatalf("berth server exited:\n%s", c.server.log.String())
+		}
+		data, err := os.ReadFile(filepath.Join(c.dataDir, "listen-address"))
+		addr = strings.TrimSpace(string(data))
+		return err == nil && addr != "", fmt.Sprint(err)
+	})
+	cfg, err := clientcmd.BuildConfigFromFlags("", c.kubeconfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.client, err = kubernetes.NewForConfig(cfg); err != nil {
+		t.Fatal(err)
+	}
+
+	rootDir := filepath.Join(dir, "agent")
+	certFile, keyFile, err := bootstrap.IssueServingCert(bootstrap.ServingCert{
+		CACertFile: filepath.Join(c.dataDir, "ca.crt"), CAKeyFile: filepath.Join(c.dataDir, "ca.key"),
+		NodeName: c.node, IPs: []net.IP{net.ParseIP("127.0.0.1")}, Dir: filepath.Join(rootDir, "pki"),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.agent = startProc(t, "berth agent", "agent",
+		"--server", "https://"+addr, "--token-file", filepath.Join(c.dataDir, "agent-token"), "--ca-file", filepath.Join(c.dataDir, "ca.crt"),
+		"--container-runtime-endpoint", env.Endpoint, "--root-dir", rootDir, "--pod-log-dir", filepath.Join(rootDir, "logs"),
+		"--cni-conf-dir", env.CNIConfDir, "--cni-bin-dir", strings.Join(env.CNIBinDirs, ":"), "--cni-bridge", env.BridgeName,
+		"--cgroup-root", "/berth-e2e", "--node-name", c.node, "--node-ip", "127.0.0.1",
+		"--read-only-port", "0", "--kubelet-address", "127.0.0.1", "--kubelet-port", strconv.Itoa(freePort(t)),
+		"--tls-cert-file", certFile, "--tls-private-key-file", keyFile,
+		"--image-backoff-initial", "1s", "--image-backoff-max", "4s", "--log-level", "debug")
+	return c
+}
+
+func (c *cluster) kubeconfig() string { return filepath.Join(c.dataDir, "admin.kubeconfig") }
+
+// kubectl runs kubectl against the server: stdout, stderr, the error.
+func (c *cluster) kubectl(t *testing.T, stdin string, args ...string) (string, string, error) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, kubectlBin, append([]string{"--kubeconfig", c.kubeconfig()}, args...)...)
+	cmd.Env = append(os.Environ(), "KUBECACHEDIR="+c.cacheDir)
+	var out, errOut bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errOut
+	if stdin != "" {
+		cmd.Stdin = strings.NewReader(stdin)
+	}
+	err := cmd.Run()
+	return out.String(), errOut.String(), err
+}
+
+func (c *cluster) mustKubectl(t *testing.T, stdin string, args ...string) string {
+	t.Helper()
+	out, errOut, err := c.kubectl(t, stdin, args...)
+	if err != nil {
+		t.Fatalf("kubectl %v: %v\nstdout: %s\nstderr: %s", args, err, out, errOut)
+	}
+	return out
+}
+
+// waitFor polls cond every 200 ms until it holds or timeout passes.
+func waitFor(t *testing.T, timeout time.Duration, what string, cond func() (bool, string)) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	var last string
+	for time.Now().Before(deadline) {
+		ok, msg := cond()
+		if ok {
+			return
+		}
+		last = msg
+		time.Sleep(200 * time.Millisecond)
+	}
+	t.Fatalf("timed out after %s waiting for %s (last: %s)", timeout, what, last)
+}
+
+func freePort(t *testing.T) int {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
