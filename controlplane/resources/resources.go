@@ -225,11 +225,6 @@ func Build(cfg Config) (_ *Set, err error) {
 		if err := store.CompleteWithOptions(opts); err != nil {
 			return nil, fmt.Errorf("resources: %s: %w", gr, err)
 		}
-		// DELETE's propagationPolicy Orphan and Foreground add the orphan /
-		// foregroundDeletion finalizers for the garbage collector, as
-		// kube-apiserver does (set after CompleteWithOptions, which copies
-		// the storage options' value).
-		store.EnableGarbageCollection = true
 		set.stores = append(set.stores, store)
 		res := &apiserver.Resource{
 			GroupVersion: d.gv, Resource: d.resource, Kind: d.kind, SingularName: d.singular,

@@ -109,9 +109,12 @@ func (f *Factory) GetRESTOptions(resource schema.GroupResource, example runtime.
 		prefix = resource.Group + "/" + resource.Resource
 	}
 	return generic.RESTOptions{
-		StorageConfig:           bc.ForResource(resource),
-		Decorator:               f.decorate,
-		EnableGarbageCollection: false,
+		StorageConfig: bc.ForResource(resource),
+		Decorator:     f.decorate,
+		// DELETE's propagationPolicy Orphan and Foreground add the orphan /
+		// foregroundDeletion finalizers for the garbage collector, as
+		// kube-apiserver does.
+		EnableGarbageCollection: true,
 		DeleteCollectionWorkers: 1,
 		ResourcePrefix:          prefix,
 	}, nil
