@@ -24,7 +24,7 @@ import (
 	"k8s.io/client-go/rest"
 	testingclock "k8s.io/utils/clock/testing"
 
-	"berth/agent/volumes/mountinfo"
+	"berth/internal/mountinfo"
 )
 
 // requireRoot fails (CI=true) or skips a test that needs to mount.

@@ -8,7 +8,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"berth/agent/volumes/mountinfo"
+	"berth/internal/mountinfo"
 )
 
 // mountTmpfs mounts a tmpfs at dir, limited to size bytes when size > 0.

@@ -11,7 +11,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/types"
 
-	"berth/agent/volumes/mountinfo"
+	"berth/internal/mountinfo"
 )
 
 // PodVolumes is what a pod has on disk under <root>/pods/<uid>.

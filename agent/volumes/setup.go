@@ -13,8 +13,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"berth/agent/volumes/atomic"
-	"berth/agent/volumes/mountinfo"
 	"berth/internal/errdefs"
+	"berth/internal/mountinfo"
 )
 
 // Plugin directory names under <pod>/volumes, as the kubelet names them.

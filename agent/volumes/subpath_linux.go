@@ -12,8 +12,8 @@ import (
 	"golang.org/x/sys/unix"
 	"k8s.io/apimachinery/pkg/types"
 
-	"berth/agent/volumes/mountinfo"
 	"berth/internal/errdefs"
+	"berth/internal/mountinfo"
 )
 
 // prepareSubPath bind-mounts subPath of the volume at volPath to the

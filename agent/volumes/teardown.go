@@ -10,8 +10,8 @@ import (
 
 	"k8s.io/apimachinery/pkg/types"
 
-	"berth/agent/volumes/mountinfo"
 	"berth/internal/errdefs"
+	"berth/internal/mountinfo"
 )
 
 // TearDown unmounts and removes the pod's volumes: first its subPath bind

@@ -10,7 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/types"
 
-	"berth/agent/volumes/mountinfo"
+	"berth/internal/mountinfo"
 )
 
 // everyKindPod has a volume of each kind that puts something under the

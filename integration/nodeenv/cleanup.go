@@ -1,7 +1,6 @@
 package nodeenv
 
 import (
-	"bufio"
 	"errors"
 	"fmt"
 	"os"
@@ -13,6 +12,8 @@ import (
 	"time"
 
 	"github.com/vishvananda/netlink"
+
+	"berth/internal/mountinfo"
 )
 
 // processMentions reports whether pid is alive and its command line contains
@@ -134,80 +135,24 @@ func killShims(socket string) error {
 
 // mountsUnder lists the mount points at or below dir, deepest first.
 func mountsUnder(dir string) ([]string, error) {
-	f, err := os.Open("/proc/self/mountinfo")
+	mounts, err := mountinfo.Read(mountinfo.SelfPath)
 	if err != nil {
 		return nil, err
 	}
-	defer f.Close()
 	var points []string
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 0, 64*1024), 1024*1024)
-	for sc.Scan() {
-		// id parent major:minor root mountpoint options ...
-		fields := strings.Fields(sc.Text())
-		if len(fields) < 5 {
-			continue
-		}
-		p := unescapeMountinfo(fields[4])
-		if p == dir || strings.HasPrefix(p, dir+"/") {
-			points = append(points, p)
-		}
+	for _, m := range mountinfo.Under(mounts, dir) {
+		points = append(points, m.MountPoint)
 	}
-	if err := sc.Err(); err != nil {
-		return nil, err
-	}
-	sort.SliceStable(points, func(i, j int) bool {
-		return strings.Count(points[i], "/") > strings.Count(points[j], "/")
-	})
 	return points, nil
 }
 
 // unescapeMountinfo decodes the octal escapes (\040 for space …) of
 // /proc/self/mountinfo paths.
-func unescapeMountinfo(s string) string {
-	if !strings.Contains(s, `\`) {
-		return s
-	}
-	var b strings.Builder
-	for i := 0; i < len(s); i++ {
-		if s[i] == '\\' && i+3 < len(s) {
-			if v, err := strconv.ParseUint(s[i+1:i+4], 8, 8); err == nil {
-				b.WriteByte(byte(v))
-				i += 3
-				continue
-			}
-		}
-		b.WriteByte(s[i])
-	}
-	return b.String()
-}
+func unescapeMountinfo(s string) string { return mountinfo.Unescape(s) }
 
-// unmountUnder unmounts everything mounted at or below dir, deepest first,
-// lazily as a last resort for a busy mount.
-func unmountUnder(dir string) error {
-	var errs []error
-	for range 3 { // stacked mounts on one point need several rounds
-		points, err := mountsUnder(dir)
-		if err != nil {
-			return err
-		}
-		if len(points) == 0 {
-			return nil
-		}
-		errs = errs[:0]
-		for _, p := range points {
-			if err := syscall.Unmount(p, 0); err != nil && !errors.Is(err, syscall.EINVAL) && !errors.Is(err, syscall.ENOENT) {
-				if err2 := syscall.Unmount(p, syscall.MNT_DETACH); err2 != nil {
-					errs = append(errs, fmt.Errorf("unmount %s: %w", p, err))
-				}
-			}
-		}
-	}
-	if points, _ := mountsUnder(dir); len(points) > 0 {
-		errs = append(errs, fmt.Errorf("still mounted under %s: %s", dir, strings.Join(points, ", ")))
-	}
-	return errors.Join(errs...)
-}
+// unmountUnder unmounts everything mounted at or below dir, deepest first;
+// a busy mount is an error, not detached lazily.
+func unmountUnder(dir string) error { return mountinfo.UnmountAll(dir) }
 
 // removeNetns unmounts and deletes a network namespace file (e.g.
 // /var/run/netns/cni-…) if it still exists.

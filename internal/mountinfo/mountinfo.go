@@ -1,4 +1,6 @@
-// Package mountinfo reads the mount table of /proc/<pid>/mountinfo.
+// Package mountinfo reads the mount table of /proc/<pid>/mountinfo,
+// answers questions about it (what is mounted under a directory, at a path,
+// which mount a path is on) and unmounts whole trees.
 package mountinfo
 
 import (
@@ -59,12 +61,12 @@ func Parse(r io.Reader) ([]Mount, error) {
 			return nil, fmt.Errorf("mountinfo line %d: malformed: %q", n, sc.Text())
 		}
 		m := Mount{
-			Root:       unescape(fields[3]),
-			MountPoint: unescape(fields[4]),
+			Root:       Unescape(fields[3]),
+			MountPoint: Unescape(fields[4]),
 			Options:    fields[5],
 			Optional:   fields[6:sep:sep],
 			FSType:     fields[sep+1],
-			Source:     unescape(fields[sep+2]),
+			Source:     Unescape(fields[sep+2]),
 		}
 		if len(fields) > sep+3 {
 			m.SuperOptions = fields[sep+3]
@@ -75,12 +77,14 @@ func Parse(r io.Reader) ([]Mount, error) {
 }
 
 // Under returns the mounts whose mount point is dir or lies below it,
-// deepest first (the order to unmount them in).
+// deepest first (the order to unmount them in). dir is compared as written
+// (cleaned, symlinks not resolved), as the kernel reports mount points.
 func Under(mounts []Mount, dir string) []Mount {
 	dir = filepath.Clean(dir)
+	prefix := strings.TrimSuffix(dir, "/") + "/"
 	var out []Mount
 	for _, m := range mounts {
-		if m.MountPoint == dir || strings.HasPrefix(m.MountPoint, dir+"/") {
+		if m.MountPoint == dir || strings.HasPrefix(m.MountPoint, prefix) {
 			out = append(out, m)
 		}
 	}
@@ -130,9 +134,16 @@ func (m *Mount) Shared() bool {
 	return false
 }
 
-// unescape decodes the octal escapes the kernel writes for space, tab,
-// newline and backslash (\040, \011, \012, \134).
-func unescape(s string) string {
+// ReadOnly reports whether the mount is read-only (its per-mount options
+// contain "ro").
+func (m *Mount) ReadOnly() bool {
+	return slices.Contains(strings.Split(m.Options, ","), "ro")
+}
+
+// Unescape decodes the octal escapes the kernel writes in mountinfo fields
+// for space, tab, newline and backslash (\040, \011, \012, \134); anything
+// else, including an incomplete escape, is kept as it is.
+func Unescape(s string) string {
 	if !strings.Contains(s, `\`) {
 		return s
 	}

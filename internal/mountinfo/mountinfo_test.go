@@ -100,3 +100,59 @@ func TestReadSelf(t *testing.T) {
 		t.Errorf("no mount at / in %s", SelfPath)
 	}
 }
+
+func TestParseBindMountAndReadOnly(t *testing.T) {
+	mounts, err := Parse(strings.NewReader(`36 22 253:0 /tmp/vol\040with\040space /tmp/tgt\040dir ro,nosuid master:1 - ext4 /dev/vda rw
+37 22 7:3 / /stage rw,noatime - ext4 /dev/loop3 rw
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	bind := mounts[0]
+	if bind.MountPoint != "/tmp/tgt dir" || bind.Root != "/tmp/vol with space" || bind.FSType != "ext4" || bind.Source != "/dev/vda" {
+		t.Errorf("bind mount parsed as %+v", bind)
+	}
+	if !reflect.DeepEqual(bind.Optional, []string{"master:1"}) || bind.Shared() {
+		t.Errorf("slave mount: optional %v, shared %v", bind.Optional, bind.Shared())
+	}
+	if !bind.ReadOnly() {
+		t.Error("ro,nosuid mount not read-only")
+	}
+	if mounts[1].ReadOnly() {
+		t.Error("rw,noatime mount read-only")
+	}
+}
+
+func TestUnescape(t *testing.T) {
+	for in, want := range map[string]string{
+		`/tmp/plain`:              "/tmp/plain",
+		`/tmp/with\040space`:      "/tmp/with space",
+		`/tmp/tab\011and\134back`: "/tmp/tab\tand\\back",
+		`/tmp/new\012line`:        "/tmp/new\nline",
+		`/tmp/trailing\04`:        `/tmp/trailing\04`,
+		`/tmp/not\09octal`:        `/tmp/not\09octal`,
+	} {
+		if got := Unescape(in); got != want {
+			t.Errorf("Unescape(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+func TestUnderRootAndPrefixBoundary(t *testing.T) {
+	mounts, err := Parse(strings.NewReader(sample))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := len(Under(mounts, "/")); got != len(mounts) {
+		t.Errorf("Under(/) = %d mounts, want all %d", got, len(mounts))
+	}
+	// u1 is not a prefix of u10's mounts.
+	for _, m := range Under(mounts, "/var/lib/berth/pods/u1") {
+		if strings.HasPrefix(m.MountPoint, "/var/lib/berth/pods/u10") {
+			t.Errorf("Under(u1) includes %s", m.MountPoint)
+		}
+	}
+	if got := Under(mounts, "/var/lib/berth/pods/u10"); len(got) != 1 {
+		t.Errorf("Under(u10) = %v, want its one mount", got)
+	}
+}
