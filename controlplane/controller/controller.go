@@ -15,6 +15,8 @@ import (
 	"sync"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
@@ -90,7 +92,10 @@ func KeyFunc(obj any) (string, bool) {
 
 // Loop runs sync for the queue's keys with the given number of workers
 // until ctx ends: it first waits for the informers to sync. A sync error
-// requeues the key with back-off; a key that syncs cleanly is forgotten.
+// requeues the key with back-off; a key that syncs cleanly is forgotten,
+// and so is one whose sync failed because its namespace is terminating
+// (the apiserver refuses new objects there until the namespace is gone,
+// so retrying only spins; upstream's controllers drop such keys too).
 func Loop(ctx context.Context, cfg *Config, queue workqueue.TypedRateLimitingInterface[string], synced []cache.InformerSynced, syncFn func(ctx context.Context, key string) error) error {
 	defer queue.ShutDown()
 	if !cache.WaitForCacheSync(ctx.Done(), synced...) {
@@ -126,6 +131,11 @@ func processNext(ctx context.Context, log *slog.Logger, queue workqueue.TypedRat
 	if err == nil {
 		queue.Forget(key)
 		log.Debug("synced", "key", key, "took", time.Since(start))
+		return true
+	}
+	if apierrors.HasStatusCause(err, corev1.NamespaceTerminatingCause) {
+		queue.Forget(key)
+		log.Debug("namespace terminating; not retried", "key", key, "err", err)
 		return true
 	}
 	if ctx.Err() != nil {
