@@ -146,21 +146,13 @@ func mountsUnder(dir string) ([]string, error) {
 	return points, nil
 }
 
-// unescapeMountinfo decodes the octal escapes (\040 for space …) of
-// /proc/self/mountinfo paths.
-func unescapeMountinfo(s string) string { return mountinfo.Unescape(s) }
-
-// unmountUnder unmounts everything mounted at or below dir, deepest first;
-// a busy mount is an error, not detached lazily.
-func unmountUnder(dir string) error { return mountinfo.UnmountAll(dir) }
-
 // removeNetns unmounts and deletes a network namespace file (e.g.
 // /var/run/netns/cni-…) if it still exists.
 func removeNetns(path string) error {
 	if _, err := os.Lstat(path); errors.Is(err, os.ErrNotExist) {
 		return nil
 	}
-	if err := unmountUnder(path); err != nil {
+	if err := mountinfo.UnmountAll(path); err != nil {
 		return err
 	}
 	if err := os.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {

@@ -23,6 +23,7 @@ import (
 
 	"berth/cni"
 	"berth/internal/containerd"
+	"berth/internal/mountinfo"
 	"berth/internal/testimages"
 )
 
@@ -344,7 +345,7 @@ func (e *Env) stop() error {
 		errs = append(errs, e.stopContainerd())
 	}
 	errs = append(errs, killShims(e.socket))
-	errs = append(errs, unmountUnder(e.Dir))
+	errs = append(errs, mountinfo.UnmountAll(e.Dir))
 	for _, p := range netns {
 		errs = append(errs, removeNetns(p))
 	}

@@ -16,6 +16,7 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"berth/cni"
+	"berth/internal/mountinfo"
 )
 
 // These tests start their own environment (one containerd for the package,
@@ -219,7 +220,7 @@ func TestClaimCleansUpAfterACrashedInstance(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = unmountUnder(dir); _ = os.RemoveAll(dir) })
+	t.Cleanup(func() { _ = mountinfo.UnmountAll(dir); _ = os.RemoveAll(dir) })
 	mnt := filepath.Join(dir, "state", "shm")
 	if err := os.MkdirAll(mnt, 0o755); err != nil {
 		t.Fatal(err)

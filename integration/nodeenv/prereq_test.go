@@ -8,19 +8,6 @@ import (
 	"github.com/pelletier/go-toml/v2"
 )
 
-func TestUnescapeMountinfo(t *testing.T) {
-	for in, want := range map[string]string{
-		`/tmp/plain`:              "/tmp/plain",
-		`/tmp/with\040space`:      "/tmp/with space",
-		`/tmp/tab\011and\134back`: "/tmp/tab\tand\\back",
-		`/tmp/trailing\04`:        `/tmp/trailing\04`,
-	} {
-		if got := unescapeMountinfo(in); got != want {
-			t.Errorf("unescapeMountinfo(%q) = %q, want %q", in, got, want)
-		}
-	}
-}
-
 // TestContainerdConfigHasTheInstancePaths: the instance's containerd
 // keeps everything under Dir, reads the instance's CNI conf dir, runs the
 // pause image, and reaches both registries over plain HTTP.

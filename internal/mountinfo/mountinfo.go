@@ -61,12 +61,12 @@ func Parse(r io.Reader) ([]Mount, error) {
 			return nil, fmt.Errorf("mountinfo line %d: malformed: %q", n, sc.Text())
 		}
 		m := Mount{
-			Root:       Unescape(fields[3]),
-			MountPoint: Unescape(fields[4]),
+			Root:       unescape(fields[3]),
+			MountPoint: unescape(fields[4]),
 			Options:    fields[5],
 			Optional:   fields[6:sep:sep],
 			FSType:     fields[sep+1],
-			Source:     Unescape(fields[sep+2]),
+			Source:     unescape(fields[sep+2]),
 		}
 		if len(fields) > sep+3 {
 			m.SuperOptions = fields[sep+3]
@@ -140,10 +140,10 @@ func (m *Mount) ReadOnly() bool {
 	return slices.Contains(strings.Split(m.Options, ","), "ro")
 }
 
-// Unescape decodes the octal escapes the kernel writes in mountinfo fields
+// unescape decodes the octal escapes the kernel writes in mountinfo fields
 // for space, tab, newline and backslash (\040, \011, \012, \134); anything
 // else, including an incomplete escape, is kept as it is.
-func Unescape(s string) string {
+func unescape(s string) string {
 	if !strings.Contains(s, `\`) {
 		return s
 	}

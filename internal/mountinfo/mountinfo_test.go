@@ -132,8 +132,8 @@ func TestUnescape(t *testing.T) {
 		`/tmp/trailing\04`:        `/tmp/trailing\04`,
 		`/tmp/not\09octal`:        `/tmp/not\09octal`,
 	} {
-		if got := Unescape(in); got != want {
-			t.Errorf("Unescape(%q) = %q, want %q", in, got, want)
+		if got := unescape(in); got != want {
+			t.Errorf("unescape(%q) = %q, want %q", in, got, want)
 		}
 	}
 }
