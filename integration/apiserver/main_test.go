@@ -20,9 +20,11 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 )
 
-// The kubectl versions the tests drive: the newest and oldest on the machine.
+// The kubectl versions the tests drive: the system's, and the newest and
+// oldest on the machine.
 var kubectls = map[string]string{
 	"1.32": "/usr/bin/kubectl",
+	"1.33": "/usr/lib/google-cloud-sdk/bin/kubectl.1.33",
 	"1.27": "/usr/lib/google-cloud-sdk/bin/kubectl.1.27",
 }
 
