@@ -41,7 +41,7 @@ spec:
 // TestKubectl walks the everyday kubectl flows with the oldest and newest
 // kubectl on the machine.
 func TestKubectl(t *testing.T) {
-	for _, version := range []string{"1.32", "1.27"} {
+	for _, version := range []string{"1.32", "1.33", "1.27"} {
 		t.Run(version, func(t *testing.T) {
 			requireKubectl(t, version)
 			ns := newNamespace(t, shared)
