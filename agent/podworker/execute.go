@@ -35,8 +35,11 @@ import (
 //     sandbox. A failure ends the sync.
 //  5. InitToStart: pull, create and start the next init container, and end
 //     the sync (the next one runs when it exits).
-//  6. ContainersToStart, in spec order: pull, create, start; a failure of
-//     one is recorded for its status and does not stop the others.
+//  6. ContainersToStart, in spec order: pull, create, start, postStart
+//     hook; a failure of one is recorded for its status and does not stop
+//     the others.
+//
+// Every stop runs the container's preStop hook first (stopContainers).
 //
 // It returns when a failed step should be retried (zero: at the next sync).
 func (w *worker) execute(ctx context.Context, log *slog.Logger, pod *v1.Pod, rt *podstate.Pod, plan *lifecycle.Plan) time.Time {
@@ -152,6 +155,7 @@ func (w *worker) startContainer(ctx context.Context, log *slog.Logger, pod *v1.P
 	res, err := cfg.Images.EnsureImage(ctx, images.Request{PodUID: pod.UID, Image: c.Image, PullPolicy: c.ImagePullPolicy, SandboxConfig: sandboxCfg, Credentials: auths})
 	for _, ev := range res.Events {
 		log.Debug(ev.Message, "event", ev.Reason)
+		w.event(pod, c.Name, ev.Type, ev.Reason, ev.Message)
 	}
 	if err != nil {
 		var ie *images.Error
@@ -189,17 +193,23 @@ func (w *worker) startContainer(ctx context.Context, log *slog.Logger, pod *v1.P
 	id, err := cfg.CRI.CreateContainer(ctx, sandboxID, ccfg, sandboxCfg)
 	if err != nil {
 		log.Error("creating the container failed", "err", err)
+		w.event(pod, c.Name, v1.EventTypeWarning, "Failed", "Error: "+err.Error())
 		w.failures[c.Name] = status.Failure{Reason: ReasonCreateContainerError, Message: err.Error()}
 		return cfg.Clock.Now().Add(time.Second)
 	}
+	w.event(pod, c.Name, v1.EventTypeNormal, "Created", "Created container: "+c.Name)
 	if !s.BackOffSince.IsZero() {
 		cfg.BackOff.Next(s.BackOffKey, s.BackOffSince)
 	}
 	if err := cfg.CRI.StartContainer(ctx, id); err != nil {
 		log.Error("starting the container failed", "id", id, "err", err)
+		w.event(pod, c.Name, v1.EventTypeWarning, "Failed", "Error: "+err.Error())
 		w.failures[c.Name] = status.Failure{Reason: ReasonRunContainerError, Message: err.Error()}
 		return time.Time{}
 	}
+	// As the kubelet: Started is recorded when the runtime started the
+	// container, before its postStart hook runs.
+	w.event(pod, c.Name, v1.EventTypeNormal, "Started", "Started container "+c.Name)
 	if msg, ok := w.postStart(ctx, log, pod, c, id, podIPs); !ok {
 		w.failures[c.Name] = status.Failure{Reason: ReasonPostStartHookError, Message: msg}
 		return time.Time{}

@@ -133,7 +133,9 @@ func (w *worker) preStop(ctx context.Context, pod *v1.Pod, podIPs []string, t st
 	if cfg.Hooks == nil || c == nil || c.Lifecycle == nil || c.Lifecycle.PreStop == nil {
 		return 0
 	}
-	start := cfg.Clock.Now()
+	// Wall time, as the context's deadline: the hook's time is taken from
+	// the grace period the runtime is then given.
+	start := time.Now()
 	hctx, cancel := context.WithTimeout(ctx, grace)
 	defer cancel()
 	done := make(chan error, 1)
@@ -151,7 +153,7 @@ func (w *worker) preStop(ctx context.Context, pod *v1.Pod, podIPs []string, t st
 		cfg.Logger.Info("preStop hook failed or ran out of time", "pod", pod.Namespace+"/"+pod.Name, "container", t.Name, "err", err)
 		w.event(pod, t.Name, v1.EventTypeWarning, probes.ReasonFailedPreStopHook, probes.PreStopFailedMessage)
 	}
-	return cfg.Clock.Since(start)
+	return time.Since(start)
 }
 
 // specContainer finds a container of the pod's spec by name (nil pod or

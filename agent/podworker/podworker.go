@@ -7,6 +7,15 @@
 // removed is terminated — containers stopped within the grace period, then
 // removed with the sandbox, logs and per-pod files — and its worker ends.
 //
+// With a prober (Config.Probes) the worker adds its pod's probes, takes the
+// containers' started and ready from them (so ContainersReady and Ready
+// follow readiness), and restarts a container whose liveness or startup
+// probe failed, per restart policy and back-off, with a Killing event. With
+// a hook runner (Config.Hooks) a container's postStart hook runs right after
+// it starts — the container is reported Running only once the hook is done,
+// and a failed hook kills it (FailedPostStartHook) — and its preStop hook
+// runs before every stop, its time taken from the grace period (hooks.go).
+//
 // The worker alone decides whether a pod's containers may run; sandbox
 // creation is bounded across pods, first come first served.
 package podworker

@@ -344,8 +344,8 @@ func TestPostStartHookRunsBeforeRunning(t *testing.T) {
 		t.Fatal("the postStart hook ran before the container was running in the runtime")
 	}
 	ph.m.Wake(pod.UID)
-	if cs := containerStatus(ph.podStatus(pod.UID), "app"); cs.State.Running != nil {
-		t.Errorf("app reported Running while its postStart hook runs: %+v", cs)
+	if cs := containerStatus(ph.podStatus(pod.UID), "app"); cs.State.Running != nil || cs.State.Waiting == nil || cs.State.Waiting.Reason != "ContainerCreating" {
+		t.Errorf("app = %+v while its postStart hook runs, want waiting in ContainerCreating", cs)
 	}
 	close(release)
 	ph.until(t, "Running after the hook", func() (bool, string) {

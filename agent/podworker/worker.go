@@ -24,8 +24,8 @@ type worker struct {
 	mu          sync.Mutex
 	pod         *v1.Pod // desired; nil for an orphan
 	terminating bool
-	readd       *v1.Pod // re-added while terminating
-	dead        bool    // the worker ended; callers must make a new one
+	readd       *v1.Pod            // re-added while terminating
+	dead        bool               // the worker ended; callers must make a new one
 	cancelSync  context.CancelFunc // ends the sync in flight (the pod is removed)
 
 	failures map[string]status.Failure // last start failure per container
@@ -139,6 +139,10 @@ func (w *worker) sync(ctx context.Context, pod *v1.Pod) time.Duration {
 	plan := lifecycle.Compute(in)
 	next := cfg.Resync
 	if !plan.Empty() {
+		// As the kubelet, the status is published before the actions run
+		// too: a container whose postStart hook is running is not reported
+		// Running until the hook is done and the next status is published.
+		w.publish(pod, rt)
 		retry := w.execute(ctx, log, pod, rt, &plan)
 		if !retry.IsZero() {
 			next = min(next, max(retry.Sub(cfg.Clock.Now()), 10*time.Millisecond))

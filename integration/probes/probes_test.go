@@ -73,33 +73,38 @@ func TestHTTPGetReadinessFlipsReady(t *testing.T) {
       periodSeconds: 1
       failureThreshold: 1
 `))
-	p := n.waitPod("web", "Ready", time.Minute, func(p *v1.Pod) bool { return isReady(p, "app", true) })
+	p := n.waitPod("web-n1", "Ready", time.Minute, func(p *v1.Pod) bool { return isReady(p, "app", true) })
 	n.exec(p, "app", "rm", "/www/ready.html")
-	n.waitPod("web", "not Ready after the page went away", 30*time.Second, func(p *v1.Pod) bool { return isReady(p, "app", false) })
+	n.waitPod("web-n1", "not Ready after the page went away", 30*time.Second, func(p *v1.Pod) bool { return isReady(p, "app", false) })
 	n.exec(p, "app", "sh", "-c", "echo ok > /www/ready.html")
-	p = n.waitPod("web", "Ready again", 30*time.Second, func(p *v1.Pod) bool { return isReady(p, "app", true) })
+	p = n.waitPod("web-n1", "Ready again", 30*time.Second, func(p *v1.Pod) bool { return isReady(p, "app", true) })
 	if cs := containerStatus(p, "app"); cs.RestartCount != 0 {
 		t.Errorf("readiness restarted the container: %+v", cs)
 	}
 	n.removeAllAndWait()
 }
 
-// tcpSocket readiness on busybox nc: not ready until something listens.
+// tcpSocket readiness on busybox nc: Ready while something listens on the
+// port, both ways. The container runs a one-connection nc again and again
+// while /tmp/listen exists.
 func TestTCPSocketReadiness(t *testing.T) {
 	n := newNode(t)
 	n.start()
 	n.write("tcp.yaml", probeManifest(n.env, "tcp", "Always",
-		"trap 'exit 0' TERM; while [ ! -f /tmp/listen ]; do sleep 0.2; done; nc -ll -p 9090 -e cat & wait", `    readinessProbe:
+		"trap 'exit 0' TERM; while true; do if [ -f /tmp/listen ]; then nc -l -p 9090 -e true; else sleep 0.2; fi; done", `    readinessProbe:
       tcpSocket:
         port: 9090
       periodSeconds: 1
-      failureThreshold: 1
+      failureThreshold: 2
 `))
-	p := n.waitPod("tcp", "running, probed, not Ready", time.Minute, func(p *v1.Pod) bool {
-		return isReady(p, "app", false) && condition(p, v1.PodReady) == v1.ConditionFalse
-	})
+	p := n.waitPod("tcp-n1", "running, not Ready", time.Minute, func(p *v1.Pod) bool { return isReady(p, "app", false) })
 	n.exec(p, "app", "touch", "/tmp/listen")
-	n.waitPod("tcp", "Ready once nc listens", 30*time.Second, func(p *v1.Pod) bool { return isReady(p, "app", true) })
+	n.waitPod("tcp-n1", "Ready once nc listens", 30*time.Second, func(p *v1.Pod) bool { return isReady(p, "app", true) })
+	n.exec(p, "app", "rm", "/tmp/listen")
+	p = n.waitPod("tcp-n1", "not Ready once nothing listens", 30*time.Second, func(p *v1.Pod) bool { return isReady(p, "app", false) })
+	if cs := containerStatus(p, "app"); cs.RestartCount != 0 {
+		t.Errorf("readiness restarted the container: %+v", cs)
+	}
 	n.removeAllAndWait()
 }
 
@@ -116,7 +121,7 @@ func TestExecLivenessRestartsContainer(t *testing.T) {
       failureThreshold: 1
 `))
 	seen := map[string]bool{}
-	p := n.waitPod("live", "two restarts", 90*time.Second, func(p *v1.Pod) bool {
+	p := n.waitPod("live-n1", "two restarts", 90*time.Second, func(p *v1.Pod) bool {
 		cs := containerStatus(p, "app")
 		if cs.ContainerID != "" {
 			seen[cs.ContainerID] = true
@@ -150,14 +155,14 @@ func TestStartupProbeProtectsSlowContainer(t *testing.T) {
       periodSeconds: 1
       failureThreshold: 1
 `))
-	p := n.waitPod("slow", "running, not started", time.Minute, func(p *v1.Pod) bool {
+	p := n.waitPod("slow-n1", "running, not started", time.Minute, func(p *v1.Pod) bool {
 		cs := containerStatus(p, "app")
 		return cs.State.Running != nil && cs.Started != nil && !*cs.Started
 	})
 	if cs := containerStatus(p, "app"); cs.Ready {
 		t.Errorf("ready before started: %+v", cs)
 	}
-	p = n.waitPod("slow", "started and Ready", time.Minute, func(p *v1.Pod) bool {
+	p = n.waitPod("slow-n1", "started and Ready", time.Minute, func(p *v1.Pod) bool {
 		cs := containerStatus(p, "app")
 		return cs.Started != nil && *cs.Started && isReady(p, "app", true)
 	})
@@ -185,7 +190,7 @@ func TestPostStartHook(t *testing.T) {
           command: ["sh", "-c", "echo broken >&2; exit 3"]
 `))
 	sawWaitingWhileRunning := false
-	p := n.waitPod("hooked", "Running", time.Minute, func(p *v1.Pod) bool {
+	p := n.waitPod("hooked-n1", "Running", time.Minute, func(p *v1.Pod) bool {
 		cs := containerStatus(p, "app")
 		if cs.State.Running == nil {
 			// The runtime already runs it: the hook is in progress.
@@ -204,7 +209,7 @@ func TestPostStartHook(t *testing.T) {
 		t.Errorf("never saw the container waiting while its postStart hook ran")
 	}
 	reasons := map[string]bool{}
-	n.waitPod("badhook", "restarted after PostStartHookError", time.Minute, func(p *v1.Pod) bool {
+	n.waitPod("badhook-n1", "restarted after PostStartHookError", time.Minute, func(p *v1.Pod) bool {
 		cs := containerStatus(p, "app")
 		if w := cs.State.Waiting; w != nil {
 			reasons[w.Reason] = true
@@ -214,7 +219,7 @@ func TestPostStartHook(t *testing.T) {
 		}
 		return reasons["PostStartHookError"] && cs.RestartCount >= 2
 	})
-	if p := n.pod("badhook"); p != nil && containerStatus(p, "app").State.Running != nil {
+	if p := n.pod("badhook-n1"); p != nil && containerStatus(p, "app").State.Running != nil {
 		t.Errorf("a container whose postStart hook fails is reported Running: %+v", containerStatus(p, "app"))
 	}
 	n.removeAllAndWait()
@@ -257,7 +262,7 @@ spec:
 	n.write("clean.yaml", manifest("clean", "echo prestop >> /shared/clean"))
 	n.write("hung.yaml", manifest("hung", "echo prestop >> /shared/hung; sleep 1000"))
 	for _, name := range []string{"clean", "hung"} {
-		n.waitPod(name, "Running", time.Minute, func(p *v1.Pod) bool { return containerStatus(p, "app").State.Running != nil })
+		n.waitPod(name+"-n1", "Running", time.Minute, func(p *v1.Pod) bool { return containerStatus(p, "app").State.Running != nil })
 	}
 	n.removeAllAndWait() // returns only once both pods are gone: the hung hook was cut off
 	for _, name := range []string{"clean", "hung"} {
