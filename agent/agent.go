@@ -1,13 +1,23 @@
 // Package agent is berth's node agent, composed: it runs the pods of a
-// static-pod manifest directory on a CRI runtime the way the kubelet does.
+// static-pod manifest directory on a CRI runtime the way the kubelet does,
+// and, joined to a control plane (Config.Server or Config.Kubeconfig), the
+// pods the apiserver binds to its node.
 //
-//	manifest source ──ADD/REMOVE──▶ pod workers ──CRI──▶ runtime
-//	                                   ▲    │
-//	                   PLEG (relist) ──┘    └──▶ status manager ──▶ GET /pods
+//	manifest source ──┐                            ┌──▶ status manager ──▶ GET /pods
+//	apiserver source ─┴─ADD/REMOVE──▶ pod workers ─┤         │
+//	 (spec.nodeName)                   ▲    │      │         └──▶ status sync ──▶ pods/status
+//	                   PLEG (relist) ──┘    CRI    └──▶ Events (client-go recorder)
 //
-// At start it writes and checks the node's CNI configuration, connects to the
-// runtime, adopts the pods already running there (by their kubelet labels),
-// and removes the ones no manifest asks for any more.
+// At start it connects to the runtime; joined, it registers its Node (lease,
+// status) and, without Config.PodCIDR, waits for the Node's spec.podCIDR;
+// then it writes and checks the node's CNI configuration, adopts the pods
+// already running (by their kubelet labels), and removes the ones no source
+// asks for any more once every source delivered its first list. Joined, it
+// also keeps mirror pods for its static pods, completes graceful deletions
+// (stop with the pod's grace, then delete with grace 0, precondition UID),
+// pulls with the pods' imagePullSecrets, reads configMaps and secrets for
+// volumes from the apiserver, and serves the authenticated agent API
+// (kubeletapi) on Config.KubeletPort.
 package agent
 
 import (
@@ -27,7 +37,10 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
+	kubescheme "k8s.io/client-go/kubernetes/scheme"
+	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/record"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"berth/agent/backoff"
@@ -36,6 +49,7 @@ import (
 	"berth/agent/dns"
 	"berth/agent/images"
 	"berth/agent/kubeletapi"
+	"berth/agent/mirror"
 	"berth/agent/node"
 	"berth/agent/pleg"
 	"berth/agent/podruntime"
@@ -105,6 +119,9 @@ func (a *Agent) Run(ctx context.Context) error {
 		if kube, err = kubernetes.NewForConfig(restCfg); err != nil {
 			return fmt.Errorf("agent: %w", err)
 		}
+		if restCfg, kube, err = a.nodeCredential(ctx, restCfg, kube); err != nil {
+			return err
+		}
 		cidrs := make(chan []string, 1)
 		nodes, err := node.New(node.Config{
 			Client: kube, NodeName: cfg.NodeName, InternalIP: net.ParseIP(cfg.NodeIP), Runtime: client, RootDir: cfg.RootDir,
@@ -163,7 +180,12 @@ func (a *Agent) Run(ctx context.Context) error {
 	volCfg := volumes.Config{RootDir: cfg.RootDir, Logger: log,
 		NodeAllocatable: v1.ResourceList{v1.ResourceMemory: *resource.NewQuantity(memory, resource.BinarySI)}}
 	var pullCreds func(context.Context, *v1.Pod, string) []*runtimeapi.AuthConfig
+	var recorder probes.EventRecorder
 	if kube != nil {
+		events := record.NewBroadcaster(record.WithContext(ctx))
+		events.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: kube.CoreV1().Events("")})
+		defer events.Shutdown()
+		recorder = events.NewRecorder(kubescheme.Scheme, v1.EventSource{Component: "kubelet", Host: cfg.NodeName})
 		objects, err := volumes.NewClientSource(kube)
 		if err != nil {
 			return fmt.Errorf("agent: %w", err)
@@ -180,11 +202,11 @@ func (a *Agent) Run(ctx context.Context) error {
 	reader := podruntime.New(client)
 	nodeIP := net.ParseIP(cfg.NodeIP)
 	probeHTTP := probes.NewHTTPGetter() // shared by probes and hooks
-	prober, err := probes.New(probes.Config{Exec: client, HTTP: probeHTTP, Logger: log})
+	prober, err := probes.New(probes.Config{Exec: client, HTTP: probeHTTP, Recorder: recorder, Logger: log})
 	if err != nil {
 		return fmt.Errorf("agent: %w", err)
 	}
-	hooks, err := probes.NewHookRunner(probes.HookConfig{Exec: client, HTTP: probeHTTP, Logger: log})
+	hooks, err := probes.NewHookRunner(probes.HookConfig{Exec: client, HTTP: probeHTTP, Recorder: recorder, Logger: log})
 	if err != nil {
 		return fmt.Errorf("agent: %w", err)
 	}
@@ -208,6 +230,7 @@ func (a *Agent) Run(ctx context.Context) error {
 		QOSClass:        qos.Class,
 		MaxStarts:       cfg.MaxParallelStarts,
 		PullCredentials: pullCreds,
+		Recorder:        recorder,
 		Logger:          log,
 	})
 	if err != nil {
@@ -215,7 +238,8 @@ func (a *Agent) Run(ctx context.Context) error {
 	}
 	// The PLEG removes the runtime's pods no source asks for, once every
 	// source has delivered its first list.
-	var pending sync.WaitGroup
+	sources := 0                         // sources yet to deliver their first list
+	sourceDone := make(chan struct{}, 2) // one send per source once synced
 	sourceSynced := make(chan struct{})
 	var src *manifest.Source
 	var synced sync.Once
@@ -223,9 +247,10 @@ func (a *Agent) Run(ctx context.Context) error {
 		if src, err = manifest.New(manifest.Config{Dir: cfg.PodManifestPath, NodeName: cfg.NodeName, Rescan: cfg.ManifestRescan, Logger: log}); err != nil {
 			return fmt.Errorf("agent: %w", err)
 		}
-		pending.Add(1)
+		sources++
 	}
 	var apiSrc *apisource.Source
+	var mirrors *mirror.Manager // nil when standalone
 	if kube != nil {
 		handler := newAPIPods(workers, kube, log)
 		if apiSrc, err = apisource.New(apisource.Config{Client: kube, NodeName: cfg.NodeName, Handler: handler, Logger: log}); err != nil {
@@ -235,7 +260,13 @@ func (a *Agent) Run(ctx context.Context) error {
 		if err != nil {
 			return fmt.Errorf("agent: %w", err)
 		}
-		pending.Add(1)
+		if src != nil {
+			if mirrors, err = mirror.New(mirror.Config{Client: kube, NodeName: cfg.NodeName, Pods: apiSrc.Lister(), Logger: log}); err != nil {
+				return fmt.Errorf("agent: %w", err)
+			}
+			run.Go("mirror pods", mirrors.Run)
+		}
+		sources++
 		run.Go("apiserver pod source", apiSrc.Run)
 		run.Go("apiserver source synced", func(ctx context.Context) error {
 			for !apiSrc.HasSynced() {
@@ -245,13 +276,23 @@ func (a *Agent) Run(ctx context.Context) error {
 				case <-time.After(50 * time.Millisecond):
 				}
 			}
-			pending.Done()
+			sourceDone <- struct{}{}
 			return nil
 		})
 		run.Go("pod status sync", syncer.Run)
 		run.Go("graceful deletion", handler.finishDeletions)
 	}
-	go func() { pending.Wait(); close(sourceSynced) }()
+	run.Go("sources synced", func(ctx context.Context) error {
+		for range sources {
+			select {
+			case <-sourceDone:
+			case <-ctx.Done():
+				return nil
+			}
+		}
+		close(sourceSynced)
+		return nil
+	})
 	var lastVolumeGC time.Time
 	var suspects map[types.UID]bool
 	detector, err := pleg.New(pleg.Config{
@@ -267,7 +308,7 @@ func (a *Agent) Run(ctx context.Context) error {
 			for uid, p := range pods {
 				active = append(active, uid)
 				if !workers.Known(uid) {
-					log.Info("removing a pod no manifest asks for", "pod", p.Namespace+"/"+p.Name, "uid", uid)
+					log.Info("removing a pod no source asks for", "pod", p.Namespace+"/"+p.Name, "uid", uid)
 					workers.RemoveOrphan(uid)
 				}
 			}
@@ -295,11 +336,17 @@ func (a *Agent) Run(ctx context.Context) error {
 				case manifest.Add:
 					log.Info("pod added", "pod", ev.Pod.Namespace+"/"+ev.Pod.Name, "uid", ev.Pod.UID, "file", ev.File)
 					workers.Update(ev.Pod)
+					if mirrors != nil {
+						mirrors.Set(ev.Pod)
+					}
 				case manifest.Remove:
 					log.Info("pod removed", "pod", ev.Pod.Namespace+"/"+ev.Pod.Name, "uid", ev.Pod.UID, "file", ev.File)
 					workers.Remove(ev.Pod.UID)
+					if mirrors != nil {
+						mirrors.Unset(ev.Pod.UID)
+					}
 				case manifest.Synced:
-					synced.Do(pending.Done)
+					synced.Do(func() { sourceDone <- struct{}{} })
 				}
 			}
 			return nil
@@ -336,18 +383,24 @@ func (a *Agent) Run(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		api, err := kubeletapi.New(kubeletapi.Config{
-			Address:  net.JoinHostPort(cfg.KubeletAddress, strconv.Itoa(cfg.KubeletPort)),
-			CertFile: cfg.TLSCertFile, KeyFile: cfg.TLSKeyFile, RootDir: cfg.RootDir,
-			NodeName: cfg.NodeName, Addresses: []net.IP{nodeIP}, ClientCAFile: caFile,
-			Pods: statuses.List, Locator: kubeletapi.CRILocator{Runtime: client}, Runtime: client,
-			PodLogDir: cfg.PodLogDir, Healthy: a.healthy, Logger: log,
+		run.Go("agent API", func(ctx context.Context) error {
+			certFile, keyFile := cfg.TLSCertFile, cfg.TLSKeyFile
+			if certFile == "" {
+				certFile, keyFile = a.servingCertificate(ctx, kube, nodeIP)
+			}
+			api, err := kubeletapi.New(kubeletapi.Config{
+				Address:  net.JoinHostPort(cfg.KubeletAddress, strconv.Itoa(cfg.KubeletPort)),
+				CertFile: certFile, KeyFile: keyFile, RootDir: cfg.RootDir,
+				NodeName: cfg.NodeName, Addresses: []net.IP{nodeIP}, ClientCAFile: caFile,
+				Pods: statuses.List, Locator: kubeletapi.CRILocator{Runtime: client}, Runtime: client,
+				PodLogDir: cfg.PodLogDir, Healthy: a.healthy, Logger: log,
+			})
+			if err != nil {
+				return err
+			}
+			log.Info("serving the agent API", "port", cfg.KubeletPort, "cert", certFile)
+			return api.Run(ctx)
 		})
-		if err != nil {
-			return fmt.Errorf("agent: %w", err)
-		}
-		log.Info("serving the agent API", "port", cfg.KubeletPort)
-		run.Go("agent API", api.Run)
 	}
 	return run.Wait()
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -19,6 +20,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
+	"berth/agent/bootstrap"
 	"berth/agent/credentials"
 	"berth/agent/podworker"
 	"berth/internal/version"
@@ -49,6 +51,67 @@ func (c *Config) restConfig() (*rest.Config, error) {
 	rc.UserAgent = "berth-agent/" + version.Version + " (" + c.NodeName + ")"
 	rc.QPS, rc.Burst = 50, 100
 	return rc, nil
+}
+
+// nodeCredential trades the join token for a node client certificate
+// (CN=system:node:NAME, O=system:nodes) through the CSR API when the
+// apiserver serves it, as the kubelet's TLS bootstrap; the pair is kept
+// under RootDir/pki and reused while valid. With a kubeconfig, or when the
+// apiserver has no CSR API or the request fails, the given credential stays.
+func (a *Agent) nodeCredential(ctx context.Context, rc *rest.Config, kube kubernetes.Interface) (*rest.Config, kubernetes.Interface, error) {
+	cfg, log := &a.cfg, a.cfg.Logger
+	if cfg.Kubeconfig != "" {
+		return rc, kube, nil
+	}
+	if !bootstrap.ServesCSRs(kube) {
+		log.Info("the apiserver serves no certificates.k8s.io CSR API; keeping the join token as the node's credential")
+		return rc, kube, nil
+	}
+	certFile, keyFile, err := bootstrap.Obtain(ctx, bootstrap.Request{Client: kube, NodeName: cfg.NodeName,
+		Dir: filepath.Join(cfg.RootDir, "pki"), Timeout: time.Minute})
+	if err != nil {
+		log.Warn("no node client certificate; keeping the join token", "err", err)
+		return rc, kube, nil
+	}
+	node := rest.CopyConfig(rc)
+	node.BearerToken, node.BearerTokenFile = "", ""
+	node.TLSClientConfig.CertFile, node.TLSClientConfig.KeyFile = certFile, keyFile
+	nodeKube, err := kubernetes.NewForConfig(node)
+	if err != nil {
+		return nil, nil, fmt.Errorf("agent: %w", err)
+	}
+	log.Info("authenticating with the node client certificate", "cert", certFile)
+	return node, nodeKube, nil
+}
+
+// servingCertificate obtains the agent API's serving certificate through
+// the CSR API (signer kubernetes.io/kubelet-serving; approved for a
+// registered Node's own name and addresses), once the Node is registered.
+// It returns empty paths (kubeletapi then generates a self-signed pair)
+// when the apiserver has no CSR API or the request fails.
+func (a *Agent) servingCertificate(ctx context.Context, kube kubernetes.Interface, nodeIP net.IP) (string, string) {
+	cfg, log := &a.cfg, a.cfg.Logger
+	if !bootstrap.ServesCSRs(kube) {
+		log.Warn("the apiserver serves no CSR API: the agent API uses a self-signed certificate the apiserver's proxy will refuse (give --tls-cert-file)")
+		return "", ""
+	}
+	for ctx.Err() == nil {
+		n, err := kube.CoreV1().Nodes().Get(ctx, cfg.NodeName, metav1.GetOptions{})
+		if err == nil && len(n.Status.Addresses) > 0 {
+			break
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+	certFile, keyFile, err := bootstrap.Obtain(ctx, bootstrap.Request{Client: kube, NodeName: cfg.NodeName, Serving: true,
+		IPs: []net.IP{nodeIP}, Dir: filepath.Join(cfg.RootDir, "pki"), Timeout: time.Minute})
+	if err != nil {
+		log.Warn("no serving certificate from the CSR API; using a self-signed one", "err", err)
+		return "", ""
+	}
+	return certFile, keyFile
 }
 
 // clientCAFile is the file the agent API verifies client certificates

@@ -1,9 +1,13 @@
-// Package bootstrap issues the agent's credentials from the cluster CA when
-// the agent runs where the control plane's data directory is readable (a
-// single-machine cluster such as `berth up`): berth's apiserver serves no
-// certificates.k8s.io API yet, so its nodeTransport — which accepts only
-// serving certificates signed by the cluster CA — is satisfied by signing
-// the agent's serving certificate directly with DATA-DIR/ca.key.
+// Package bootstrap gets the agent its node credentials. With an apiserver
+// serving certificates.k8s.io (ServesCSRs), Obtain trades the join token for
+// a node client certificate (CN=system:node:NAME, O=system:nodes, signer
+// kubernetes.io/kube-apiserver-client-kubelet) and, once the Node is
+// registered, gets the agent API's serving certificate (signer
+// kubernetes.io/kubelet-serving), as the kubelet's TLS bootstrap does. Where
+// the control plane's data directory is readable (one machine, `berth up`)
+// and there is no CSR API, IssueServingCert signs the serving certificate
+// directly with DATA-DIR/ca.key, so the apiserver's node transport — which
+// accepts only serving certificates signed by the cluster CA — reaches it.
 package bootstrap
 
 import (

@@ -1,7 +1,7 @@
 // Package statussync writes the agent's pod statuses to the apiserver
-// (pods/status), as the kubelet's status manager does: only for pods the
-// apiserver holds under the same UID (static pods are skipped: their mirror
-// pods have other UIDs), only when the agent's status changed since the last
+// (pods/status), as the kubelet's status manager does: for pods the
+// apiserver holds under the same UID, and for static pods onto their mirror
+// pods (matched by the config hash), only when the agent's status changed since the last
 // write (the status manager versions each pod's status) and differs from
 // the apiserver's, as a merge patch carrying the pod's UID so a write never
 // lands on a pod recreated under the same name. Conditions the agent does
@@ -51,7 +51,7 @@ type Config struct {
 // Syncer writes pod statuses to the apiserver.
 type Syncer struct {
 	cfg     Config
-	written map[types.UID]uint64 // the status manager's version last written
+	written map[types.UID]uint64 // by apiserver pod UID: the status manager's version last written
 }
 
 // New validates cfg.
@@ -91,16 +91,16 @@ func (s *Syncer) Run(ctx context.Context) error {
 
 // SyncAll writes every pod status that changed since its last write.
 func (s *Syncer) SyncAll(ctx context.Context) {
-	seen := map[types.UID]bool{}
+	seen := map[types.UID]bool{} // by the apiserver pod's UID
 	for _, local := range s.cfg.Status.List() {
-		seen[local.UID] = true
-		_, version, ok := s.cfg.Status.Get(local.UID)
-		if !ok || s.written[local.UID] == version {
-			continue
-		}
 		remote, err := s.cfg.Pods.Pods(local.Namespace).Get(local.Name)
-		if err != nil || remote.UID != local.UID {
-			continue // not an apiserver pod (static), or not seen yet
+		if err != nil || (remote.UID != local.UID && !isMirrorOf(remote, &local)) {
+			continue // not seen yet, or a static pod without its mirror
+		}
+		seen[remote.UID] = true
+		_, version, ok := s.cfg.Status.Get(local.UID)
+		if w, written := s.written[remote.UID]; !ok || (written && w == version) {
+			continue
 		}
 		if err := s.syncPod(ctx, remote, local.Status); err != nil {
 			if apierrors.IsNotFound(err) || apierrors.IsConflict(err) {
@@ -109,7 +109,7 @@ func (s *Syncer) SyncAll(ctx context.Context) {
 			s.cfg.Logger.Warn("writing pod status failed; retrying", "pod", local.Namespace+"/"+local.Name, "err", err)
 			continue
 		}
-		s.written[local.UID] = version
+		s.written[remote.UID] = version
 	}
 	for uid := range s.written {
 		if !seen[uid] {
@@ -154,4 +154,11 @@ func Merge(old, st v1.PodStatus) v1.PodStatus {
 	out.Conditions = conds
 	out.NominatedNodeName = old.NominatedNodeName
 	return out
+}
+
+// isMirrorOf reports whether remote is the mirror pod of the static pod
+// local (its kubernetes.io/config.mirror annotation is local's config hash).
+func isMirrorOf(remote, local *v1.Pod) bool {
+	hash, ok := remote.Annotations["kubernetes.io/config.mirror"]
+	return ok && hash != "" && hash == local.Annotations["kubernetes.io/config.hash"]
 }

@@ -18,6 +18,9 @@ func TestAgentCommandRejectsBadFlags(t *testing.T) {
 		{[]string{"--pod-manifest-path", "/tmp/m", "--container-runtime-endpoint", "unix:///x.sock", "--root-dir", "/tmp/x", "--pod-cidr", "10.1.0.7/24"}, "--pod-cidr"},
 		{[]string{"--pod-manifest-path", "/tmp/m", "--container-runtime-endpoint", "unix:///x.sock", "--root-dir", "/tmp/x", "--pod-cidr", "10.1.0.0/24", "--read-only-port", "-1"}, "--read-only-port"},
 		{[]string{"--pod-manifest-path", "/tmp/m", "--container-runtime-endpoint", "unix:///x.sock", "--root-dir", "/tmp/x", "--pod-cidr", "10.1.0.0/24", "--log-level", "loud"}, "--log-level"},
+		{[]string{"--server", "https://127.0.0.1:6443", "--container-runtime-endpoint", "unix:///x.sock", "--root-dir", "/tmp/x"}, "--token-file"},
+		{[]string{"--server", "127.0.0.1:6443", "--token-file", "/t", "--container-runtime-endpoint", "unix:///x.sock", "--root-dir", "/tmp/x"}, "--server"},
+		{[]string{"--kubeconfig", "/k", "--container-runtime-endpoint", "unix:///x.sock", "--root-dir", "/tmp/x", "--tls-cert-file", "/c"}, "--tls-cert-file"},
 	}
 	for _, tc := range tests {
 		cmd := newAgentCommand()

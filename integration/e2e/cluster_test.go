@@ -78,6 +78,10 @@ type cluster struct {
 	agent    *proc
 	client   kubernetes.Interface
 	cacheDir string
+	// manifests is the agent's static pod directory.
+	manifests string
+	// kubeletPort is the agent API's port on 127.0.0.1.
+	kubeletPort int
 }
 
 // startCluster runs `berth server` (allocating node pod CIDRs from the
@@ -113,21 +117,32 @@ func startCluster(t *testing.T) *cluster {
 	}
 
 	rootDir := filepath.Join(dir, "agent")
-	certFile, keyFile, err := bootstrap.IssueServingCert(bootstrap.ServingCert{
-		CACertFile: filepath.Join(c.dataDir, "ca.crt"), CAKeyFile: filepath.Join(c.dataDir, "ca.key"),
-		NodeName: c.node, IPs: []net.IP{net.ParseIP("127.0.0.1")}, Dir: filepath.Join(rootDir, "pki"),
-	})
-	if err != nil {
+	c.manifests = filepath.Join(dir, "manifests")
+	if err := os.MkdirAll(c.manifests, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	c.agent = startProc(t, "berth agent", "agent",
-		"--server", "https://"+addr, "--token-file", filepath.Join(c.dataDir, "agent-token"), "--ca-file", filepath.Join(c.dataDir, "ca.crt"),
+	// With the CSR API the agent gets its serving certificate from the
+	// cluster's signer; without it, one signed here with the CA key.
+	var servingFlags []string
+	if !bootstrap.ServesCSRs(c.client) {
+		certFile, keyFile, err := bootstrap.IssueServingCert(bootstrap.ServingCert{
+			CACertFile: filepath.Join(c.dataDir, "ca.crt"), CAKeyFile: filepath.Join(c.dataDir, "ca.key"),
+			NodeName: c.node, IPs: []net.IP{net.ParseIP("127.0.0.1")}, Dir: filepath.Join(rootDir, "pki"),
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		servingFlags = []string{"--tls-cert-file", certFile, "--tls-private-key-file", keyFile}
+	}
+	c.kubeletPort = freePort(t)
+	c.agent = startProc(t, "berth agent", append([]string{"agent",
+		"--server", "https://" + addr, "--token-file", filepath.Join(c.dataDir, "agent-token"), "--ca-file", filepath.Join(c.dataDir, "ca.crt"),
+		"--pod-manifest-path", c.manifests, "--manifest-rescan", "2s",
 		"--container-runtime-endpoint", env.Endpoint, "--root-dir", rootDir, "--pod-log-dir", filepath.Join(rootDir, "logs"),
 		"--cni-conf-dir", env.CNIConfDir, "--cni-bin-dir", strings.Join(env.CNIBinDirs, ":"), "--cni-bridge", env.BridgeName,
 		"--cgroup-root", "/berth-e2e", "--node-name", c.node, "--node-ip", "127.0.0.1",
-		"--read-only-port", "0", "--kubelet-address", "127.0.0.1", "--kubelet-port", strconv.Itoa(freePort(t)),
-		"--tls-cert-file", certFile, "--tls-private-key-file", keyFile,
-		"--image-backoff-initial", "1s", "--image-backoff-max", "4s", "--log-level", "debug")
+		"--read-only-port", "0", "--kubelet-address", "127.0.0.1", "--kubelet-port", strconv.Itoa(c.kubeletPort),
+		"--image-backoff-initial", "1s", "--image-backoff-max", "4s", "--log-level", "debug"}, servingFlags...)...)
 	return c
 }
 

@@ -2,12 +2,16 @@ package e2e
 
 import (
 	"context"
+	"crypto/tls"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/http"
 	"net/netip"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -16,6 +20,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
+	"berth/agent/bootstrap"
 	"berth/cri"
 )
 
@@ -42,6 +47,32 @@ func TestAgentJoinsControlPlane(t *testing.T) {
 		if out != c.env.PodCIDR {
 			t.Fatalf("node podCIDR %q, want %q (the only CIDR of --cluster-cidr)", out, c.env.PodCIDR)
 		}
+	})
+
+	t.Run("node credential from the CSR API when served", func(t *testing.T) {
+		if !bootstrap.ServesCSRs(c.client) {
+			if !strings.Contains(c.agent.log.String(), "keeping the join token") {
+				t.Fatal("the apiserver serves no CSR API, and the agent does not say it keeps the join token")
+			}
+			t.Log("the apiserver serves no CSR API: the agent keeps the join token")
+			return
+		}
+		waitFor(t, 30*time.Second, "the agent to authenticate with its node client certificate", func() (bool, string) {
+			return strings.Contains(c.agent.log.String(), "authenticating with the node client certificate"), ""
+		})
+		waitFor(t, 60*time.Second, "issued kubelet client and serving CSRs", func() (bool, string) {
+			csrs, err := c.client.CertificatesV1().CertificateSigningRequests().List(ctx, metav1.ListOptions{})
+			if err != nil {
+				return false, err.Error()
+			}
+			signers := map[string]bool{}
+			for _, r := range csrs.Items {
+				if len(r.Status.Certificate) > 0 && r.Spec.Username != "" {
+					signers[r.Spec.SignerName] = true
+				}
+			}
+			return signers["kubernetes.io/kube-apiserver-client-kubelet"] && signers["kubernetes.io/kubelet-serving"], fmt.Sprint(signers)
+		})
 	})
 
 	const manifest = `apiVersion: v1
@@ -94,6 +125,27 @@ spec:
 		t.FailNow()
 	}
 
+	// reasons lists the reasons of the kubelet's Events on pod uid.
+	reasons := func(uid string) map[string]bool {
+		evs, err := c.client.CoreV1().Events("default").List(ctx, metav1.ListOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		out := map[string]bool{}
+		for _, e := range evs.Items {
+			if string(e.InvolvedObject.UID) == uid && e.Source.Component == "kubelet" {
+				out[e.Reason] = true
+			}
+		}
+		return out
+	}
+	t.Run("the agent records the kubelet's events", func(t *testing.T) {
+		waitFor(t, 30*time.Second, "Created and Started events", func() (bool, string) {
+			r := reasons(uid)
+			return r["Created"] && r["Started"], fmt.Sprint(r)
+		})
+	})
+
 	t.Run("kubectl logs through the apiserver", func(t *testing.T) {
 		out := c.mustKubectl(t, "", "logs", "web")
 		if strings.TrimSpace(out) != "hello-from-e2e" {
@@ -117,7 +169,7 @@ spec:
 		}
 	})
 
-	t.Run("pull secret right and wrong", func(t *testing.T) {
+	t.Run("pull secret right, wrong and missing", func(t *testing.T) {
 		dockerConfig := func(password string) string {
 			auth := base64.StdEncoding.EncodeToString([]byte(c.env.AuthUser + ":" + password))
 			data, _ := json.Marshal(map[string]any{"auths": map[string]any{c.env.AuthRegistry: map[string]string{"auth": auth}}})
@@ -146,7 +198,8 @@ spec:
     command: ["sleep", "3600"]
 `
 		c.mustKubectl(t, fmt.Sprintf(pullPod, "pull-right", "regcred-right", c.env.AuthBusyboxImage)+"---\n"+
-			fmt.Sprintf(pullPod, "pull-wrong", "regcred-wrong", c.env.AuthBusyboxImage), "apply", "-f", "-")
+			fmt.Sprintf(pullPod, "pull-wrong", "regcred-wrong", c.env.AuthBusyboxImage)+"---\n"+
+			fmt.Sprintf(pullPod, "pull-missing", "regcred-absent", c.env.AuthBusyboxImage), "apply", "-f", "-")
 		waitFor(t, 90*time.Second, "pull-right Running", func() (bool, string) {
 			p, err := c.client.CoreV1().Pods("default").Get(ctx, "pull-right", metav1.GetOptions{})
 			if err != nil {
@@ -154,23 +207,82 @@ spec:
 			}
 			return p.Status.Phase == v1.PodRunning, fmt.Sprintf("%s %+v", p.Status.Phase, p.Status.ContainerStatuses)
 		})
-		seen := map[string]bool{}
-		waitFor(t, 90*time.Second, "pull-wrong ErrImagePull then ImagePullBackOff", func() (bool, string) {
-			p, err := c.client.CoreV1().Pods("default").Get(ctx, "pull-wrong", metav1.GetOptions{})
+		for _, name := range []string{"pull-wrong", "pull-missing"} {
+			seen := map[string]bool{}
+			waitFor(t, 90*time.Second, name+" ErrImagePull or ImagePullBackOff", func() (bool, string) {
+				p, err := c.client.CoreV1().Pods("default").Get(ctx, name, metav1.GetOptions{})
+				if err != nil {
+					return false, err.Error()
+				}
+				for _, cs := range p.Status.ContainerStatuses {
+					if w := cs.State.Waiting; w != nil {
+						seen[w.Reason] = true
+						if w.Reason == "ErrImagePull" && strings.Contains(w.Message, c.env.AuthPassword) {
+							t.Fatalf("the ErrImagePull message shows a password: %q", w.Message)
+						}
+					}
+				}
+				return (seen["ErrImagePull"] || seen["ImagePullBackOff"]) && p.Status.Phase == v1.PodPending, fmt.Sprintf("%s %+v", p.Status.Phase, p.Status.ContainerStatuses)
+			})
+		}
+		evs, err := c.client.CoreV1().Events("default").List(ctx, metav1.ListOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, e := range evs.Items {
+			if strings.Contains(e.Message, c.env.AuthPassword) || strings.Contains(e.Message, base64.StdEncoding.EncodeToString([]byte(c.env.AuthUser+":"+c.env.AuthPassword))) {
+				t.Errorf("event %s %s shows the registry password: %q", e.InvolvedObject.Name, e.Reason, e.Message)
+			}
+		}
+		c.mustKubectl(t, "", "delete", "pod", "pull-right", "pull-wrong", "pull-missing", "--wait=true", "--timeout=60s")
+	})
+
+	t.Run("the agent API refuses anonymous requests", func(t *testing.T) {
+		insecure := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}}
+		resp, err := insecure.Get(fmt.Sprintf("https://127.0.0.1:%d/pods", c.kubeletPort))
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusUnauthorized {
+			t.Fatalf("anonymous GET /pods = %d, want 401", resp.StatusCode)
+		}
+	})
+
+	t.Run("static pod gets a mirror pod with its status", func(t *testing.T) {
+		static := fmt.Sprintf(`apiVersion: v1
+kind: Pod
+metadata:
+  name: static-web
+  namespace: default
+spec:
+  terminationGracePeriodSeconds: 1
+  containers:
+  - name: main
+    image: %s
+    imagePullPolicy: IfNotPresent
+    command: ["sleep", "3600"]
+`, c.env.BusyboxImage)
+		file := filepath.Join(c.manifests, "static-web.yaml")
+		if err := os.WriteFile(file, []byte(static), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		name := "static-web-" + c.node
+		waitFor(t, 60*time.Second, "mirror pod Running", func() (bool, string) {
+			p, err := c.client.CoreV1().Pods("default").Get(ctx, name, metav1.GetOptions{})
 			if err != nil {
 				return false, err.Error()
 			}
-			for _, cs := range p.Status.ContainerStatuses {
-				if w := cs.State.Waiting; w != nil {
-					seen[w.Reason] = true
-					if w.Reason == "ErrImagePull" && strings.Contains(w.Message, c.env.AuthPassword) {
-						t.Fatalf("the ErrImagePull message shows a password: %q", w.Message)
-					}
-				}
-			}
-			return (seen["ErrImagePull"] || seen["ImagePullBackOff"]) && p.Status.Phase == v1.PodPending, fmt.Sprintf("%s %+v", p.Status.Phase, p.Status.ContainerStatuses)
+			_, mirror := p.Annotations["kubernetes.io/config.mirror"]
+			return mirror && p.Spec.NodeName == c.node && p.Status.Phase == v1.PodRunning, fmt.Sprintf("annotations=%v phase=%s", p.Annotations, p.Status.Phase)
 		})
-		c.mustKubectl(t, "", "delete", "pod", "pull-right", "pull-wrong", "--wait=true", "--timeout=60s")
+		if err := os.Remove(file); err != nil {
+			t.Fatal(err)
+		}
+		waitFor(t, 60*time.Second, "mirror pod deleted", func() (bool, string) {
+			_, err := c.client.CoreV1().Pods("default").Get(ctx, name, metav1.GetOptions{})
+			return err != nil, fmt.Sprint(err)
+		})
 	})
 
 	t.Run("kubectl delete leaves nothing in containerd", func(t *testing.T) {
@@ -195,5 +307,9 @@ spec:
 		if len(sandboxes) != 0 || len(containers) != 0 {
 			t.Fatalf("after delete, containerd holds %d sandboxes and %d containers of pod %s", len(sandboxes), len(containers), uid)
 		}
+		waitFor(t, 30*time.Second, "a Killing event", func() (bool, string) {
+			r := reasons(uid)
+			return r["Killing"], fmt.Sprint(r)
+		})
 	})
 }

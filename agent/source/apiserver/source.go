@@ -70,8 +70,8 @@ func New(cfg Config) (*Source, error) {
 	factory := informers.NewSharedInformerFactoryWithOptions(cfg.Client, cfg.Resync,
 		informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.FieldSelector = selector }))
 	inf := factory.Core().V1().Pods()
-	s := &Source{cfg: cfg, factory: factory, lister: inf.Lister(), synced: inf.Informer().HasSynced}
-	_, err := inf.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+	s := &Source{cfg: cfg, factory: factory, lister: inf.Lister()}
+	reg, err := inf.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    func(obj any) { s.update(obj) },
 		UpdateFunc: func(_, obj any) { s.update(obj) },
 		DeleteFunc: func(obj any) {
@@ -86,6 +86,7 @@ func New(cfg Config) (*Source, error) {
 	if err != nil {
 		return nil, fmt.Errorf("apiserver source: %w", err)
 	}
+	s.synced = reg.HasSynced // the first list delivered to the handler, not only stored
 	return s, nil
 }
 
@@ -104,7 +105,8 @@ func IsMirror(pod *v1.Pod) bool {
 // Lister reads the informer's cache (mirror pods included).
 func (s *Source) Lister() corelisters.PodLister { return s.lister }
 
-// HasSynced reports whether the first list has been delivered.
+// HasSynced reports whether the first list has been delivered to the
+// Handler.
 func (s *Source) HasSynced() bool { return s.synced() }
 
 // Run runs the informer until ctx ends.

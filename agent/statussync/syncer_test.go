@@ -1,0 +1,106 @@
+package statussync
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	corelisters "k8s.io/client-go/listers/core/v1"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/cache"
+
+	"berth/agent/status"
+)
+
+// Merge keeps the conditions the agent does not own (PodScheduled) and
+// replaces the ones it does.
+func TestMergeKeepsForeignConditions(t *testing.T) {
+	old := v1.PodStatus{NominatedNodeName: "n1", Conditions: []v1.PodCondition{
+		{Type: v1.PodScheduled, Status: v1.ConditionTrue},
+		{Type: v1.PodReady, Status: v1.ConditionFalse},
+	}}
+	st := v1.PodStatus{Phase: v1.PodRunning, Conditions: []v1.PodCondition{{Type: v1.PodReady, Status: v1.ConditionTrue}}}
+	got := Merge(old, st)
+	if got.Phase != v1.PodRunning || got.NominatedNodeName != "n1" || len(got.Conditions) != 2 ||
+		got.Conditions[0].Type != v1.PodScheduled || got.Conditions[1].Type != v1.PodReady || got.Conditions[1].Status != v1.ConditionTrue {
+		t.Fatalf("Merge = %+v", got)
+	}
+}
+
+// patches records the pods/status patches an HTTP apiserver receives.
+type patches struct {
+	mu     sync.Mutex
+	bodies []string
+}
+
+func (p *patches) serve(w http.ResponseWriter, r *http.Request) {
+	if r.Method != http.MethodPatch || !strings.HasSuffix(r.URL.Path, "/pods/web/status") {
+		http.Error(w, "unexpected "+r.Method+" "+r.URL.Path, http.StatusNotFound)
+		return
+	}
+	body, _ := io.ReadAll(r.Body)
+	p.mu.Lock()
+	p.bodies = append(p.bodies, string(body))
+	p.mu.Unlock()
+	w.Header().Set("Content-Type", "application/json")
+	_ = json.NewEncoder(w).Encode(&v1.Pod{TypeMeta: metav1.TypeMeta{Kind: "Pod", APIVersion: "v1"}, ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "default"}})
+}
+
+func (p *patches) list() []string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return append([]string(nil), p.bodies...)
+}
+
+// A status is written once per change, with the pod's UID; an unchanged
+// status and a static pod (no apiserver copy with its UID) are not written.
+func TestSyncerWritesOnlyChanges(t *testing.T) {
+	rec := &patches{}
+	srv := httptest.NewServer(http.HandlerFunc(rec.serve))
+	defer srv.Close()
+	client, err := kubernetes.NewForConfig(&rest.Config{Host: srv.URL})
+	if err != nil {
+		t.Fatal(err)
+	}
+	indexer := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc})
+	remote := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "default", UID: "uid-1"}}
+	if err := indexer.Add(remote); err != nil {
+		t.Fatal(err)
+	}
+	statuses := status.NewManager()
+	s, err := New(Config{Client: client, Status: statuses, Pods: corelisters.NewPodLister(indexer)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	static := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "static-node", Namespace: "default", UID: "static-uid"}}
+	statuses.Set(static, v1.PodStatus{Phase: v1.PodRunning}, 1)
+	statuses.Set(remote, v1.PodStatus{Phase: v1.PodPending}, 1)
+	s.SyncAll(ctx)
+	s.SyncAll(ctx) // unchanged: no second write
+	statuses.Set(remote, v1.PodStatus{Phase: v1.PodRunning, PodIP: "10.0.0.5"}, 2)
+	s.SyncAll(ctx)
+	got := rec.list()
+	if len(got) != 2 {
+		t.Fatalf("%d patches, want 2: %q", len(got), got)
+	}
+	for i, want := range []string{`"phase":"Pending"`, `"podIP":"10.0.0.5"`} {
+		if !strings.Contains(got[i], want) || !strings.Contains(got[i], `"uid":"uid-1"`) {
+			t.Errorf("patch %d = %s, want %s and the pod's uid", i, got[i], want)
+		}
+	}
+}
+
+func TestNewRequiresFields(t *testing.T) {
+	if _, err := New(Config{}); err == nil || !strings.Contains(err.Error(), "Client") {
+		t.Fatalf("New(Config{}) = %v, want an error naming Client", err)
+	}
+}
