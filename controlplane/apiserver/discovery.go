@@ -101,7 +101,7 @@ func (h *Handler) serveResourceList(w http.ResponseWriter, r *http.Request, gv s
 		res := byName[n]
 		out.APIResources = append(out.APIResources, metav1.APIResource{
 			Name: res.Resource, SingularName: res.SingularName, Namespaced: res.Namespaced,
-			Kind: res.Kind, Verbs: storageVerbs, ShortNames: res.ShortNames, Categories: res.Categories,
+			Kind: res.Kind, Verbs: res.discoveryVerbs(), ShortNames: res.ShortNames, Categories: res.Categories,
 		})
 		subs := make([]string, 0, len(res.Subresources))
 		for s := range res.Subresources {

@@ -77,7 +77,7 @@ func resourceDiscovery(res *Resource) apidiscoveryv2.APIResourceDiscovery {
 	out := apidiscoveryv2.APIResourceDiscovery{
 		Resource: res.Resource, SingularResource: res.SingularName, Scope: scope,
 		ResponseKind: &metav1.GroupVersionKind{Group: gvk.Group, Version: gvk.Version, Kind: gvk.Kind},
-		Verbs:        storageVerbs, ShortNames: res.ShortNames, Categories: res.Categories,
+		Verbs:        res.discoveryVerbs(), ShortNames: res.ShortNames, Categories: res.Categories,
 	}
 	subs := make([]string, 0, len(res.Subresources))
 	for s := range res.Subresources {

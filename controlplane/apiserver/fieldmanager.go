@@ -15,7 +15,8 @@ import (
 // server-side apply) for a resource and each of its subresources that
 // exchange the resource's own kind (status); nil without a type converter.
 func (h *Handler) fieldManagers(res *Resource) (map[string]*managedfields.FieldManager, error) {
-	if h.cfg.TypeConverter == nil {
+	if h.cfg.TypeConverter == nil || res.Verbs != nil {
+		// No type converter, or nothing stored: no managed fields.
 		return nil, nil
 	}
 	out := map[string]*managedfields.FieldManager{}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apiserver/pkg/registry/rest"
 )
@@ -26,6 +27,19 @@ type Resource struct {
 	Store rest.StandardStorage
 	// Subresources by name ("status", "scale", "binding", "log", ...).
 	Subresources map[string]Subresource
+	// Verbs, when set, are the only verbs served and listed in discovery,
+	// for resources that are not stored (selfsubjectreviews: create; its
+	// Store need implement only rest.Creater). nil: every verb of a
+	// generic store.
+	Verbs []string
+}
+
+// discoveryVerbs are the verbs discovery lists for the resource.
+func (r *Resource) discoveryVerbs() metav1.Verbs {
+	if r.Verbs != nil {
+		return metav1.Verbs(r.Verbs)
+	}
+	return storageVerbs
 }
 
 // Subresource is a storage for one subresource. Storage implements some of

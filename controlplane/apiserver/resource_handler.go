@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"slices"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -32,6 +33,10 @@ func (h *Handler) serveResource(w http.ResponseWriter, r *http.Request, info *ge
 		ctx = genericapirequest.WithNamespace(ctx, "")
 	}
 	r = r.WithContext(ctx)
+	if res.Verbs != nil && (info.Subresource != "" || !slices.Contains(res.Verbs, info.Verb)) {
+		h.writeError(w, r, apierrors.NewMethodNotSupported(res.GroupVersionResource().GroupResource(), info.Verb))
+		return
+	}
 	if info.Subresource != "" {
 		h.serveSubresource(w, r, info, res)
 		return

@@ -35,6 +35,10 @@ type (
 	v3OneOfTyper   interface{ OpenAPIV3OneOfTypes() []string }
 )
 
+// metadataDescription describes an object's metadata field where its type
+// does not.
+const metadataDescription = "Standard object's metadata. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#metadata"
+
 // builtinDescriptions describe the types that serialize as a scalar and carry
 // no SwaggerDoc.
 var builtinDescriptions = map[string]string{
@@ -194,6 +198,11 @@ func (d *definitions) fields(t reflect.Type, defName string, doc map[string]stri
 			return fmt.Errorf("%w (field %s.%s)", err, defName, name)
 		}
 		prop.Description = doc[name]
+		if prop.Description == "" && name == "metadata" {
+			// Some kinds (CertificateSigningRequest) leave their metadata
+			// undocumented; use the wording every other kind has.
+			prop.Description = metadataDescription
+		}
 		if v := f.Tag.Get("patchStrategy"); v != "" {
 			prop.AddExtension(extPatchStrategy, v)
 		}

@@ -240,7 +240,11 @@ func TestEveryServedKindHasDefinition(t *testing.T) {
 		}
 	}
 	for _, r := range DefaultResources() {
-		for _, gvk := range []schema.GroupVersionKind{r.GVK, r.GVK.GroupVersion().WithKind(r.GVK.Kind + "List")} {
+		gvks := []schema.GroupVersionKind{r.GVK}
+		if r.List != nil {
+			gvks = append(gvks, r.GVK.GroupVersion().WithKind(r.GVK.Kind+"List"))
+		}
+		for _, gvk := range gvks {
 			name, ok := byGVK[gvk]
 			if !ok {
 				t.Errorf("v2: no definition for %s", gvk)

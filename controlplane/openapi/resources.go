@@ -4,7 +4,10 @@ import (
 	"fmt"
 	"slices"
 
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	appsv1 "k8s.io/api/apps/v1"
+	authenticationv1 "k8s.io/api/authentication/v1"
+	certificatesv1 "k8s.io/api/certificates/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
@@ -43,6 +46,7 @@ var allVerbs = []string{VerbCreate, VerbDelete, VerbDeleteCollection, VerbGet, V
 //	exec         get and post, connect (pods)
 //	attach       get and post, connect (pods)
 //	portforward  get and post, connect (pods)
+//	approval     get, put, patch of the resource's own kind (certificatesigningrequests)
 const (
 	SubresourceStatus      = "status"
 	SubresourceScale       = "scale"
@@ -52,6 +56,7 @@ const (
 	SubresourceExec        = "exec"
 	SubresourceAttach      = "attach"
 	SubresourcePortForward = "portforward"
+	SubresourceApproval    = "approval"
 )
 
 // Resource is one REST resource the apiserver serves, with what the OpenAPI
@@ -131,6 +136,17 @@ func DefaultResources() []Resource {
 		in(rbacv1.SchemeGroupVersion, "RoleBinding", "rolebindings", true, &rbacv1.RoleBinding{}, &rbacv1.RoleBindingList{}),
 		in(rbacv1.SchemeGroupVersion, "ClusterRole", "clusterroles", false, &rbacv1.ClusterRole{}, &rbacv1.ClusterRoleList{}),
 		in(rbacv1.SchemeGroupVersion, "ClusterRoleBinding", "clusterrolebindings", false, &rbacv1.ClusterRoleBinding{}, &rbacv1.ClusterRoleBindingList{}),
+		core("LimitRange", "limitranges", true, &corev1.LimitRange{}, &corev1.LimitRangeList{}),
+		core("ResourceQuota", "resourcequotas", true, &corev1.ResourceQuota{}, &corev1.ResourceQuotaList{}, SubresourceStatus),
+		in(admissionregistrationv1.SchemeGroupVersion, "MutatingWebhookConfiguration", "mutatingwebhookconfigurations", false,
+			&admissionregistrationv1.MutatingWebhookConfiguration{}, &admissionregistrationv1.MutatingWebhookConfigurationList{}),
+		in(admissionregistrationv1.SchemeGroupVersion, "ValidatingWebhookConfiguration", "validatingwebhookconfigurations", false,
+			&admissionregistrationv1.ValidatingWebhookConfiguration{}, &admissionregistrationv1.ValidatingWebhookConfigurationList{}),
+		in(certificatesv1.SchemeGroupVersion, "CertificateSigningRequest", "certificatesigningrequests", false,
+			&certificatesv1.CertificateSigningRequest{}, &certificatesv1.CertificateSigningRequestList{}, SubresourceStatus, SubresourceApproval),
+		// Not stored: create only (kubectl auth whoami).
+		{GVK: authenticationv1.SchemeGroupVersion.WithKind("SelfSubjectReview"), Resource: "selfsubjectreviews",
+			Verbs: []string{VerbCreate}, Object: &authenticationv1.SelfSubjectReview{}},
 	}
 }
 

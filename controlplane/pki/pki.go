@@ -77,6 +77,9 @@ type Bundle struct {
 	// CA is the cluster CA certificate; CAPEM its PEM encoding.
 	CA    *x509.Certificate
 	CAPEM []byte
+	// CAKey is the cluster CA's private key, for signing certificates
+	// (controlplane/certificates signs approved CSRs with it).
+	CAKey crypto.Signer
 	// ServingCertPEM and ServingKeyPEM are the apiserver's TLS identity.
 	ServingCertPEM, ServingKeyPEM []byte
 	// AdminCertPEM and AdminKeyPEM are the admin client identity.
@@ -101,6 +104,7 @@ func Ensure(opts Options) (*Bundle, error) {
 	if err != nil {
 		return nil, err
 	}
+	b.CAKey = caKey
 	dns, ips := sans(opts.Hosts)
 	b.ServingCertPEM, b.ServingKeyPEM, err = b.ensureLeaf(caKey, ServingCertFile, ServingKeyFile, leafSpec{
 		cn: "berth-apiserver", dns: dns, ips: ips, usage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},

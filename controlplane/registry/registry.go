@@ -5,7 +5,9 @@
 package registry
 
 import (
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	appsv1 "k8s.io/api/apps/v1"
+	certificatesv1 "k8s.io/api/certificates/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
@@ -20,17 +22,22 @@ import (
 	"k8s.io/apiserver/pkg/storage"
 	"k8s.io/client-go/tools/cache"
 
+	"berth/controlplane/registry/admissionregistration/mutatingwebhookconfiguration"
+	"berth/controlplane/registry/admissionregistration/validatingwebhookconfiguration"
 	"berth/controlplane/registry/apps/deployment"
 	"berth/controlplane/registry/apps/replicaset"
+	"berth/controlplane/registry/certificates/certificatesigningrequest"
 	"berth/controlplane/registry/coordination/lease"
 	"berth/controlplane/registry/core/configmap"
 	"berth/controlplane/registry/core/endpoints"
 	coreevent "berth/controlplane/registry/core/event"
+	"berth/controlplane/registry/core/limitrange"
 	"berth/controlplane/registry/core/namespace"
 	"berth/controlplane/registry/core/node"
 	"berth/controlplane/registry/core/persistentvolume"
 	"berth/controlplane/registry/core/persistentvolumeclaim"
 	"berth/controlplane/registry/core/pod"
+	"berth/controlplane/registry/core/resourcequota"
 	"berth/controlplane/registry/core/secret"
 	"berth/controlplane/registry/core/service"
 	"berth/controlplane/registry/core/serviceaccount"
@@ -63,6 +70,9 @@ type Resource struct {
 	Strategy Strategy
 	// StatusStrategy is the /status strategy; nil when there is no /status.
 	StatusStrategy Strategy
+	// ApprovalStrategy is the /approval strategy (certificate signing
+	// requests); nil for every other resource.
+	ApprovalStrategy Strategy
 	// Table prints the resource for kubectl get.
 	Table rest.TableConvertor
 	// AttrFunc gives an object's labels and selectable fields.
@@ -123,6 +133,17 @@ func Resources(typer runtime.ObjectTyper) map[schema.GroupResource]Resource {
 			AttrFunc: rolebinding.GetAttrs, PredicateFunc: rolebinding.Predicate},
 		{GroupResource: gr(rbacv1.SchemeGroupVersion, "clusterrolebindings"), Strategy: clusterrolebinding.NewStrategy(typer), Table: clusterrolebinding.Table,
 			AttrFunc: clusterrolebinding.GetAttrs, PredicateFunc: clusterrolebinding.Predicate},
+		{GroupResource: core("limitranges"), Strategy: limitrange.NewStrategy(typer), Table: limitrange.Table,
+			AttrFunc: limitrange.GetAttrs, PredicateFunc: limitrange.Predicate},
+		{GroupResource: core("resourcequotas"), Strategy: resourcequota.NewStrategy(typer), StatusStrategy: resourcequota.NewStatusStrategy(typer),
+			Table: resourcequota.Table, AttrFunc: resourcequota.GetAttrs, PredicateFunc: resourcequota.Predicate},
+		{GroupResource: gr(admissionregistrationv1.SchemeGroupVersion, "mutatingwebhookconfigurations"), Strategy: mutatingwebhookconfiguration.NewStrategy(typer),
+			Table: mutatingwebhookconfiguration.Table, AttrFunc: mutatingwebhookconfiguration.GetAttrs, PredicateFunc: mutatingwebhookconfiguration.Predicate},
+		{GroupResource: gr(admissionregistrationv1.SchemeGroupVersion, "validatingwebhookconfigurations"), Strategy: validatingwebhookconfiguration.NewStrategy(typer),
+			Table: validatingwebhookconfiguration.Table, AttrFunc: validatingwebhookconfiguration.GetAttrs, PredicateFunc: validatingwebhookconfiguration.Predicate},
+		{GroupResource: gr(certificatesv1.SchemeGroupVersion, "certificatesigningrequests"), Strategy: certificatesigningrequest.NewStrategy(typer),
+			StatusStrategy: certificatesigningrequest.NewStatusStrategy(typer), ApprovalStrategy: certificatesigningrequest.NewApprovalStrategy(typer),
+			Table: certificatesigningrequest.Table, AttrFunc: certificatesigningrequest.GetAttrs, PredicateFunc: certificatesigningrequest.Predicate},
 	}
 	out := make(map[schema.GroupResource]Resource, len(list))
 	for _, r := range list {

@@ -2,11 +2,19 @@ package registry
 
 import (
 	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
 	"reflect"
 	"testing"
 	"time"
 
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	appsv1 "k8s.io/api/apps/v1"
+	certificatesv1 "k8s.io/api/certificates/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
@@ -66,7 +74,38 @@ func samples() map[schema.GroupResource]runtime.Object {
 			Subjects: []rbacv1.Subject{{Kind: "User", Name: "u"}}},
 		{Group: "rbac.authorization.k8s.io", Resource: "clusterrolebindings"}: &rbacv1.ClusterRoleBinding{ObjectMeta: cl, RoleRef: rbacv1.RoleRef{Kind: "ClusterRole", Name: "r"},
 			Subjects: []rbacv1.Subject{{Kind: "ServiceAccount", Name: "sa", Namespace: "default"}}},
+		{Resource: "limitranges"}: &corev1.LimitRange{ObjectMeta: ns, Spec: corev1.LimitRangeSpec{Limits: []corev1.LimitRangeItem{{Type: corev1.LimitTypeContainer,
+			Max: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1")}}}}},
+		{Resource: "resourcequotas"}: &corev1.ResourceQuota{ObjectMeta: ns, Spec: corev1.ResourceQuotaSpec{Hard: corev1.ResourceList{corev1.ResourcePods: resource.MustParse("2")}}},
+		{Group: "admissionregistration.k8s.io", Resource: "mutatingwebhookconfigurations"}: &admissionregistrationv1.MutatingWebhookConfiguration{ObjectMeta: cl,
+			Webhooks: []admissionregistrationv1.MutatingWebhook{{Name: "inject.berth.dev", ClientConfig: clientConfig(), SideEffects: &sideEffects, AdmissionReviewVersions: []string{"v1"}}}},
+		{Group: "admissionregistration.k8s.io", Resource: "validatingwebhookconfigurations"}: &admissionregistrationv1.ValidatingWebhookConfiguration{ObjectMeta: cl,
+			Webhooks: []admissionregistrationv1.ValidatingWebhook{{Name: "check.berth.dev", ClientConfig: clientConfig(), SideEffects: &sideEffects, AdmissionReviewVersions: []string{"v1"}}}},
+		{Group: "certificates.k8s.io", Resource: "certificatesigningrequests"}: &certificatesv1.CertificateSigningRequest{ObjectMeta: cl,
+			Spec: certificatesv1.CertificateSigningRequestSpec{Request: csrPEM(), SignerName: "kubernetes.io/kube-apiserver-client-kubelet",
+				Usages: []certificatesv1.KeyUsage{certificatesv1.UsageDigitalSignature, certificatesv1.UsageClientAuth}}},
 	}
+}
+
+var sideEffects = admissionregistrationv1.SideEffectClassNone
+
+func clientConfig() admissionregistrationv1.WebhookClientConfig {
+	u := "https://127.0.0.1:8443/mutate"
+	return admissionregistrationv1.WebhookClientConfig{URL: &u}
+}
+
+// csrPEM returns a PEM certificate request for system:node:n1.
+func csrPEM() []byte {
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		panic(err)
+	}
+	der, err := x509.CreateCertificateRequest(rand.Reader, &x509.CertificateRequest{
+		Subject: pkix.Name{CommonName: "system:node:n1", Organization: []string{"system:nodes"}}}, key)
+	if err != nil {
+		panic(err)
+	}
+	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE REQUEST", Bytes: der})
 }
 
 // TestEveryResourceThroughTheGenericRegistryFlow drives each resource's

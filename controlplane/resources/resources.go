@@ -10,8 +10,10 @@ import (
 	"net/http"
 	"time"
 
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	autoscalingv1 "k8s.io/api/autoscaling/v1"
+	certificatesv1 "k8s.io/api/certificates/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
@@ -76,7 +78,9 @@ type def struct {
 	newObj     func() runtime.Object
 	newList    func() runtime.Object
 	status     bool
-	scale      *scaleAdapter
+	// approval serves /approval (certificate signing requests).
+	approval bool
+	scale    *scaleAdapter
 	// ttl, when set, expires objects that long after their last write
 	// (events, as kube-apiserver's --event-ttl).
 	ttl time.Duration
@@ -93,6 +97,7 @@ type strategies struct {
 		rest.RESTDeleteStrategy
 	}
 	status    rest.RESTUpdateStrategy
+	approval  rest.RESTUpdateStrategy
 	reset     rest.ResetFieldsStrategy
 	table     rest.TableConvertor
 	attrs     apistorage.AttrFunc
@@ -153,6 +158,22 @@ func defs() []def {
 			newObj: func() runtime.Object { return &rbacv1.RoleBinding{} }, newList: func() runtime.Object { return &rbacv1.RoleBindingList{} }},
 		{gv: rbacv1.SchemeGroupVersion, resource: "clusterrolebindings", singular: "clusterrolebinding", kind: "ClusterRoleBinding",
 			newObj: func() runtime.Object { return &rbacv1.ClusterRoleBinding{} }, newList: func() runtime.Object { return &rbacv1.ClusterRoleBindingList{} }},
+		{gv: core, resource: "limitranges", singular: "limitrange", kind: "LimitRange", namespaced: true, short: []string{"limits"},
+			newObj: func() runtime.Object { return &corev1.LimitRange{} }, newList: func() runtime.Object { return &corev1.LimitRangeList{} }},
+		{gv: core, resource: "resourcequotas", singular: "resourcequota", kind: "ResourceQuota", namespaced: true, short: []string{"quota"}, status: true,
+			newObj: func() runtime.Object { return &corev1.ResourceQuota{} }, newList: func() runtime.Object { return &corev1.ResourceQuotaList{} }},
+		{gv: admissionregistrationv1.SchemeGroupVersion, resource: "mutatingwebhookconfigurations", singular: "mutatingwebhookconfiguration", kind: "MutatingWebhookConfiguration",
+			categories: []string{"api-extensions"},
+			newObj:     func() runtime.Object { return &admissionregistrationv1.MutatingWebhookConfiguration{} },
+			newList:    func() runtime.Object { return &admissionregistrationv1.MutatingWebhookConfigurationList{} }},
+		{gv: admissionregistrationv1.SchemeGroupVersion, resource: "validatingwebhookconfigurations", singular: "validatingwebhookconfiguration", kind: "ValidatingWebhookConfiguration",
+			categories: []string{"api-extensions"},
+			newObj:     func() runtime.Object { return &admissionregistrationv1.ValidatingWebhookConfiguration{} },
+			newList:    func() runtime.Object { return &admissionregistrationv1.ValidatingWebhookConfigurationList{} }},
+		{gv: certificatesv1.SchemeGroupVersion, resource: "certificatesigningrequests", singular: "certificatesigningrequest", kind: "CertificateSigningRequest",
+			short: []string{"csr"}, status: true, approval: true,
+			newObj:  func() runtime.Object { return &certificatesv1.CertificateSigningRequest{} },
+			newList: func() runtime.Object { return &certificatesv1.CertificateSigningRequestList{} }},
 	}
 }
 
@@ -170,6 +191,12 @@ func strategiesFor(d def, parts map[schema.GroupResource]registry.Resource) (str
 		triggers: p.TriggerFuncs, indexers: p.Indexers}
 	if p.StatusStrategy != nil {
 		st.status = p.StatusStrategy
+	}
+	if d.approval {
+		if p.ApprovalStrategy == nil {
+			return strategies{}, fmt.Errorf("resources: controlplane/registry has no approval strategy for %s: %w", gr, errdefs.ErrInvalidArgument)
+		}
+		st.approval = p.ApprovalStrategy
 	}
 	return st, nil
 }
@@ -239,6 +266,14 @@ func Build(cfg Config) (_ *Set, err error) {
 			}
 			res.Subresources["status"] = apiserver.Subresource{Kind: res.GroupVersionKind(), Storage: &statusStore}
 		}
+		if d.approval {
+			approvalStore := *store
+			approvalStore.UpdateStrategy = st.approval
+			if r, ok := st.approval.(rest.ResetFieldsStrategy); ok {
+				approvalStore.ResetFieldsStrategy = r
+			}
+			res.Subresources["approval"] = apiserver.Subresource{Kind: res.GroupVersionKind(), Storage: &approvalStore}
+		}
 		if d.scale != nil {
 			res.Subresources["scale"] = apiserver.Subresource{
 				Kind:    autoscalingv1.SchemeGroupVersion.WithKind("Scale"),
@@ -262,6 +297,9 @@ func Build(cfg Config) (_ *Set, err error) {
 		set.Resources = append(set.Resources, res)
 		set.ByGVR[res.GroupVersionResource()] = res
 	}
+	ssr := selfSubjectReviews()
+	set.Resources = append(set.Resources, ssr)
+	set.ByGVR[ssr.GroupVersionResource()] = ssr
 	if pods != nil && nodes != nil {
 		proxy := &nodeProxy{pods: pods, nodes: nodes, transport: cfg.NodeTransport}
 		podRes := set.ByGVR[corev1.SchemeGroupVersion.WithResource("pods")]

@@ -26,7 +26,9 @@ import (
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
 
 	"berth/controlplane/apiserver"
+	"berth/controlplane/certificates"
 	"berth/controlplane/controller/manager"
+	"berth/controlplane/pki"
 	"berth/controlplane/scheduler"
 )
 
@@ -297,4 +299,24 @@ func registerReplacing(reg prometheus.Registerer, c prometheus.Collector) error 
 		return reg.Register(c)
 	}
 	return err
+}
+
+// certificatesComponent builds the CSR approver and signer (node client and
+// serving certificates from the cluster CA). It is idempotent, so every
+// server runs it, without leader election.
+func certificatesComponent(rc *rest.Config, creds *pki.Bundle, log *slog.Logger) (component, error) {
+	src := rest.CopyConfig(rc)
+	src.UserAgent = "berth-certificates"
+	client, err := kubernetes.NewForConfig(src)
+	if err != nil {
+		return component{}, fmt.Errorf("server: certificates client: %w", err)
+	}
+	ctrl, err := certificates.New(certificates.Config{
+		Client: client, Signer: certificates.Signer{CA: creds.CA, Key: creds.CAKey},
+		Logger: log.With("component", "certificates"),
+	})
+	if err != nil {
+		return component{}, err
+	}
+	return component{name: "certificates", run: ctrl.Run}, nil
 }

@@ -200,7 +200,14 @@ func (s *Server) Run(ctx context.Context) (err error) {
 	}}}
 	id := instanceID()
 	leaders := newLeaderMetrics()
-	more, err := s.controlPlaneComponents(loopbackConfig(kubeconfigHost(ln.Addr().(*net.TCPAddr)), creds.CAPEM, loopbackToken), id, leaders)
+	rc := loopbackConfig(kubeconfigHost(ln.Addr().(*net.TCPAddr)), creds.CAPEM, loopbackToken)
+	csrComp, err := certificatesComponent(rc, creds, log)
+	if err != nil {
+		ln.Close()
+		return err
+	}
+	comps = append(comps, csrComp)
+	more, err := s.controlPlaneComponents(rc, id, leaders)
 	if err != nil {
 		ln.Close()
 		return err
@@ -314,7 +321,7 @@ func openapiResources(set *resources.Set) []openapi.Resource {
 	known := map[string]bool{
 		openapi.SubresourceStatus: true, openapi.SubresourceScale: true, openapi.SubresourceBinding: true,
 		openapi.SubresourceEviction: true, openapi.SubresourceLog: true, openapi.SubresourceExec: true,
-		openapi.SubresourceAttach: true, openapi.SubresourcePortForward: true,
+		openapi.SubresourceAttach: true, openapi.SubresourcePortForward: true, openapi.SubresourceApproval: true,
 	}
 	var out []openapi.Resource
 	for _, r := range set.Resources {
@@ -325,6 +332,12 @@ func openapiResources(set *resources.Set) []openapi.Resource {
 			}
 		}
 		sort.Strings(subs)
+		if r.Verbs != nil {
+			// Not stored (selfsubjectreviews): only its verbs, no list type.
+			out = append(out, openapi.Resource{GVK: r.GroupVersionKind(), Resource: r.Resource, Namespaced: r.Namespaced,
+				Verbs: r.Verbs, Object: r.Store.New()})
+			continue
+		}
 		out = append(out, openapi.Resource{
 			GVK: r.GroupVersionKind(), Resource: r.Resource, Namespaced: r.Namespaced,
 			Verbs: []string{openapi.VerbCreate, openapi.VerbDelete, openapi.VerbDeleteCollection, openapi.VerbGet,

@@ -7,6 +7,7 @@ package fieldsets
 import (
 	"strconv"
 
+	certificatesv1 "k8s.io/api/certificates/v1"
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -62,6 +63,9 @@ func Kinds() []Kind {
 		{corev1.SchemeGroupVersion.WithKind("PersistentVolumeClaim"), func(o runtime.Object) fields.Set { return Meta(o, true) }, nil},
 		{eventsv1.SchemeGroupVersion.WithKind("Event"), func(o runtime.Object) fields.Set { return EventsV1Event(o.(*eventsv1.Event)) }, EventsV1Labels},
 		{appsv1.SchemeGroupVersion.WithKind("ReplicaSet"), func(o runtime.Object) fields.Set { return ReplicaSet(o.(*appsv1.ReplicaSet)) }, nil},
+		{certificatesv1.SchemeGroupVersion.WithKind("CertificateSigningRequest"), func(o runtime.Object) fields.Set {
+			return CertificateSigningRequest(o.(*certificatesv1.CertificateSigningRequest))
+		}, nil},
 	}
 }
 
@@ -182,5 +186,13 @@ func EventsV1Event(e *eventsv1.Event) fields.Set {
 func ReplicaSet(rs *appsv1.ReplicaSet) fields.Set {
 	s := metaSet(rs, true)
 	s["status.replicas"] = strconv.Itoa(int(rs.Status.Replicas))
+	return s
+}
+
+// CertificateSigningRequest returns a CSR's selectable fields:
+// metadata.name and spec.signerName.
+func CertificateSigningRequest(csr *certificatesv1.CertificateSigningRequest) fields.Set {
+	s := metaSet(csr, false)
+	s["spec.signerName"] = csr.Spec.SignerName
 	return s
 }

@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	appsv1 "k8s.io/api/apps/v1"
+	certificatesv1 "k8s.io/api/certificates/v1"
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -80,6 +81,8 @@ func TestKindsCoverTheirTypes(t *testing.T) {
 			obj = &corev1.PersistentVolumeClaim{}
 		case "ReplicaSet":
 			obj = &appsv1.ReplicaSet{}
+		case "CertificateSigningRequest":
+			obj = &certificatesv1.CertificateSigningRequest{}
 		case "Event":
 			if k.GVK.Group == "" {
 				obj = &corev1.Event{}

@@ -7,10 +7,12 @@ package scheme
 import (
 	"fmt"
 
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	authenticationv1 "k8s.io/api/authentication/v1"
 	authorizationv1 "k8s.io/api/authorization/v1"
 	autoscalingv1 "k8s.io/api/autoscaling/v1"
+	certificatesv1 "k8s.io/api/certificates/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
@@ -43,6 +45,8 @@ var GroupVersions = []schema.GroupVersion{
 	policyv1.SchemeGroupVersion,
 	authenticationv1.SchemeGroupVersion,
 	authorizationv1.SchemeGroupVersion,
+	admissionregistrationv1.SchemeGroupVersion,
+	certificatesv1.SchemeGroupVersion,
 }
 
 // ScaleGroupVersion is the group-version of the Scale objects the /scale
@@ -68,6 +72,8 @@ func New() *runtime.Scheme {
 		authenticationv1.AddToScheme,
 		authorizationv1.AddToScheme,
 		autoscalingv1.AddToScheme,
+		admissionregistrationv1.AddToScheme,
+		certificatesv1.AddToScheme,
 		metav1.AddMetaToScheme,
 		metav1beta1.AddMetaToScheme,
 		metav1beta1.RegisterConversions,
@@ -187,6 +193,28 @@ func addDefaultingFuncs(s *runtime.Scheme) error {
 	add(&rbacv1.ClusterRoleBindingList{}, func(o interface{}) {
 		for i := range o.(*rbacv1.ClusterRoleBindingList).Items {
 			defaults.ClusterRoleBinding(&o.(*rbacv1.ClusterRoleBindingList).Items[i])
+		}
+	})
+	add(&corev1.LimitRange{}, func(o interface{}) { defaults.LimitRange(o.(*corev1.LimitRange)) })
+	add(&corev1.LimitRangeList{}, func(o interface{}) {
+		for i := range o.(*corev1.LimitRangeList).Items {
+			defaults.LimitRange(&o.(*corev1.LimitRangeList).Items[i])
+		}
+	})
+	add(&admissionregistrationv1.MutatingWebhookConfiguration{}, func(o interface{}) {
+		defaults.MutatingWebhookConfiguration(o.(*admissionregistrationv1.MutatingWebhookConfiguration))
+	})
+	add(&admissionregistrationv1.MutatingWebhookConfigurationList{}, func(o interface{}) {
+		for i := range o.(*admissionregistrationv1.MutatingWebhookConfigurationList).Items {
+			defaults.MutatingWebhookConfiguration(&o.(*admissionregistrationv1.MutatingWebhookConfigurationList).Items[i])
+		}
+	})
+	add(&admissionregistrationv1.ValidatingWebhookConfiguration{}, func(o interface{}) {
+		defaults.ValidatingWebhookConfiguration(o.(*admissionregistrationv1.ValidatingWebhookConfiguration))
+	})
+	add(&admissionregistrationv1.ValidatingWebhookConfigurationList{}, func(o interface{}) {
+		for i := range o.(*admissionregistrationv1.ValidatingWebhookConfigurationList).Items {
+			defaults.ValidatingWebhookConfiguration(&o.(*admissionregistrationv1.ValidatingWebhookConfigurationList).Items[i])
 		}
 	})
 	return nil

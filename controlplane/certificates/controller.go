@@ -1,0 +1,216 @@
+package certificates
+
+import (
+	"context"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	certificatesv1 "k8s.io/api/certificates/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	certlisters "k8s.io/client-go/listers/certificates/v1"
+	corelisters "k8s.io/client-go/listers/core/v1"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/util/workqueue"
+
+	"berth/internal/api/validation"
+	"berth/internal/errdefs"
+)
+
+// Config configures the Controller.
+type Config struct {
+	// Client talks to the apiserver (it needs CSRs: list, watch, update
+	// /approval and /status; nodes: list, watch).
+	Client kubernetes.Interface
+	// Signer signs approved requests.
+	Signer Signer
+	// Logger logs decisions; required.
+	Logger *slog.Logger
+	// Resync re-examines pending requests this often (serving requests
+	// wait for their Node); 30s when 0.
+	Resync time.Duration
+	// Now is the clock; time.Now when nil.
+	Now func() time.Time
+}
+
+// Controller approves and signs node CSRs (see the package doc).
+type Controller struct {
+	cfg Config
+}
+
+// New validates cfg and returns a Controller.
+func New(cfg Config) (*Controller, error) {
+	if cfg.Client == nil || cfg.Logger == nil {
+		return nil, fmt.Errorf("certificates: Client and Logger are required: %w", errdefs.ErrInvalidArgument)
+	}
+	if cfg.Signer.CA == nil || cfg.Signer.Key == nil {
+		return nil, fmt.Errorf("certificates: Signer.CA and Signer.Key are required: %w", errdefs.ErrInvalidArgument)
+	}
+	if cfg.Resync <= 0 {
+		cfg.Resync = 30 * time.Second
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	return &Controller{cfg: cfg}, nil
+}
+
+// Run watches CSRs until ctx ends.
+func (c *Controller) Run(ctx context.Context) error {
+	factory := informers.NewSharedInformerFactory(c.cfg.Client, c.cfg.Resync)
+	csrInformer := factory.Certificates().V1().CertificateSigningRequests()
+	nodeInformer := factory.Core().V1().Nodes()
+	queue := workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[string]())
+	defer queue.ShutDown()
+	enqueue := func(obj interface{}) {
+		if key, err := cache.DeletionHandlingMetaNamespaceKeyFunc(obj); err == nil {
+			queue.Add(key)
+		}
+	}
+	if _, err := csrInformer.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc: enqueue, UpdateFunc: func(_, n interface{}) { enqueue(n) },
+	}); err != nil {
+		return fmt.Errorf("certificates: %w", err)
+	}
+	csrs, nodes := csrInformer.Lister(), nodeInformer.Lister()
+	// A serving request waits for its Node: re-examine pending requests
+	// when a node appears or its addresses change.
+	pending := func(interface{}) {
+		all, err := csrs.List(labels.Everything())
+		if err != nil {
+			return
+		}
+		for _, csr := range all {
+			if csr.Spec.SignerName == KubeletServingSigner && len(csr.Status.Conditions) == 0 {
+				queue.Add(csr.Name)
+			}
+		}
+	}
+	if _, err := nodeInformer.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc: pending, UpdateFunc: func(_, n interface{}) { pending(n) },
+	}); err != nil {
+		return fmt.Errorf("certificates: %w", err)
+	}
+	factory.Start(ctx.Done())
+	defer factory.Shutdown()
+	if !cache.WaitForCacheSync(ctx.Done(), csrInformer.Informer().HasSynced, nodeInformer.Informer().HasSynced) {
+		return ctx.Err()
+	}
+	go func() {
+		<-ctx.Done()
+		queue.ShutDown()
+	}()
+	for {
+		key, quit := queue.Get()
+		if quit {
+			return nil
+		}
+		err := c.sync(ctx, csrs, nodes, key)
+		switch {
+		case err == nil:
+			queue.Forget(key)
+		case ctx.Err() != nil:
+		default:
+			c.cfg.Logger.Warn("certificate signing request not processed; retrying", "csr", key, "err", err)
+			queue.AddRateLimited(key)
+		}
+		queue.Done(key)
+	}
+}
+
+// sync approves and/or signs one CSR.
+func (c *Controller) sync(ctx context.Context, csrs certlisters.CertificateSigningRequestLister, nodes corelisters.NodeLister, name string) error {
+	csr, err := csrs.Get(name)
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if len(csr.Status.Certificate) > 0 || hasCondition(csr, certificatesv1.CertificateDenied) || hasCondition(csr, certificatesv1.CertificateFailed) {
+		return nil
+	}
+	if csr.Spec.SignerName != KubeletClientSigner && csr.Spec.SignerName != KubeletServingSigner {
+		return nil
+	}
+	req, err := validation.ParseCSR(csr.Spec.Request)
+	if err != nil {
+		return c.fail(ctx, csr, fmt.Sprintf("unable to parse csr %q: %v", csr.Name, err))
+	}
+	if !hasCondition(csr, certificatesv1.CertificateApproved) {
+		var node *corev1.Node
+		if name, err := nodeSubject(req); err == nil {
+			node, _ = nodes.Get(name)
+		}
+		d := Approve(csr, req, node)
+		if !d.Approve {
+			c.cfg.Logger.Debug("certificate signing request left pending", "csr", csr.Name, "signer", csr.Spec.SignerName, "requester", csr.Spec.Username, "why", d.Message)
+			return nil
+		}
+		csr = csr.DeepCopy()
+		now := metav1.NewTime(c.cfg.Now())
+		csr.Status.Conditions = append(csr.Status.Conditions, certificatesv1.CertificateSigningRequestCondition{
+			Type: certificatesv1.CertificateApproved, Status: corev1.ConditionTrue, Reason: d.Reason, Message: d.Message,
+			LastUpdateTime: now, LastTransitionTime: now,
+		})
+		csr, err = c.cfg.Client.CertificatesV1().CertificateSigningRequests().UpdateApproval(ctx, csr.Name, csr, metav1.UpdateOptions{})
+		if err != nil {
+			return fmt.Errorf("approve: %w", err)
+		}
+		c.cfg.Logger.Info("certificate signing request approved", "csr", csr.Name, "signer", csr.Spec.SignerName, "requester", csr.Spec.Username)
+	}
+	return c.sign(ctx, csr, req)
+}
+
+// sign issues the certificate of an approved CSR, or marks it Failed when
+// the request breaks its signer's rules.
+func (c *Controller) sign(ctx context.Context, csr *certificatesv1.CertificateSigningRequest, req *x509.CertificateRequest) error {
+	if _, err := Check(csr.Spec.SignerName, req, csr.Spec.Usages); err != nil {
+		if errors.Is(err, errdefs.ErrInvalidArgument) {
+			return c.fail(ctx, csr, err.Error())
+		}
+		return nil
+	}
+	certPEM, err := c.cfg.Signer.Sign(req, csr.Spec.Usages, csr.Spec.ExpirationSeconds, c.cfg.Now())
+	if err != nil {
+		return err
+	}
+	csr = csr.DeepCopy()
+	csr.Status.Certificate = certPEM
+	if _, err := c.cfg.Client.CertificatesV1().CertificateSigningRequests().UpdateStatus(ctx, csr, metav1.UpdateOptions{}); err != nil {
+		return fmt.Errorf("sign: %w", err)
+	}
+	c.cfg.Logger.Info("certificate signing request signed", "csr", csr.Name, "signer", csr.Spec.SignerName, "subject", req.Subject.String())
+	return nil
+}
+
+// fail sets the Failed condition (reason SignerValidationFailure).
+func (c *Controller) fail(ctx context.Context, csr *certificatesv1.CertificateSigningRequest, msg string) error {
+	csr = csr.DeepCopy()
+	now := metav1.NewTime(c.cfg.Now())
+	csr.Status.Conditions = append(csr.Status.Conditions, certificatesv1.CertificateSigningRequestCondition{
+		Type: certificatesv1.CertificateFailed, Status: corev1.ConditionTrue, Reason: "SignerValidationFailure", Message: msg,
+		LastUpdateTime: now, LastTransitionTime: now,
+	})
+	if _, err := c.cfg.Client.CertificatesV1().CertificateSigningRequests().UpdateStatus(ctx, csr, metav1.UpdateOptions{}); err != nil {
+		return fmt.Errorf("mark failed: %w", err)
+	}
+	c.cfg.Logger.Info("certificate signing request failed", "csr", csr.Name, "signer", csr.Spec.SignerName, "why", msg)
+	return nil
+}
+
+func hasCondition(csr *certificatesv1.CertificateSigningRequest, t certificatesv1.RequestConditionType) bool {
+	for _, c := range csr.Status.Conditions {
+		if c.Type == t {
+			return true
+		}
+	}
+	return false
+}
