@@ -5,8 +5,8 @@
 // harness is integration/agent's. Tests run one at a time — each agent owns
 // every pod on the runtime — and each removes its pods before it ends.
 //
-// gRPC probes need a gRPC health server image and are covered by the probes
-// package's unit tests against a real gRPC health server instead.
+// gRPC probes run against grpchealth, a test gRPC health server built from
+// ./grpchealth into a one-binary image pushed to the env's registry.
 package probes_test
 
 import (

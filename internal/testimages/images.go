@@ -1,7 +1,7 @@
 // Package testimages builds the container images berth's tests (and, later,
 // `berth up`'s offline setup) need, in Go, with no daemon and no network: a
-// pause image from berth's own cmd/pause and a busybox image from the host's
-// static busybox. It also serves them from an in-process registry on
+// pause image from berth's own cmd/pause, a busybox image from the host's
+// static busybox, and one-binary images from any static Go main package. It also serves them from an in-process registry on
 // 127.0.0.1, anonymous or behind HTTP basic auth.
 package testimages
 
@@ -18,6 +18,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"sort"
+	"strings"
 	"time"
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
@@ -52,24 +53,35 @@ var BusyboxApplets = []string{
 // with the go tool and returns the binary. moduleDir is any directory inside
 // the berth module ("" = the current directory).
 func BuildPause(ctx context.Context, moduleDir string) ([]byte, error) {
+	return BuildStatic(ctx, moduleDir, "berth/cmd/pause")
+}
+
+// BuildStatic compiles the main package pkg (an import path, e.g.
+// "berth/cmd/pause") statically (CGO_ENABLED=0, stripped) with the go tool
+// and returns the binary. moduleDir is any directory inside the module that
+// holds pkg ("" = the current directory).
+func BuildStatic(ctx context.Context, moduleDir, pkg string) ([]byte, error) {
+	if pkg == "" {
+		return nil, fmt.Errorf("testimages: build: no package given: %w", errdefs.ErrInvalidArgument)
+	}
 	goBin, err := exec.LookPath("go")
 	if err != nil {
 		goBin = "/usr/local/go/bin/go"
 		if _, serr := os.Stat(goBin); serr != nil {
-			return nil, fmt.Errorf("testimages: build pause: no go tool on PATH or at %s: %w", goBin, errdefs.ErrNotFound)
+			return nil, fmt.Errorf("testimages: build %s: no go tool on PATH or at %s: %w", pkg, goBin, errdefs.ErrNotFound)
 		}
 	}
-	tmp, err := os.MkdirTemp("", "berth-pause-build-")
+	tmp, err := os.MkdirTemp("", "berth-static-build-")
 	if err != nil {
-		return nil, fmt.Errorf("testimages: build pause: %w", err)
+		return nil, fmt.Errorf("testimages: build %s: %w", pkg, err)
 	}
 	defer os.RemoveAll(tmp)
-	out := filepath.Join(tmp, "pause")
-	cmd := exec.CommandContext(ctx, goBin, "build", "-trimpath", "-ldflags=-s -w", "-o", out, "berth/cmd/pause")
+	out := filepath.Join(tmp, "bin")
+	cmd := exec.CommandContext(ctx, goBin, "build", "-trimpath", "-ldflags=-s -w", "-o", out, pkg)
 	cmd.Dir = moduleDir
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
 	if msg, err := cmd.CombinedOutput(); err != nil {
-		return nil, fmt.Errorf("testimages: go build berth/cmd/pause: %v\n%s", err, msg)
+		return nil, fmt.Errorf("testimages: go build %s: %v\n%s", pkg, err, msg)
 	}
 	return os.ReadFile(out)
 }
@@ -77,15 +89,25 @@ func BuildPause(ctx context.Context, moduleDir string) ([]byte, error) {
 // PauseImage is a one-layer image holding pauseBinary at /pause, its
 // entrypoint.
 func PauseImage(pauseBinary []byte) (v1.Image, error) {
-	if err := requireStatic("pause binary", pauseBinary); err != nil {
+	return BinaryImage("pause", pauseBinary)
+}
+
+// BinaryImage is a one-layer image holding nothing but the static binary
+// at /<name>, which is its entrypoint; PATH is DefaultPath and the working
+// directory /. Arguments come from the container's args.
+func BinaryImage(name string, binary []byte) (v1.Image, error) {
+	if name == "" || strings.ContainsAny(name, "/\x00") || name == "." || name == ".." {
+		return nil, fmt.Errorf("testimages: binary image: name %q must be a single path element: %w", name, errdefs.ErrInvalidArgument)
+	}
+	if err := requireStatic(name+" binary", binary); err != nil {
 		return nil, err
 	}
-	layer, err := newLayer([]entry{{name: "pause", mode: 0o755, data: pauseBinary}})
+	layer, err := newLayer([]entry{{name: name, mode: 0o755, data: binary}})
 	if err != nil {
 		return nil, err
 	}
 	return newImage(layer, v1.Config{
-		Entrypoint: []string{"/pause"},
+		Entrypoint: []string{"/" + name},
 		Env:        []string{"PATH=" + DefaultPath},
 		WorkingDir: "/",
 	})

@@ -161,3 +161,49 @@ func TestImagesRejectNonStaticBinaries(t *testing.T) {
 		t.Errorf("BusyboxImage(missing) = %v, want an error naming the path", err)
 	}
 }
+
+// BinaryImage holds only the binary, as its entrypoint; BuildStatic builds
+// any main package by import path.
+func TestBinaryImage(t *testing.T) {
+	bin, err := BuildStatic(context.Background(), "", "berth/cmd/pause")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := requireStatic("built", bin); err != nil {
+		t.Fatalf("BuildStatic gave a non-static binary: %v", err)
+	}
+	img, err := BinaryImage("server", bin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cf, err := img.ConfigFile()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Join(cf.Config.Entrypoint, " ") != "/server" || len(cf.Config.Cmd) != 0 ||
+		cf.OS != "linux" || cf.Architecture != runtime.GOARCH {
+		t.Errorf("config: entrypoint %v cmd %v platform %s/%s", cf.Config.Entrypoint, cf.Config.Cmd, cf.OS, cf.Architecture)
+	}
+	fs := files(t, img)
+	if f, ok := fs["server"]; len(fs) != 1 || !ok || string(f.data) != string(bin) || f.hdr.Mode&0o111 == 0 {
+		t.Errorf("image holds %d entries; want only an executable /server holding the binary", len(fs))
+	}
+	for _, bad := range []string{"", "a/b", ".", ".."} {
+		if _, err := BinaryImage(bad, bin); !errors.Is(err, errdefs.ErrInvalidArgument) {
+			t.Errorf("BinaryImage(%q) = %v, want ErrInvalidArgument", bad, err)
+		}
+	}
+	if _, err := BinaryImage("script", []byte("#!/bin/sh\n")); !errors.Is(err, errdefs.ErrInvalidArgument) {
+		t.Errorf("BinaryImage(script) = %v, want ErrInvalidArgument", err)
+	}
+}
+
+func TestBuildStaticErrors(t *testing.T) {
+	if _, err := BuildStatic(context.Background(), "", ""); !errors.Is(err, errdefs.ErrInvalidArgument) {
+		t.Errorf("BuildStatic(no package) = %v, want ErrInvalidArgument", err)
+	}
+	const missing = "berth/no/such/package"
+	if _, err := BuildStatic(context.Background(), "", missing); err == nil || !strings.Contains(err.Error(), missing) {
+		t.Errorf("BuildStatic(%s) = %v, want an error naming the package", missing, err)
+	}
+}

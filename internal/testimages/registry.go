@@ -106,13 +106,24 @@ func (r *Registry) Host() string { return r.listener.Addr().String() }
 // Push uploads img as Host()/repoTag (e.g. "berth/busybox:1") with the
 // registry's own credentials and returns the full reference.
 func (r *Registry) Push(ctx context.Context, repoTag string, img v1.Image) (string, error) {
-	ref, err := name.ParseReference(r.Host()+"/"+repoTag, name.Insecure, name.StrictValidation)
-	if err != nil {
-		return "", fmt.Errorf("testimages: push %q: %v: %w", repoTag, err, errdefs.ErrInvalidArgument)
-	}
 	auth := authn.Anonymous
 	if r.cfg.Username != "" {
 		auth = &authn.Basic{Username: r.cfg.Username, Password: r.cfg.Password}
+	}
+	return push(ctx, r.Host(), repoTag, img, auth)
+}
+
+// Push uploads img anonymously over plain HTTP to the registry at host
+// ("127.0.0.1:PORT", e.g. a test environment's anonymous registry started
+// elsewhere) as host/repoTag and returns the full reference.
+func Push(ctx context.Context, host, repoTag string, img v1.Image) (string, error) {
+	return push(ctx, host, repoTag, img, authn.Anonymous)
+}
+
+func push(ctx context.Context, host, repoTag string, img v1.Image, auth authn.Authenticator) (string, error) {
+	ref, err := name.ParseReference(host+"/"+repoTag, name.Insecure, name.StrictValidation)
+	if err != nil {
+		return "", fmt.Errorf("testimages: push %q to %q: %v: %w", repoTag, host, err, errdefs.ErrInvalidArgument)
 	}
 	if err := remote.Write(ref, img, remote.WithContext(ctx), remote.WithAuth(auth)); err != nil {
 		return "", fmt.Errorf("testimages: push %s: %w", ref, err)

@@ -9,6 +9,7 @@ import (
 
 	"github.com/google/go-containerregistry/pkg/authn"
 	"github.com/google/go-containerregistry/pkg/name"
+	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/google/go-containerregistry/pkg/v1/remote/transport"
 
@@ -155,4 +156,60 @@ func TestPushRejectsBadReference(t *testing.T) {
 	if _, err := r.Push(context.Background(), "Upper/Case:1", img); !errors.Is(err, errdefs.ErrInvalidArgument) {
 		t.Errorf("Push(bad ref) = %v, want ErrInvalidArgument", err)
 	}
+}
+
+// Push by host reaches a registry this process did not start (here one it
+// did, used only through its address), anonymously.
+func TestPushByHost(t *testing.T) {
+	img, err := BinaryImage("pause", staticTestBinary(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	anon := startRegistry(t, RegistryConfig{})
+	ref, err := Push(context.Background(), anon.Host(), "berth/bin:1", img)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ref != anon.Host()+"/berth/bin:1" {
+		t.Errorf("ref = %s", ref)
+	}
+	pref, err := name.ParseReference(ref, name.Insecure)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := remote.Image(pref)
+	if err != nil {
+		t.Fatalf("pull back: %v", err)
+	}
+	if d1, d2 := mustDigest(t, img), mustDigest(t, got); d1 != d2 {
+		t.Errorf("pulled digest %s, pushed %s", d2, d1)
+	}
+
+	authed := startRegistry(t, RegistryConfig{Username: "u", Password: "p"})
+	var terr *transport.Error
+	if _, err := Push(context.Background(), authed.Host(), "berth/bin:1", img); !errors.As(err, &terr) || terr.StatusCode != http.StatusUnauthorized {
+		t.Errorf("anonymous Push to an auth registry = %v, want a 401 transport error", err)
+	}
+	if _, err := Push(context.Background(), anon.Host(), "Upper/Case:1", img); !errors.Is(err, errdefs.ErrInvalidArgument) {
+		t.Errorf("Push(bad ref) = %v, want ErrInvalidArgument", err)
+	}
+}
+
+// staticTestBinary is berth's pause, a small static binary.
+func staticTestBinary(t *testing.T) []byte {
+	t.Helper()
+	bin, err := BuildPause(context.Background(), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return bin
+}
+
+func mustDigest(t *testing.T, img v1.Image) v1.Hash {
+	t.Helper()
+	d, err := img.Digest()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d
 }
