@@ -26,8 +26,16 @@ func newUpCommand() *cobra.Command {
 		Short: "Run a whole single-node cluster on this machine: containerd, the control plane and the agent",
 		Long: `Run a single-node cluster in the foreground: berth's own containerd (with a
 generated config under DATA-DIR/containerd, unless --container-runtime-endpoint
-names a running runtime), the control plane with its embedded etcd, and the
-node agent. It prints the kubectl command line to use once everything is up.
+names a running runtime), the control plane with its embedded etcd, its
+controllers and the scheduler, and the node agent joined to it (with
+DATA-DIR/agent-token). It prints the kubectl command line to use once the
+node is Ready: pods created through the API are scheduled onto the node and
+run there; the static pods of DATA-DIR/manifests run too (with mirror pods).
+
+The node's pod network is --pod-cidr: the control plane assigns exactly that
+range to the node (its spec.podCIDR) and the agent's CNI config uses it. A
+node keeps its pod CIDR, so a different --pod-cidr on an existing data dir is
+refused until the node is deleted.
 
 The pause image is built from the "pause" binary beside berth (or
 --pause-binary) and served from a registry on 127.0.0.1, so no network is
@@ -40,11 +48,8 @@ containerd every pod is removed through CRI first and the pod bridge
 deleted, so nothing is left running; the cluster's objects stay in
 DATA-DIR and come back on the next start.
 
-Not yet: the agent runs standalone (static pods from DATA-DIR/manifests);
-joining it to the control plane as a Node comes with berth agent --server.
-
   berth up --data-dir /var/lib/berth
-  kubectl --kubeconfig /var/lib/berth/admin.kubeconfig get namespaces`,
+  kubectl --kubeconfig /var/lib/berth/admin.kubeconfig get nodes`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			var level slog.Level
@@ -78,12 +83,13 @@ joining it to the control plane as a Node comes with berth agent --server.
 	f.StringVar(&cfg.DataDir, "data-dir", cluster.DefaultDataDir, "directory for all of the cluster's state (credentials, etcd, containerd, agent)")
 	f.StringVar(&cfg.RuntimeEndpoint, "container-runtime-endpoint", "", "CRI endpoint of a running runtime to use instead of starting berth's own containerd")
 	f.StringVar(&registriesFile, "registries", "", "registries file (k3s registries.yaml format): mirrors, TLS and credentials per registry")
-	f.StringVar(&cfg.PodCIDR, "pod-cidr", cluster.DefaultPodCIDR, "the node's pod subnet")
+	f.StringVar(&cfg.PodCIDR, "pod-cidr", cluster.DefaultPodCIDR, "the node's pod subnet (IPv4, at most /30): its Node's spec.podCIDR")
 	f.StringVar(&cfg.CNIBridge, "cni-bridge", cluster.DefaultCNIBridge, "Linux bridge the pods attach to")
 	f.StringVar(&cfg.CNIConfDir, "cni-conf-dir", "", "CNI conf dir (default DATA-DIR/cni/net.d; with --container-runtime-endpoint, the runtime's: /etc/cni/net.d)")
 	f.StringVar(&cfg.CNIBinDir, "cni-bin-dir", "", "directory of the CNI plugins (default /usr/lib/cni or /opt/cni/bin)")
 	f.StringVar(&cfg.Listen, "listen", "", "apiserver listen address host:port (default 0.0.0.0:6443; port 0 picks a free one)")
 	f.StringVar(&cfg.NodeName, "node-name", "", "name of the node (default: the host name)")
+	f.IntVar(&cfg.KubeletPort, "kubelet-port", 10250, "port of the agent's authenticated API (kubectl logs, exec and port-forward go through it)")
 	f.IntVar(&cfg.ReadOnlyPort, "read-only-port", 10255, "port of the agent's read-only API on 127.0.0.1 (GET /pods, /healthz); 0 disables it")
 	f.StringVar(&cfg.PauseBinary, "pause-binary", "", `berth's static pause binary (default "pause" beside the berth executable)`)
 	f.StringVar(&cfg.ContainerdBinary, "containerd", "", "containerd executable (default: containerd on PATH)")
@@ -99,8 +105,6 @@ func printUpInfo(w io.Writer, info cluster.Info) {
 	} else {
 		fmt.Fprintf(w, "berth up: using the runtime at %s\n", info.RuntimeEndpoint)
 	}
-	if !info.AgentJoined {
-		fmt.Fprintf(w, "berth up: NOTE: the agent is not joined to the control plane yet: it runs standalone, starting the static pods in %s; pods created through the API stay Pending\n", info.ManifestDir)
-	}
+	fmt.Fprintf(w, "berth up: node %s Ready, pod CIDR %s; static pods from %s\n", info.NodeName, info.PodCIDR, info.ManifestDir)
 	fmt.Fprintf(w, "berth up: use: kubectl --kubeconfig %s get pods\n", info.Kubeconfig)
 }

@@ -19,6 +19,8 @@ func TestUpCommandRejectsBadInput(t *testing.T) {
 		want string
 	}{
 		{[]string{"--pod-cidr", "10.42.0.1"}, "--pod-cidr"},
+		{[]string{"--pod-cidr", "10.42.0.0/31"}, "--pod-cidr"},
+		{[]string{"--kubelet-port", "70000"}, "--kubelet-port"},
 		{[]string{"--cni-bridge", "a-name-longer-than-fifteen"}, "--cni-bridge"},
 		{[]string{"--registries", badRegistries}, `mirrors["docker.io"].endpoint[0]`},
 		{[]string{"--registries", filepath.Join(dir, "missing.yaml")}, "--registries"},

@@ -1,9 +1,11 @@
 // Package up tests `berth up` as a process, from outside: the kubeconfig it
 // writes, real kubectl against its control plane, a static pod pulled
 // through a registry mirror from the registries file and run on its own
-// containerd (seen through the CRI socket), and a SIGTERM after which
-// nothing is left: no containerd or shim process, no mount under the data
-// dir, no pod bridge.
+// containerd (seen through the CRI socket), pods created with kubectl
+// apply that the scheduler puts on the joined agent's node (Running with an
+// IP from --pod-cidr, kubectl logs, kubectl delete → gone from containerd),
+// and a SIGTERM after which nothing is left: no containerd or shim process,
+// no mount under the data dir, no pod bridge.
 package up
 
 import (
@@ -11,6 +13,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
+	"net/netip"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -114,7 +118,7 @@ func TestUpRunsAClusterAndLeavesNothingBehind(t *testing.T) {
 	berth, pause := binaries(t)
 	bridge, cidr := claimSubnet(t)
 	dataDir := t.TempDir()
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
 
 	// A registry standing in for docker.io, reached only through the
@@ -140,6 +144,7 @@ func TestUpRunsAClusterAndLeavesNothingBehind(t *testing.T) {
 	cmd := exec.Command(berth, "up",
 		"--data-dir", dataDir, "--listen", "127.0.0.1:0",
 		"--cni-bridge", bridge, "--pod-cidr", cidr, "--read-only-port", "0",
+		"--kubelet-port", strconv.Itoa(freePort(t)),
 		"--registries", registries, "--pause-binary", pause)
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	if err := cmd.Start(); err != nil {
@@ -162,8 +167,8 @@ func TestUpRunsAClusterAndLeavesNothingBehind(t *testing.T) {
 	kubeconfig := filepath.Join(dataDir, "admin.kubeconfig")
 	wantLine := "use: kubectl --kubeconfig " + kubeconfig + " get pods"
 	poll(t, ctx, exited, "berth up to print the kubectl line", func() bool { return strings.Contains(stdout.String(), wantLine) })
-	if !strings.Contains(stdout.String(), "not joined to the control plane") {
-		t.Errorf("berth up does not say the agent is not joined yet:\n%s", stdout.String())
+	if want := "pod CIDR " + cidr; !strings.Contains(stdout.String(), want) {
+		t.Errorf("berth up does not print %q:\n%s", want, stdout.String())
 	}
 
 	out, err := exec.CommandContext(ctx, kubectl, "--kubeconfig", kubeconfig, "get", "ns", "-o", "name").CombinedOutput()
@@ -209,6 +214,75 @@ spec:
 		t.Fatal("no process serves the containerd socket while berth up runs")
 	}
 
+	// Pods through the API, with no nodeName: the scheduler binds them to
+	// the joined agent's node.
+	kc := func(args ...string) (string, error) {
+		out, err := exec.CommandContext(ctx, kubectl, append([]string{"--kubeconfig", kubeconfig}, args...)...).CombinedOutput()
+		return string(out), err
+	}
+	podManifest := func(name string, command string) string {
+		return fmt.Sprintf(`apiVersion: v1
+kind: Pod
+metadata: {name: %s, namespace: default}
+spec:
+  terminationGracePeriodSeconds: 1
+  containers:
+  - name: main
+    image: docker.io/berth/busybox:1
+    command: ["sh", "-c", %q]
+`, name, command)
+	}
+	apply := filepath.Join(t.TempDir(), "pods.yaml")
+	pods := podManifest("api-sleeper", "sleep 3600") + "---\n" + podManifest("api-echo", "echo hello from berth up; sleep 3600")
+	if err := os.WriteFile(apply, []byte(pods), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := kc("apply", "-f", apply); err != nil {
+		t.Fatalf("kubectl apply: %v\n%s", err, out)
+	}
+	podNet := netip.MustParsePrefix(cidr)
+	for _, name := range []string{"api-sleeper", "api-echo"} {
+		var last string
+		poll(t, ctx, exited, "pod "+name+" to be Running with an IP", func() bool {
+			out, err := kc("get", "pod", name, "-o", "jsonpath={.status.phase} {.status.podIP} {.spec.nodeName}")
+			last = out
+			f := strings.Fields(out)
+			return err == nil && len(f) == 3 && f[0] == "Running"
+		})
+		f := strings.Fields(last)
+		ip, err := netip.ParseAddr(f[1])
+		if err != nil || !podNet.Contains(ip) || ip == podNet.Addr() {
+			t.Errorf("pod %s has IP %q, want a host address of --pod-cidr %s", name, f[1], cidr)
+		}
+		if f[2] == "" {
+			t.Errorf("pod %s has no nodeName", name)
+		}
+	}
+	var logs string
+	poll(t, ctx, exited, "kubectl logs api-echo to show its line", func() bool {
+		out, err := kc("logs", "api-echo")
+		logs = out
+		return err == nil && strings.Contains(out, "hello from berth up")
+	})
+	if strings.TrimSpace(logs) != "hello from berth up" {
+		t.Errorf("kubectl logs api-echo = %q, want exactly the echoed line", logs)
+	}
+	if out, err := kc("delete", "pod", "api-sleeper", "--wait=true"); err != nil {
+		t.Fatalf("kubectl delete pod: %v\n%s", err, out)
+	}
+	podLabel := map[string]string{"io.kubernetes.pod.name": "api-sleeper", "io.kubernetes.pod.namespace": "default"}
+	poll(t, ctx, exited, "the deleted pod's containers and sandbox to leave containerd", func() bool {
+		cs, err := client.ListContainers(ctx, &runtimeapi.ContainerFilter{LabelSelector: podLabel})
+		if err != nil || len(cs) > 0 {
+			return false
+		}
+		ss, err := client.ListPodSandbox(ctx, &runtimeapi.PodSandboxFilter{LabelSelector: podLabel})
+		return err == nil && len(ss) == 0
+	})
+	if out, err := kc("get", "pod", "api-sleeper"); err == nil || !strings.Contains(out, "NotFound") {
+		t.Errorf("kubectl get pod api-sleeper after delete: %v\n%s", err, out)
+	}
+
 	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
@@ -235,6 +309,17 @@ spec:
 	if _, err := netlink.LinkByName(bridge); err == nil {
 		t.Errorf("the pod bridge %s is still there", bridge)
 	}
+}
+
+// freePort returns a TCP port free on this machine right now.
+func freePort(t *testing.T) int {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
 }
 
 // poll checks cond every 100 ms until it holds; berth up exiting or ctx

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"strings"
@@ -11,6 +12,7 @@ import (
 	"time"
 
 	"berth/agent"
+	"berth/controlplane/controller/nodeipam"
 	"berth/controlplane/pki"
 	"berth/controlplane/server"
 	"berth/cri"
@@ -38,8 +40,9 @@ func (c *Cluster) Config() Config { return c.cfg }
 // startTimeout bounds waiting for each component to come up.
 const startTimeout = 2 * time.Minute
 
-// Run brings the cluster up (containerd, control plane, agent — in that
-// order), calls OnReady, and runs it until ctx ends or a component fails;
+// Run brings the cluster up (containerd, control plane, the joined agent —
+// in that order), calls OnReady once the agent's Node is Ready, and runs it
+// until ctx ends or a component fails;
 // then it stops everything in reverse order (see the package doc) and
 // returns the first failure, nil after a clean stop.
 func (c *Cluster) Run(ctx context.Context) (err error) {
@@ -85,7 +88,13 @@ func (c *Cluster) Run(ctx context.Context) (err error) {
 		sup.onStop(func() error { return removeAllPods(ctd.Endpoint()) })
 	}
 
-	srv, err := server.New(server.Config{DataDir: cfg.DataDir, Listen: cfg.Listen, Logger: log.With("component", "server")})
+	// nodeipam hands the single node exactly PodCIDR.
+	podNet := netip.MustParsePrefix(cfg.PodCIDR)
+	srv, err := server.New(server.Config{
+		DataDir: cfg.DataDir, Listen: cfg.Listen,
+		NodeIPAM: nodeipam.Options{ClusterCIDR: cfg.PodCIDR, NodeCIDRMaskSize: podNet.Bits()},
+		Logger:   log.With("component", "server"),
+	})
 	if err != nil {
 		return err
 	}
@@ -101,12 +110,21 @@ func (c *Cluster) Run(ctx context.Context) (err error) {
 	}
 	info.Server = addr
 	info.Kubeconfig = filepath.Join(cfg.DataDir, pki.KubeconfigFile)
+	info.NodeName, info.PodCIDR = cfg.NodeName, cfg.PodCIDR
+	if err := checkNodePodCIDR(ctx, info.Kubeconfig, cfg.NodeName, cfg.PodCIDR); err != nil {
+		return err
+	}
 
 	ag, err := agent.New(agent.Config{
+		Server:          "https://" + addr,
+		TokenFile:       filepath.Join(cfg.DataDir, pki.AgentTokenFile),
+		CAFile:          filepath.Join(cfg.DataDir, pki.CAFile),
+		KubeletPort:     cfg.KubeletPort,
 		PodManifestPath: cfg.ManifestDir(),
 		RuntimeEndpoint: info.RuntimeEndpoint,
 		RootDir:         filepath.Join(cfg.DataDir, "agent"),
-		PodCIDR:         cfg.PodCIDR,
+		// No PodCIDR: the agent takes the Node's spec.podCIDR, which
+		// nodeipam sets to cfg.PodCIDR.
 		CNIConfDir:      cfg.CNIConfDir,
 		CNIBinDirs:      []string{cfg.CNIBinDir},
 		CNIBridge:       cfg.CNIBridge,
@@ -118,10 +136,18 @@ func (c *Cluster) Run(ctx context.Context) (err error) {
 	if err != nil {
 		return err
 	}
-	sup.start("agent", ag.Run)
-	log.Warn("the agent runs standalone: it is not joined to the control plane yet, so the API shows no node and pods created through it stay Pending; static pods from the manifest dir run",
-		"manifests", cfg.ManifestDir())
-
+	agentDone := sup.start("agent", ag.Run)
+	if err := waitNodeReady(ctx, info.Kubeconfig, cfg.NodeName, agentDone); err != nil {
+		select {
+		case <-agentDone:
+			return sup.firstErr("the agent stopped while starting")
+		default:
+		}
+		if ctx.Err() != nil {
+			return nil // stopped while starting: a clean stop
+		}
+		return fmt.Errorf("cluster: %w", err)
+	}
 	if cfg.OnReady != nil {
 		cfg.OnReady(info)
 	}

@@ -6,8 +6,22 @@
 //     the pause image built from berth's pause binary and served from an
 //     in-process registry on 127.0.0.1 (so a node with no network starts
 //     pods), and whose registry hosts come from the registries file;
-//  2. the control plane (controlplane/server) with its embedded etcd;
-//  3. the node agent (agent).
+//  2. the control plane (controlplane/server) with its embedded etcd, its
+//     controllers and the scheduler;
+//  3. the node agent (agent), joined to that control plane with the
+//     server's agent token and CA (DATA-DIR/agent-token, DATA-DIR/ca.crt):
+//     it registers the Node, runs the pods the scheduler binds to it and,
+//     as k3s's agent does, the static pods of DATA-DIR/manifests too (both
+//     sources feed the same pod workers; static pods get mirror pods).
+//
+// The node's pod network is PodCIDR: the server's nodeipam gets PodCIDR as
+// its cluster CIDR with a node mask of PodCIDR's own prefix length, so the
+// single node's spec.podCIDR is exactly PodCIDR, and the agent, given no
+// pod CIDR of its own, writes its CNI config from that spec.podCIDR — the
+// Node and the CNI config cannot disagree. A Node keeps its podCIDR once
+// set, so changing PodCIDR for an existing data dir needs the Node deleted
+// (Run fails, saying so, rather than run pods on a network the Node does
+// not declare).
 //
 // When ctx ends the components stop in reverse order. With its own
 // containerd, every pod sandbox and container is then removed through CRI
@@ -27,6 +41,7 @@ import (
 	"net/netip"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"berth/agent"
 	"berth/controlplane/server"
@@ -68,7 +83,8 @@ type Config struct {
 	// Registries are the mirrors and TLS settings of the registries file;
 	// its credentials are the node's (see berth/agent/credentials).
 	Registries containerd.Registries
-	// PodCIDR is the node's pod subnet; default 10.42.0.0/24.
+	// PodCIDR is the node's pod subnet (its Node's spec.podCIDR and the
+	// CNI config's range); default 10.42.0.0/24. IPv4, at most /30.
 	PodCIDR string
 	// CNIBridge is the pods' bridge; default berth0.
 	CNIBridge string
@@ -80,6 +96,9 @@ type Config struct {
 	// ReadOnlyAddress its address, default 127.0.0.1.
 	ReadOnlyPort    int
 	ReadOnlyAddress string
+	// KubeletPort is the agent's authenticated API port (logs, exec,
+	// port-forward through the apiserver); default 10250.
+	KubeletPort int
 	// PauseBinary is berth's static pause binary; default "pause" beside
 	// the running executable. Not used with RuntimeEndpoint.
 	PauseBinary string
@@ -105,9 +124,10 @@ type Info struct {
 	SandboxImage string
 	// ManifestDir is the agent's static pod directory.
 	ManifestDir string
-	// AgentJoined tells whether the agent registered with the control
-	// plane. Not yet: the agent runs standalone (static pods only).
-	AgentJoined bool
+	// NodeName is the agent's Node.
+	NodeName string
+	// PodCIDR is the node's pod subnet.
+	PodCIDR string
 }
 
 // Validate fills the defaults and checks the fields, naming the bad one;
@@ -127,8 +147,12 @@ func (c *Config) Validate() error {
 	if c.PodCIDR == "" {
 		c.PodCIDR = DefaultPodCIDR
 	}
-	if p, err := netip.ParsePrefix(c.PodCIDR); err != nil || p.Masked() != p || !p.Addr().Is4() {
+	p, err := netip.ParsePrefix(c.PodCIDR)
+	if err != nil || p.Masked() != p || !p.Addr().Is4() {
 		return bad("PodCIDR (--pod-cidr)", "%q is not an IPv4 network CIDR such as %s", c.PodCIDR, DefaultPodCIDR)
+	}
+	if p.Bits() > 30 {
+		return bad("PodCIDR (--pod-cidr)", "%q is smaller than a /30", c.PodCIDR)
 	}
 	if c.CNIBridge == "" {
 		c.CNIBridge = DefaultCNIBridge
@@ -144,6 +168,19 @@ func (c *Config) Validate() error {
 	}
 	if c.ReadOnlyPort < 0 || c.ReadOnlyPort > 65535 {
 		return bad("ReadOnlyPort (--read-only-port)", "%d is not a port", c.ReadOnlyPort)
+	}
+	if c.NodeName == "" {
+		host, err := os.Hostname()
+		if err != nil {
+			return bad("NodeName (--node-name)", "not set and the host name is unknown: %v", err)
+		}
+		c.NodeName = strings.ToLower(host)
+	}
+	if c.KubeletPort == 0 {
+		c.KubeletPort = agent.DefaultKubeletPort
+	}
+	if c.KubeletPort < 0 || c.KubeletPort > 65535 {
+		return bad("KubeletPort (--kubelet-port)", "%d is not a port", c.KubeletPort)
 	}
 	if c.CNIConfDir == "" {
 		if c.RuntimeEndpoint == "" {

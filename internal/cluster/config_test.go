@@ -19,6 +19,8 @@ func TestConfigValidateNamesTheField(t *testing.T) {
 		{"pod cidr not a cidr", func(c *Config) { c.PodCIDR = "10.42.0.1" }, "PodCIDR (--pod-cidr)"},
 		{"pod cidr host bits", func(c *Config) { c.PodCIDR = "10.42.0.1/24" }, "PodCIDR (--pod-cidr)"},
 		{"pod cidr ipv6", func(c *Config) { c.PodCIDR = "fd00::/64" }, "PodCIDR (--pod-cidr)"},
+		{"pod cidr too small", func(c *Config) { c.PodCIDR = "10.42.0.0/31" }, "PodCIDR (--pod-cidr)"},
+		{"bad kubelet port", func(c *Config) { c.KubeletPort = -1 }, "KubeletPort (--kubelet-port)"},
 		{"bridge too long", func(c *Config) { c.CNIBridge = "a-very-long-bridge-name" }, "CNIBridge (--cni-bridge)"},
 		{"bad port", func(c *Config) { c.ReadOnlyPort = 70000 }, "ReadOnlyPort (--read-only-port)"},
 		{"bad registries", func(c *Config) {
@@ -51,6 +53,9 @@ func TestConfigDefaults(t *testing.T) {
 	}
 	if cfg.PodCIDR != DefaultPodCIDR || cfg.CNIBridge != DefaultCNIBridge || cfg.ReadOnlyAddress != "127.0.0.1" {
 		t.Errorf("defaults: cidr %q bridge %q address %q", cfg.PodCIDR, cfg.CNIBridge, cfg.ReadOnlyAddress)
+	}
+	if cfg.KubeletPort != 10250 || cfg.NodeName == "" || cfg.NodeName != strings.ToLower(cfg.NodeName) {
+		t.Errorf("defaults: kubelet port %d, node name %q (want 10250 and the lower-case host name)", cfg.KubeletPort, cfg.NodeName)
 	}
 	if cfg.CNIConfDir != filepath.Join(dir, "cni", "net.d") || cfg.ManifestDir() != filepath.Join(dir, "manifests") {
 		t.Errorf("dirs: cni %q manifests %q", cfg.CNIConfDir, cfg.ManifestDir())
