@@ -34,12 +34,10 @@ unit: build
 bench: deps build
 	BERTH_BIN=$(BERTH) go test -run '^$$' -bench . -benchtime 1x ./...
 
-## up: a single-node cluster on this machine (embedded etcd, real containerd)
+## up: a single-node cluster on this machine (embedded etcd, real containerd); Ctrl-C stops it
+DATA_DIR ?= /var/lib/berth
 up: deps build
-	@if ! $(BERTH) up --help >/dev/null 2>&1; then \
-	  echo "make up: 'berth up' does not exist yet: it needs the agent (issue 3) and the control plane (issues 4-6)." >&2; \
-	  echo "make up: what works today: $(BERTH) version" >&2; $(BERTH) version; exit 1; fi
-	$(BERTH) up
+	$(BERTH) up --data-dir $(DATA_DIR)
 
 clean:
 	rm -rf $(BIN)

@@ -33,7 +33,8 @@ etcd. --disable scheduler leaves scheduling to a separate ` + "`berth scheduler`
 On first start it generates into DATA-DIR a cluster CA, the serving
 certificate, an admin client certificate with DATA-DIR/admin.kubeconfig, and
 the agents' join token DATA-DIR/agent-token; later starts reuse them. Once
-serving, it writes the bound address to DATA-DIR/listen-address.
+serving, it writes the address local clients reach it at to
+DATA-DIR/listen-address.
 
   berth server --data-dir /var/lib/berth
   kubectl --kubeconfig /var/lib/berth/admin.kubeconfig get namespaces`,
@@ -68,6 +69,8 @@ serving, it writes the bound address to DATA-DIR/listen-address.
 	f.DurationVar(&cfg.NodeLifecycle.GracePeriod, "node-monitor-grace-period", nodelifecycle.DefaultGracePeriod, "how long a node may go without renewing its Lease before it is marked unreachable")
 	f.DurationVar(&cfg.NodeLifecycle.StartupGracePeriod, "node-startup-grace-period", nodelifecycle.DefaultStartupGracePeriod, "the grace period of a node that never reported Ready")
 	f.DurationVar(&cfg.NodeLifecycle.MonitorPeriod, "node-monitor-period", nodelifecycle.DefaultMonitorPeriod, "how often the nodes are checked")
+	f.StringSliceVar(&cfg.EnableAdmissionPlugins, "enable-admission-plugins", nil, "admission plugins to enable beside the defaults ("+strings.Join(server.DefaultAdmissionPlugins, ", ")+"), comma-separated; known: "+strings.Join(server.AdmissionPlugins, ", "))
+	f.StringSliceVar(&cfg.DisableAdmissionPlugins, "disable-admission-plugins", nil, "admission plugins to disable, comma-separated (order does not matter: they run in upstream's order)")
 	_ = cmd.MarkFlagRequired("data-dir")
 	return cmd
 }

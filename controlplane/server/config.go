@@ -70,6 +70,10 @@ type Config struct {
 	// elections of the controller manager and the scheduler (defaults
 	// 15s, 10s, 2s as upstream).
 	LeaseDuration, RenewDeadline, RetryPeriod time.Duration
+	// EnableAdmissionPlugins and DisableAdmissionPlugins adjust
+	// DefaultAdmissionPlugins (names of AdmissionPlugins, as
+	// kube-apiserver's --enable-admission-plugins/--disable-admission-plugins).
+	EnableAdmissionPlugins, DisableAdmissionPlugins []string
 	// Logger receives the server's log; nil discards.
 	Logger *slog.Logger
 	// Metrics registers the server's Prometheus metrics; Gatherer serves
@@ -122,6 +126,9 @@ func (c *Config) Validate() error {
 	}
 	if err := c.NodeLifecycle.Validate(); err != nil {
 		return fmt.Errorf("server config: %w", err)
+	}
+	if err := validateAdmissionPlugins(c.EnableAdmissionPlugins, c.DisableAdmissionPlugins); err != nil {
+		return fmt.Errorf("%w: %w", err, errdefs.ErrInvalidArgument)
 	}
 	if c.LeaseDuration == 0 {
 		c.LeaseDuration = manager.DefaultLeaseDuration

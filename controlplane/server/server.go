@@ -5,7 +5,8 @@
 // through its Lease, on an in-process loopback client), run under one
 // Run(ctx).
 //
-// Once it serves, Run writes the bound address (host:port) to
+// Once it serves, Run writes the address local clients reach it at
+// (host:port; 127.0.0.1 when it listens on every address) to
 // DataDir/ListenAddressFile and points DataDir/admin.kubeconfig at it; it
 // removes the file when it stops. Tests wait for that file.
 package server
@@ -46,8 +47,9 @@ import (
 	"berth/internal/version"
 )
 
-// ListenAddressFile is written into DataDir with the bound host:port once
-// the server is ready.
+// ListenAddressFile is written into DataDir once the server is ready, with
+// the host:port local clients reach it at (127.0.0.1 for a listener on every
+// address).
 const ListenAddressFile = "listen-address"
 
 // BootstrapNamespaces exist from the first start.
@@ -147,11 +149,24 @@ func (s *Server) Run(ctx context.Context) (err error) {
 			log.Warn("server-side apply unavailable", "err", err)
 		}
 	}
+	rc := loopbackConfig(kubeconfigHost(ln.Addr().(*net.TCPAddr)), creds.CAPEM, loopbackToken)
+	adm, err := s.newAdmission(rc, set.Namespaces)
+	if err != nil {
+		ln.Close()
+		return err
+	}
+	// NamespaceLifecycle refuses creates in missing and terminating
+	// namespaces; the apiserver's own check does it only when the plugin is off.
+	var nsCheck apiserver.NamespaceChecker
+	if !adm.lifecycle {
+		nsCheck = resources.NamespaceLifecycle{Store: set.Namespaces}
+	}
 	handler, err := apiserver.New(apiserver.Config{
+		Admission:      adm.chain,
 		Scheme:         sch,
 		Resources:      set.Resources,
 		Authenticator:  loopbackAuthenticator{token: loopbackToken, next: apiserver.CertOrTokenAuthenticator{ValidToken: creds.ValidToken}},
-		Namespaces:     resources.NamespaceLifecycle{Store: set.Namespaces},
+		Namespaces:     nsCheck,
 		OpenAPI:        openapiHandler,
 		TypeConverter:  converter,
 		Ready:          func() error { return readiness(ctx, client.Client) },
@@ -200,7 +215,7 @@ func (s *Server) Run(ctx context.Context) (err error) {
 	}}}
 	id := instanceID()
 	leaders := newLeaderMetrics()
-	rc := loopbackConfig(kubeconfigHost(ln.Addr().(*net.TCPAddr)), creds.CAPEM, loopbackToken)
+	comps = append(comps, adm.comps...)
 	csrComp, err := certificatesComponent(rc, creds, log)
 	if err != nil {
 		ln.Close()
@@ -221,10 +236,11 @@ func (s *Server) Run(ctx context.Context) (err error) {
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- srv.ServeTLS(ln, "", "") }()
 
-	if err := creds.WriteKubeconfig("https://" + kubeconfigHost(ln.Addr().(*net.TCPAddr))); err != nil {
+	local := kubeconfigHost(ln.Addr().(*net.TCPAddr))
+	if err := creds.WriteKubeconfig("https://" + local); err != nil {
 		return err
 	}
-	if err := os.WriteFile(addrFile, []byte(bound+"\n"), 0o644); err != nil {
+	if err := os.WriteFile(addrFile, []byte(local+"\n"), 0o644); err != nil {
 		return fmt.Errorf("server: %w", err)
 	}
 	defer os.Remove(addrFile)

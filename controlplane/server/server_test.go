@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"errors"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -97,5 +98,25 @@ func TestRunServesAndStops(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(dir, "etcd", "member-data")); err != nil {
 		t.Fatalf("etcd data not under DataDir/etcd: %v", err)
+	}
+}
+
+// TestListenOnEveryAddressIsReachedOnLoopback: a server listening on
+// 0.0.0.0 or [::] publishes 127.0.0.1 in listen-address and the admin
+// kubeconfig, which its certificate covers (berth up's agent once dialled
+// "[::]:6443" and failed certificate verification).
+func TestListenOnEveryAddressIsReachedOnLoopback(t *testing.T) {
+	for _, tt := range []struct {
+		addr *net.TCPAddr
+		want string
+	}{
+		{&net.TCPAddr{IP: net.IPv4zero, Port: 6443}, "127.0.0.1:6443"},
+		{&net.TCPAddr{IP: net.IPv6unspecified, Port: 6443}, "127.0.0.1:6443"},
+		{&net.TCPAddr{IP: net.ParseIP("127.0.0.1"), Port: 40000}, "127.0.0.1:40000"},
+		{&net.TCPAddr{IP: net.ParseIP("10.1.2.3"), Port: 6443}, "10.1.2.3:6443"},
+	} {
+		if got := kubeconfigHost(tt.addr); got != tt.want {
+			t.Errorf("kubeconfigHost(%v) = %q, want %q", tt.addr, got, tt.want)
+		}
 	}
 }

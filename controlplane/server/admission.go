@@ -1,0 +1,270 @@
+package server
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metainternalversion "k8s.io/apimachinery/pkg/apis/meta/internalversion"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apiserver/pkg/admission"
+	genericapirequest "k8s.io/apiserver/pkg/endpoints/request"
+	genericregistry "k8s.io/apiserver/pkg/registry/generic/registry"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	corelisters "k8s.io/client-go/listers/core/v1"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/cache"
+
+	berthadmission "berth/controlplane/admission"
+	"berth/controlplane/admission/quota"
+)
+
+// AdmissionPlugins are the admission plugins the server knows, by their
+// upstream names, in the order upstream runs them.
+var AdmissionPlugins = []string{
+	berthadmission.NamespaceLifecycleName,
+	berthadmission.LimitRangerName,
+	berthadmission.ServiceAccountName,
+	berthadmission.NodeRestrictionName,
+	berthadmission.PodSecurityName,
+	berthadmission.DefaultTolerationSecondsName,
+	berthadmission.MutatingWebhookName,
+	berthadmission.ValidatingWebhookName,
+	berthadmission.ResourceQuotaName,
+}
+
+// DefaultAdmissionPlugins are enabled unless disabled. ServiceAccount is
+// off (its token volumes need the TokenRequest API, not served yet), and so
+// is NodeRestriction (it needs node authorization, not wired yet).
+var DefaultAdmissionPlugins = []string{
+	berthadmission.NamespaceLifecycleName,
+	berthadmission.LimitRangerName,
+	berthadmission.PodSecurityName,
+	berthadmission.DefaultTolerationSecondsName,
+	berthadmission.MutatingWebhookName,
+	berthadmission.ValidatingWebhookName,
+	berthadmission.ResourceQuotaName,
+}
+
+// admissionReadyTimeout bounds how long a request waits for the admission
+// informers' first sync, as upstream's plugins wait for readiness.
+const admissionReadyTimeout = 10 * time.Second
+
+// validateAdmissionPlugins checks the enable and disable lists.
+func validateAdmissionPlugins(enable, disable []string) error {
+	for _, lst := range []struct {
+		flag  string
+		names []string
+	}{{"enable admission plugins", enable}, {"disable admission plugins", disable}} {
+		for _, n := range lst.names {
+			if !slices.Contains(AdmissionPlugins, n) {
+				return fmt.Errorf("server config: %s: unknown plugin %q, want some of %v", lst.flag, n, AdmissionPlugins)
+			}
+		}
+	}
+	for _, n := range enable {
+		if slices.Contains(disable, n) {
+			return fmt.Errorf("server config: admission plugin %q is both enabled and disabled", n)
+		}
+	}
+	return nil
+}
+
+// EnabledAdmissionPlugins are the plugins this server runs, in upstream
+// order: the defaults plus EnableAdmissionPlugins minus DisableAdmissionPlugins.
+func (c *Config) EnabledAdmissionPlugins() []string {
+	var out []string
+	for _, n := range AdmissionPlugins {
+		on := slices.Contains(DefaultAdmissionPlugins, n) || slices.Contains(c.EnableAdmissionPlugins, n)
+		if on && !slices.Contains(c.DisableAdmissionPlugins, n) {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+// admissionSetup is the admission chain with what it needs running: the
+// shared informers its plugins list from and, with ResourceQuota, the
+// quota usage controller.
+type admissionSetup struct {
+	chain     admission.Interface
+	lifecycle bool
+	comps     []component
+}
+
+// newAdmission builds the enabled plugins on informers of the loopback
+// client. The informers start (and the quota controller runs) as an
+// idempotent component in every server: charges are compare-and-swap
+// writes and the controller recomputes usage from the objects, so several
+// servers may run them together.
+func (s *Server) newAdmission(rc *rest.Config, namespaces *genericregistry.Store) (*admissionSetup, error) {
+	enabled := s.cfg.EnabledAdmissionPlugins()
+	if len(enabled) == 0 {
+		return &admissionSetup{}, nil
+	}
+	src := rest.CopyConfig(rc)
+	src.UserAgent = "berth-admission"
+	client, err := kubernetes.NewForConfig(src)
+	if err != nil {
+		return nil, fmt.Errorf("server: admission client: %w", err)
+	}
+	factory := informers.NewSharedInformerFactory(client, 0)
+	cfg := berthadmission.ConfigFromInformers(factory, client)
+	cfg.NamespaceLifecycle.Namespaces = storeNamespaces{store: namespaces}
+	cfg.Webhooks.Logger = s.cfg.Logger.With("component", "admission")
+	var plugins []admission.Interface
+	setup := &admissionSetup{}
+	for _, name := range enabled {
+		var p admission.Interface
+		var err error
+		switch name {
+		case berthadmission.NamespaceLifecycleName:
+			p, err = berthadmission.NewNamespaceLifecycle(cfg.NamespaceLifecycle)
+			setup.lifecycle = true
+		case berthadmission.LimitRangerName:
+			p, err = berthadmission.NewLimitRanger(cfg.LimitRanger)
+		case berthadmission.ServiceAccountName:
+			p, err = berthadmission.NewServiceAccount(cfg.ServiceAccount)
+		case berthadmission.NodeRestrictionName:
+			p, err = berthadmission.NewNodeRestriction(cfg.NodeRestriction)
+		case berthadmission.PodSecurityName:
+			p, err = berthadmission.NewPodSecurity(cfg.PodSecurity)
+		case berthadmission.DefaultTolerationSecondsName:
+			p = berthadmission.NewDefaultTolerationSeconds()
+		case berthadmission.MutatingWebhookName:
+			p, err = berthadmission.NewMutatingWebhook(cfg.Webhooks)
+		case berthadmission.ValidatingWebhookName:
+			p, err = berthadmission.NewValidatingWebhook(cfg.Webhooks)
+		case berthadmission.ResourceQuotaName:
+			p, err = berthadmission.NewResourceQuota(cfg.ResourceQuota)
+			if err == nil {
+				ctrl, cerr := quota.NewController(quota.ControllerConfig{
+					Client: client, Quotas: factory.Core().V1().ResourceQuotas(), Pods: factory.Core().V1().Pods(),
+					Logger: s.cfg.Logger.With("component", "resourcequota"),
+				})
+				if cerr != nil {
+					return nil, cerr
+				}
+				setup.comps = append(setup.comps, component{name: "resourcequota", run: ctrl.Run})
+			}
+		}
+		if err != nil {
+			return nil, fmt.Errorf("server: admission plugin %s: %w", name, err)
+		}
+		plugins = append(plugins, p)
+	}
+	setup.chain = readyChain{chain: admission.NewChainHandler(plugins...), synced: informersSynced(factory)}
+	setup.comps = append([]component{{name: "admission-informers", run: func(ctx context.Context) error {
+		factory.Start(ctx.Done())
+		<-ctx.Done()
+		factory.Shutdown()
+		return nil
+	}}}, setup.comps...)
+	return setup, nil
+}
+
+// readyChain waits for the informers' first sync before admitting, as
+// upstream's plugins do, so no request is admitted on an empty cache.
+type readyChain struct {
+	chain  admission.Interface
+	synced []cache.InformerSynced
+}
+
+// Handles implements admission.Interface.
+func (c readyChain) Handles(op admission.Operation) bool { return c.chain.Handles(op) }
+
+// Admit implements admission.MutationInterface.
+func (c readyChain) Admit(ctx context.Context, a admission.Attributes, o admission.ObjectInterfaces) error {
+	if err := c.wait(ctx, a); err != nil {
+		return err
+	}
+	if m, ok := c.chain.(admission.MutationInterface); ok {
+		return m.Admit(ctx, a, o)
+	}
+	return nil
+}
+
+// Validate implements admission.ValidationInterface.
+func (c readyChain) Validate(ctx context.Context, a admission.Attributes, o admission.ObjectInterfaces) error {
+	if err := c.wait(ctx, a); err != nil {
+		return err
+	}
+	if v, ok := c.chain.(admission.ValidationInterface); ok {
+		return v.Validate(ctx, a, o)
+	}
+	return nil
+}
+
+// wait blocks until every informer has synced, or refuses the request.
+func (c readyChain) wait(ctx context.Context, a admission.Attributes) error {
+	ctx, cancel := context.WithTimeout(ctx, admissionReadyTimeout)
+	defer cancel()
+	if !cache.WaitForCacheSync(ctx.Done(), c.synced...) {
+		return admission.NewForbidden(a, fmt.Errorf("not yet ready to handle request"))
+	}
+	return nil
+}
+
+// informersSynced are the HasSynced of every informer the plugins list from.
+func informersSynced(f informers.SharedInformerFactory) []cache.InformerSynced {
+	core, reg := f.Core().V1(), f.Admissionregistration().V1()
+	var out []cache.InformerSynced
+	for _, i := range []cache.SharedIndexInformer{
+		core.Namespaces().Informer(), core.LimitRanges().Informer(), core.ServiceAccounts().Informer(),
+		core.Pods().Informer(), core.ResourceQuotas().Informer(),
+		reg.MutatingWebhookConfigurations().Informer(), reg.ValidatingWebhookConfigurations().Informer(),
+	} {
+		out = append(out, i.HasSynced)
+	}
+	return out
+}
+
+// storeNamespaces is a namespace lister reading the namespaces store
+// itself rather than an informer's cache, so NamespaceLifecycle sees a
+// namespace turn terminating the moment it does.
+type storeNamespaces struct {
+	store *genericregistry.Store
+}
+
+var _ corelisters.NamespaceLister = storeNamespaces{}
+
+// storeLookupTimeout bounds one lookup.
+const storeLookupTimeout = 10 * time.Second
+
+// List implements corelisters.NamespaceLister.
+func (s storeNamespaces) List(sel labels.Selector) ([]*corev1.Namespace, error) {
+	ctx, cancel := context.WithTimeout(genericapirequest.WithNamespace(context.Background(), ""), storeLookupTimeout)
+	defer cancel()
+	obj, err := s.store.List(ctx, &metainternalversion.ListOptions{LabelSelector: sel})
+	if err != nil {
+		return nil, err
+	}
+	list, ok := obj.(*corev1.NamespaceList)
+	if !ok {
+		return nil, fmt.Errorf("namespaces store listed a %T", obj)
+	}
+	out := make([]*corev1.Namespace, 0, len(list.Items))
+	for i := range list.Items {
+		out = append(out, &list.Items[i])
+	}
+	return out, nil
+}
+
+// Get implements corelisters.NamespaceLister.
+func (s storeNamespaces) Get(name string) (*corev1.Namespace, error) {
+	ctx, cancel := context.WithTimeout(genericapirequest.WithNamespace(context.Background(), ""), storeLookupTimeout)
+	defer cancel()
+	obj, err := s.store.Get(ctx, name, &metav1.GetOptions{})
+	if err != nil {
+		return nil, err
+	}
+	ns, ok := obj.(*corev1.Namespace)
+	if !ok {
+		return nil, fmt.Errorf("namespaces store returned a %T", obj)
+	}
+	return ns, nil
+}
