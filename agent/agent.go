@@ -17,7 +17,9 @@
 // (stop with the pod's grace, then delete with grace 0, precondition UID),
 // pulls with the pods' imagePullSecrets, reads configMaps and secrets for
 // volumes from the apiserver, and serves the authenticated agent API
-// (kubeletapi) on Config.KubeletPort.
+// (kubeletapi) on Config.KubeletPort. Its kubelet-compatible metrics
+// (agent/metrics, the prober's) live in one registry served on /metrics of
+// the read-only port and of the agent API.
 package agent
 
 import (
@@ -33,6 +35,9 @@ import (
 	"sync"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"google.golang.org/grpc"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/types"
@@ -49,6 +54,7 @@ import (
 	"berth/agent/dns"
 	"berth/agent/images"
 	"berth/agent/kubeletapi"
+	"berth/agent/metrics"
 	"berth/agent/mirror"
 	"berth/agent/node"
 	"berth/agent/pleg"
@@ -99,7 +105,15 @@ func (a *Agent) Run(ctx context.Context) error {
 			return fmt.Errorf("agent: %w", err)
 		}
 	}
-	client, err := cri.New(ctx, cri.Config{Endpoint: cfg.RuntimeEndpoint})
+	// One registry for everything that records metrics, served on the
+	// read-only port's and the agent API's /metrics.
+	registry := prometheus.NewRegistry()
+	registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	met, err := metrics.New(registry, cfg.NodeName)
+	if err != nil {
+		return fmt.Errorf("agent: %w", err)
+	}
+	client, err := cri.New(ctx, cri.Config{Endpoint: cfg.RuntimeEndpoint, UnaryInterceptors: []grpc.UnaryClientInterceptor{met.RuntimeInterceptor()}})
 	if err != nil {
 		return fmt.Errorf("agent: %w", err)
 	}
@@ -202,7 +216,7 @@ func (a *Agent) Run(ctx context.Context) error {
 	reader := podruntime.New(client)
 	nodeIP := net.ParseIP(cfg.NodeIP)
 	probeHTTP := probes.NewHTTPGetter() // shared by probes and hooks
-	prober, err := probes.New(probes.Config{Exec: client, HTTP: probeHTTP, Recorder: recorder, Logger: log})
+	prober, err := probes.New(probes.Config{Exec: client, HTTP: probeHTTP, Recorder: recorder, Registerer: registry, Logger: log})
 	if err != nil {
 		return fmt.Errorf("agent: %w", err)
 	}
@@ -231,6 +245,7 @@ func (a *Agent) Run(ctx context.Context) error {
 		MaxStarts:       cfg.MaxParallelStarts,
 		PullCredentials: pullCreds,
 		Recorder:        recorder,
+		Metrics:         met,
 		Logger:          log,
 	})
 	if err != nil {
@@ -296,7 +311,7 @@ func (a *Agent) Run(ctx context.Context) error {
 	var lastVolumeGC time.Time
 	var suspects map[types.UID]bool
 	detector, err := pleg.New(pleg.Config{
-		Reader: reader, CRI: client, Period: cfg.RelistPeriod, Logger: log,
+		Reader: reader, CRI: client, Period: cfg.RelistPeriod, Metrics: met, Logger: log,
 		Changed: workers.Wake,
 		Relisted: func(pods map[types.UID]*podstate.Pod) {
 			select {
@@ -371,7 +386,7 @@ func (a *Agent) Run(ctx context.Context) error {
 		if err != nil {
 			return fmt.Errorf("agent: read-only port: %w", err)
 		}
-		srv, err := server.New(server.Config{Listener: lis, Pods: statuses.List, Healthy: a.healthy, Logger: log})
+		srv, err := server.New(server.Config{Listener: lis, Pods: statuses.List, Healthy: a.healthy, Metrics: registry, Logger: log})
 		if err != nil {
 			return fmt.Errorf("agent: %w", err)
 		}
@@ -393,7 +408,7 @@ func (a *Agent) Run(ctx context.Context) error {
 				CertFile: certFile, KeyFile: keyFile, RootDir: cfg.RootDir,
 				NodeName: cfg.NodeName, Addresses: []net.IP{nodeIP}, ClientCAFile: caFile,
 				Pods: statuses.List, Locator: kubeletapi.CRILocator{Runtime: client}, Runtime: client,
-				PodLogDir: cfg.PodLogDir, Healthy: a.healthy, Logger: log,
+				PodLogDir: cfg.PodLogDir, Healthy: a.healthy, Metrics: registry, Logger: log,
 			})
 			if err != nil {
 				return err

@@ -40,6 +40,9 @@ type Config struct {
 	// CallTimeout bounds each unary call unless the caller's context ends
 	// earlier; default 2m. PullImage is bounded by its context only.
 	CallTimeout time.Duration
+	// UnaryInterceptors wrap every unary call, first outermost (metrics,
+	// tracing); optional.
+	UnaryInterceptors []grpc.UnaryClientInterceptor
 }
 
 // validate checks cfg, fills in defaults and returns the gRPC dial target.
@@ -103,6 +106,7 @@ func New(ctx context.Context, cfg Config) (*Client, error) {
 			grpc.MaxCallRecvMsgSize(MaxMessageSize),
 			grpc.MaxCallSendMsgSize(MaxMessageSize),
 		),
+		grpc.WithChainUnaryInterceptor(cfg.UnaryInterceptors...),
 	)
 	if err != nil {
 		return nil, fmt.Errorf("cri: dial %s: %v: %w", cfg.Endpoint, err, errdefs.ErrInvalidArgument)

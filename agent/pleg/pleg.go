@@ -17,6 +17,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/types"
 
+	"berth/agent/metrics"
 	"berth/agent/podruntime"
 	"berth/agent/podstate"
 	"berth/cri"
@@ -37,7 +38,10 @@ type Config struct {
 	// holds (for adoption and orphan clean-up); optional. It must not keep
 	// the map.
 	Relisted func(pods map[types.UID]*podstate.Pod)
-	Logger   *slog.Logger
+	// Metrics gets the relist duration and interval and the running pods
+	// and containers each relist finds; nil: none.
+	Metrics *metrics.Metrics
+	Logger  *slog.Logger
 }
 
 // PLEG detects runtime changes.
@@ -81,10 +85,12 @@ func (p *PLEG) Run(ctx context.Context) error {
 
 // Relist lists the runtime once and reports what changed since the last time.
 func (p *PLEG) Relist(ctx context.Context) error {
+	start := time.Now()
 	pods, err := p.cfg.Reader.All(ctx)
 	if err != nil {
 		return err
 	}
+	p.record(start, pods)
 	now := make(map[types.UID]string, len(pods))
 	for uid, pod := range pods {
 		now[uid] = fingerprint(pod)
@@ -104,6 +110,24 @@ func (p *PLEG) Relist(ctx context.Context) error {
 		p.cfg.Relisted(pods)
 	}
 	return nil
+}
+
+// record gives the relist's timing and what runs to the metrics.
+func (p *PLEG) record(start time.Time, pods map[types.UID]*podstate.Pod) {
+	if p.cfg.Metrics == nil {
+		return
+	}
+	running := 0
+	containers := map[string]int{}
+	for _, pod := range pods {
+		if slices.ContainsFunc(pod.Sandboxes, func(s podstate.Sandbox) bool { return s.Ready }) {
+			running++
+		}
+		for _, c := range pod.Containers {
+			containers[c.State.String()]++
+		}
+	}
+	p.cfg.Metrics.Relisted(start, time.Since(start), running, containers)
 }
 
 // fingerprint is a pod's sandboxes and containers with their states; it

@@ -16,6 +16,7 @@ import (
 	"berth/agent/containerconfig"
 	"berth/agent/images"
 	"berth/agent/lifecycle"
+	"berth/agent/metrics"
 	"berth/agent/podstate"
 	"berth/agent/sandboxconfig"
 	"berth/agent/status"
@@ -114,6 +115,7 @@ func (w *worker) execute(ctx context.Context, log *slog.Logger, pod *v1.Pod, rt 
 				return cfg.Clock.Now().Add(time.Second)
 			}
 		}
+		cfg.Metrics.PodStarted() // as the kubelet: counted when attempted
 		id, err := cfg.CRI.RunPodSandbox(ctx, sandboxCfg, cfg.RuntimeHandler)
 		if err != nil {
 			log.Error("creating the pod sandbox failed", "err", err)
@@ -201,6 +203,11 @@ func (w *worker) startContainer(ctx context.Context, log *slog.Logger, pod *v1.P
 	if !s.BackOffSince.IsZero() {
 		cfg.BackOff.Next(s.BackOffKey, s.BackOffSince)
 	}
+	containerType := metrics.ContainerTypeContainer
+	if s.Init {
+		containerType = metrics.ContainerTypeInitContainer
+	}
+	cfg.Metrics.ContainerStarted(containerType) // as the kubelet: counted when attempted
 	if err := cfg.CRI.StartContainer(ctx, id); err != nil {
 		log.Error("starting the container failed", "id", id, "err", err)
 		w.event(pod, c.Name, v1.EventTypeWarning, "Failed", "Error: "+err.Error())

@@ -36,6 +36,7 @@ import (
 	"berth/agent/backoff"
 	"berth/agent/containerconfig"
 	"berth/agent/images"
+	"berth/agent/metrics"
 	"berth/agent/podruntime"
 	"berth/agent/podstate"
 	"berth/agent/sandboxconfig"
@@ -113,6 +114,9 @@ type Config struct {
 	Resync time.Duration
 	// Clock is the time source; default the real clock.
 	Clock clock.Clock
+	// Metrics gets started pods and containers, pod start and pod sync
+	// durations; nil: none.
+	Metrics *metrics.Metrics
 	// Logger; default discards.
 	Logger *slog.Logger
 	// PullCredentials returns the registry credentials for pulling image
@@ -304,7 +308,7 @@ func (m *Manager) worker(uid types.UID, create bool) *worker {
 	if !create || m.ctx.Err() != nil {
 		return nil
 	}
-	w := &worker{m: m, uid: uid, wake: make(chan struct{}, 1), failures: map[string]status.Failure{}}
+	w := &worker{m: m, uid: uid, wake: make(chan struct{}, 1), failures: map[string]status.Failure{}, firstSeen: m.cfg.Clock.Now()}
 	m.workers[uid] = w
 	m.wg.Add(1)
 	go func() {

@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"berth/agent/lifecycle"
+	"berth/agent/metrics"
 	"berth/agent/podstate"
 	"berth/agent/status"
 )
@@ -30,6 +31,10 @@ type worker struct {
 
 	failures map[string]status.Failure // last start failure per container
 	seq      uint64
+
+	firstSeen time.Time // when the worker was made: the pod's start for metrics
+	synced    bool      // a sync ran: later ones are "sync", not "create"
+	running   bool      // the pod was reported Running (start duration recorded)
 }
 
 func (w *worker) poke() {
@@ -58,14 +63,22 @@ func (w *worker) run(ctx context.Context) {
 		}
 		pod, terminating := w.desired()
 		var next time.Duration
+		start := cfg.Clock.Now()
 		if terminating {
-			if !w.terminate(ctx, pod) {
+			done := w.terminate(ctx, pod)
+			cfg.Metrics.PodWorkerDone(metrics.OperationKill, cfg.Clock.Since(start))
+			if !done {
 				next = time.Second // retry what failed
 			} else if !w.finishTermination() {
 				return
 			}
 		} else if pod != nil {
 			next = w.syncCancellable(ctx, pod)
+			op := metrics.OperationSync
+			if !w.synced {
+				op, w.synced = metrics.OperationCreate, true
+			}
+			cfg.Metrics.PodWorkerDone(op, cfg.Clock.Since(start))
 		} else {
 			continue // an orphan about to be marked terminating
 		}
@@ -95,8 +108,10 @@ func (w *worker) finishTermination() bool {
 		w.dead = true
 		return false
 	}
+	w.m.cfg.Metrics.PodRestarted(isStatic(w.readd))
 	w.pod, w.readd, w.terminating = w.readd, nil, false
 	w.failures = map[string]status.Failure{}
+	w.firstSeen, w.synced, w.running = w.m.cfg.Clock.Now(), false, false
 	w.poke()
 	return true
 }
@@ -179,6 +194,17 @@ func (w *worker) publish(pod *v1.Pod, rt *podstate.Pod) {
 		in.Probes = cfg.Probes.UpdatePodStatus
 	}
 	st := status.Compute(in)
+	if st.Phase == v1.PodRunning && !w.running {
+		w.running = true
+		cfg.Metrics.PodRunning(cfg.Clock.Since(w.firstSeen))
+	}
 	w.seq++
 	cfg.Status.Set(pod, st, w.seq)
+}
+
+// isStatic reports a static pod: one whose config source (the kubelet's
+// kubernetes.io/config.source annotation) is not the apiserver.
+func isStatic(pod *v1.Pod) bool {
+	src, ok := pod.Annotations["kubernetes.io/config.source"]
+	return ok && src != "api"
 }

@@ -1,7 +1,8 @@
 // Package server is the agent's read-only HTTP API, like the kubelet's
 // read-only port: GET /pods returns the pods the agent runs, with their
 // status, as a v1 PodList; GET /healthz answers "ok" while the agent is
-// healthy.
+// healthy; GET /metrics serves the agent's Prometheus metrics, as the
+// kubelet's read-only port does.
 package server
 
 import (
@@ -14,6 +15,8 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
 	v1 "k8s.io/api/core/v1"
 
 	"berth/internal/errdefs"
@@ -28,6 +31,8 @@ type Config struct {
 	Pods func() []v1.Pod
 	// Healthy reports why the agent is unhealthy (nil: healthy); optional.
 	Healthy func() error
+	// Metrics is served on /metrics; nil: /metrics answers 404.
+	Metrics prometheus.Gatherer
 	Logger  *slog.Logger
 }
 
@@ -50,6 +55,9 @@ func New(cfg Config) (*Server, error) {
 	mux.HandleFunc("GET /pods", s.pods)
 	mux.HandleFunc("GET /pods/", s.pods)
 	mux.HandleFunc("GET /healthz", s.healthz)
+	if cfg.Metrics != nil {
+		mux.Handle("GET /metrics", promhttp.HandlerFor(cfg.Metrics, promhttp.HandlerOpts{ErrorHandling: promhttp.ContinueOnError}))
+	}
 	s.srv = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 	return s, nil
 }

@@ -7,8 +7,10 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"strings"
 	"testing"
 
+	"github.com/prometheus/client_golang/prometheus"
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
@@ -19,7 +21,10 @@ func TestPodsAndHealthz(t *testing.T) {
 		t.Fatal(err)
 	}
 	var unhealthy error
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(prometheus.NewGauge(prometheus.GaugeOpts{Name: "kubelet_running_pods", Help: "test"}))
 	s, err := New(Config{
+		Metrics:  reg,
 		Listener: lis,
 		Pods: func() []v1.Pod {
 			return []v1.Pod{{ObjectMeta: metav1.ObjectMeta{Name: "web-node1", Namespace: "default"}, Status: v1.PodStatus{Phase: v1.PodRunning, PodIP: "10.1.0.2"}}}
@@ -61,6 +66,9 @@ func TestPodsAndHealthz(t *testing.T) {
 	unhealthy = errors.New("runtime down")
 	if code, body := get("/healthz"); code != 500 || body != "runtime down\n" {
 		t.Fatalf("unhealthy GET /healthz = %d %q", code, body)
+	}
+	if code, body := get("/metrics"); code != 200 || !strings.Contains(body, "\nkubelet_running_pods 0\n") {
+		t.Fatalf("GET /metrics = %d %q", code, body)
 	}
 	if code, _ := get("/nothing"); code != 404 {
 		t.Fatalf("GET /nothing = %d", code)
