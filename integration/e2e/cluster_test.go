@@ -71,8 +71,10 @@ func (p *proc) exited() bool {
 
 // cluster is one server and one agent on the package's containerd.
 type cluster struct {
-	env      *nodeenv.Env
-	dataDir  string
+	env     *nodeenv.Env
+	dataDir string
+	// addr is the server's host:port.
+	addr     string
 	node     string
 	server   *proc
 	agent    *proc
@@ -89,24 +91,39 @@ type cluster struct {
 // join token, its serving certificate signed by the cluster CA.
 func startCluster(t *testing.T) *cluster {
 	t.Helper()
-	requireKubectl(t)
 	env := nodeenv.Current()
-	dir := t.TempDir()
-	c := &cluster{env: env, dataDir: filepath.Join(dir, "server"), node: "e2e-node", cacheDir: filepath.Join(dir, "kubecache")}
 	prefix, err := netip.ParsePrefix(env.PodCIDR)
 	if err != nil {
 		t.Fatal(err)
 	}
+	c := startServer(t, env.PodCIDR, prefix.Bits())
+	c.env, c.node = env, "e2e-node"
+	dir := t.TempDir()
+	c.manifests = filepath.Join(dir, "manifests")
+	if err := os.MkdirAll(c.manifests, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	c.agent, c.kubeletPort = c.startAgent(t, env, c.node, filepath.Join(dir, "agent"), "/berth-e2e",
+		"--pod-manifest-path", c.manifests, "--manifest-rescan", "2s")
+	return c
+}
+
+// startServer runs `berth server` allocating node pod CIDRs of maskBits
+// from clusterCIDR, and waits until it serves.
+func startServer(t *testing.T, clusterCIDR string, maskBits int) *cluster {
+	t.Helper()
+	requireKubectl(t)
+	dir := t.TempDir()
+	c := &cluster{dataDir: filepath.Join(dir, "server"), cacheDir: filepath.Join(dir, "kubecache")}
 	c.server = startProc(t, "berth server", "server", "--data-dir", c.dataDir, "--listen", "127.0.0.1:0",
-		"--cluster-cidr", env.PodCIDR, "--node-cidr-mask-size", strconv.Itoa(prefix.Bits()))
-	var addr string
+		"--cluster-cidr", clusterCIDR, "--node-cidr-mask-size", strconv.Itoa(maskBits))
 	waitFor(t, 90*time.Second, "berth server to serve", func() (bool, string) {
 		if c.server.exited() {
 			t.Fatalf("berth server exited:\n%s", c.server.log.String())
 		}
 		data, err := os.ReadFile(filepath.Join(c.dataDir, "listen-address"))
-		addr = strings.TrimSpace(string(data))
-		return err == nil && addr != "", fmt.Sprint(err)
+		c.addr = strings.TrimSpace(string(data))
+		return err == nil && c.addr != "", fmt.Sprint(err)
 	})
 	cfg, err := clientcmd.BuildConfigFromFlags("", c.kubeconfig())
 	if err != nil {
@@ -115,35 +132,37 @@ func startCluster(t *testing.T) *cluster {
 	if c.client, err = kubernetes.NewForConfig(cfg); err != nil {
 		t.Fatal(err)
 	}
+	return c
+}
 
-	rootDir := filepath.Join(dir, "agent")
-	c.manifests = filepath.Join(dir, "manifests")
-	if err := os.MkdirAll(c.manifests, 0o755); err != nil {
-		t.Fatal(err)
-	}
+// startAgent runs `berth agent --server` for node on env's containerd and
+// bridge, with its state in rootDir and its pods' cgroups under
+// cgroupRoot: the process and its agent API port on 127.0.0.1.
+func (c *cluster) startAgent(t *testing.T, env *nodeenv.Env, node, rootDir, cgroupRoot string, extra ...string) (*proc, int) {
+	t.Helper()
 	// With the CSR API the agent gets its serving certificate from the
 	// cluster's signer; without it, one signed here with the CA key.
 	var servingFlags []string
 	if !bootstrap.ServesCSRs(c.client) {
 		certFile, keyFile, err := bootstrap.IssueServingCert(bootstrap.ServingCert{
 			CACertFile: filepath.Join(c.dataDir, "ca.crt"), CAKeyFile: filepath.Join(c.dataDir, "ca.key"),
-			NodeName: c.node, IPs: []net.IP{net.ParseIP("127.0.0.1")}, Dir: filepath.Join(rootDir, "pki"),
+			NodeName: node, IPs: []net.IP{net.ParseIP("127.0.0.1")}, Dir: filepath.Join(rootDir, "pki"),
 		})
 		if err != nil {
 			t.Fatal(err)
 		}
 		servingFlags = []string{"--tls-cert-file", certFile, "--tls-private-key-file", keyFile}
 	}
-	c.kubeletPort = freePort(t)
-	c.agent = startProc(t, "berth agent", append([]string{"agent",
-		"--server", "https://" + addr, "--token-file", filepath.Join(c.dataDir, "agent-token"), "--ca-file", filepath.Join(c.dataDir, "ca.crt"),
-		"--pod-manifest-path", c.manifests, "--manifest-rescan", "2s",
+	port := freePort(t)
+	args := append([]string{"agent",
+		"--server", "https://" + c.addr, "--token-file", filepath.Join(c.dataDir, "agent-token"), "--ca-file", filepath.Join(c.dataDir, "ca.crt"),
 		"--container-runtime-endpoint", env.Endpoint, "--root-dir", rootDir, "--pod-log-dir", filepath.Join(rootDir, "logs"),
 		"--cni-conf-dir", env.CNIConfDir, "--cni-bin-dir", strings.Join(env.CNIBinDirs, ":"), "--cni-bridge", env.BridgeName,
-		"--cgroup-root", "/berth-e2e", "--node-name", c.node, "--node-ip", "127.0.0.1",
-		"--read-only-port", "0", "--kubelet-address", "127.0.0.1", "--kubelet-port", strconv.Itoa(c.kubeletPort),
-		"--image-backoff-initial", "1s", "--image-backoff-max", "4s", "--log-level", "debug"}, servingFlags...)...)
-	return c
+		"--cgroup-root", cgroupRoot, "--node-name", node, "--node-ip", "127.0.0.1",
+		"--read-only-port", "0", "--kubelet-address", "127.0.0.1", "--kubelet-port", strconv.Itoa(port),
+		"--image-backoff-initial", "1s", "--image-backoff-max", "4s", "--container-backoff-initial", "1s", "--container-backoff-max", "2s",
+		"--log-level", "debug"}, servingFlags...)
+	return startProc(t, "berth agent "+node, append(args, extra...)...), port
 }
 
 func (c *cluster) kubeconfig() string { return filepath.Join(c.dataDir, "admin.kubeconfig") }
