@@ -98,11 +98,14 @@ func (s *Syncer) SyncAll(ctx context.Context) {
 			continue // not seen yet, or a static pod without its mirror
 		}
 		seen[remote.UID] = true
-		_, version, ok := s.cfg.Status.Get(local.UID)
+		// The status and its version are read together: a status read by
+		// List and a version read later could record a newer version than
+		// the status written, and that newer status would never be written.
+		latest, version, ok := s.cfg.Status.Get(local.UID)
 		if w, written := s.written[remote.UID]; !ok || (written && w == version) {
 			continue
 		}
-		if err := s.syncPod(ctx, remote, local.Status); err != nil {
+		if err := s.syncPod(ctx, remote, latest.Status); err != nil {
 			if apierrors.IsNotFound(err) || apierrors.IsConflict(err) {
 				continue // gone or replaced: nothing to write
 			}
