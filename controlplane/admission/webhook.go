@@ -161,7 +161,7 @@ func (m *MutatingWebhook) webhooks() ([]webhookSpec, error) {
 }
 
 // Admit runs the mutating webhooks.
-func (m *MutatingWebhook) Admit(ctx context.Context, a admission.Attributes, _ admission.ObjectInterfaces) error {
+func (m *MutatingWebhook) Admit(ctx context.Context, a admission.Attributes, o admission.ObjectInterfaces) error {
 	hooks, err := m.webhooks()
 	if err != nil {
 		return apierrors.NewInternalError(err)
@@ -194,11 +194,11 @@ func (m *MutatingWebhook) Admit(ctx context.Context, a admission.Attributes, _ a
 				again = append(again, w)
 			}
 		}
-		_, err := m.runAll(ctx, again, a)
+		_, err := m.runAll(ctx, again, a, o)
 		return err
 	}
 
-	changedAfter, err := m.runAll(ctx, matching, a)
+	changedAfter, err := m.runAll(ctx, matching, a, o)
 	if err != nil {
 		return err
 	}
@@ -209,7 +209,7 @@ func (m *MutatingWebhook) Admit(ctx context.Context, a admission.Attributes, _ a
 		}
 	}
 	if len(again) > 0 {
-		if _, err := m.runAll(ctx, again, a); err != nil {
+		if _, err := m.runAll(ctx, again, a, o); err != nil {
 			return err
 		}
 	}
@@ -220,9 +220,10 @@ func (m *MutatingWebhook) Admit(ctx context.Context, a admission.Attributes, _ a
 	return nil
 }
 
-// runAll calls the webhooks in order, applying patches; changedAfter[i]
-// reports whether a later webhook in this run changed the object.
-func (m *MutatingWebhook) runAll(ctx context.Context, hooks []*webhookSpec, a admission.Attributes) ([]bool, error) {
+// runAll calls the webhooks in order, applying patches (and, as upstream,
+// defaulting the patched object with o's defaulter when o is given);
+// changedAfter[i] reports whether a later webhook in this run changed the object.
+func (m *MutatingWebhook) runAll(ctx context.Context, hooks []*webhookSpec, a admission.Attributes, o admission.ObjectInterfaces) ([]bool, error) {
 	changedAfter := make([]bool, len(hooks))
 	for i, w := range hooks {
 		resp, err := m.call(ctx, w, a)
@@ -239,6 +240,9 @@ func (m *MutatingWebhook) runAll(ctx context.Context, hooks []*webhookSpec, a ad
 				continue
 			}
 			return nil, callFailed(w.name, err)
+		}
+		if changed && o != nil && o.GetObjectDefaulter() != nil {
+			o.GetObjectDefaulter().Default(a.GetObject())
 		}
 		if changed {
 			for j := 0; j < i; j++ {

@@ -11,6 +11,7 @@ package apiserver
 import (
 	"context"
 	"fmt"
+	"k8s.io/apiserver/pkg/admission"
 	"log/slog"
 	"net/http"
 	"strings"
@@ -41,6 +42,11 @@ type Config struct {
 	// Namespaces, when set, enforces namespace lifecycle on creates of
 	// namespaced resources: no creates in a missing or terminating namespace.
 	Namespaces NamespaceChecker
+	// Admission, when set, is the admission chain: its mutating phase runs
+	// before the store (and so before the strategy's validation), its
+	// validating phase after the strategy's validation, for create,
+	// update, patch and delete of resources and their subresources.
+	Admission admission.Interface
 	// TypeConverter, when set, enables managedFields tracking and
 	// server-side apply (application/apply-patch+yaml); built from the
 	// OpenAPI models.
@@ -69,7 +75,9 @@ type NamespaceChecker interface {
 
 // Handler serves the REST API.
 type Handler struct {
-	cfg       Config
+	cfg Config
+	// objects gives admission plugins the scheme (conversion, defaulting).
+	objects   admission.ObjectInterfaces
 	codecs    serializer.CodecFactory
 	resources map[schema.GroupVersion]map[string]*Resource
 	groups    []schema.GroupVersion // served group versions, core first, in Resources order
@@ -100,6 +108,7 @@ func New(cfg Config) (*Handler, error) {
 		},
 		log:      cfg.Logger,
 		managers: map[*Resource]map[string]*managedfields.FieldManager{},
+		objects:  admission.NewObjectInterfacesFromScheme(cfg.Scheme),
 	}
 	for _, r := range cfg.Resources {
 		if r.Store == nil || r.Resource == "" || r.Kind == "" {

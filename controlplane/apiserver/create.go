@@ -2,6 +2,7 @@ package apiserver
 
 import (
 	"fmt"
+	"k8s.io/apiserver/pkg/admission"
 	"net/http"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -67,7 +68,12 @@ func (h *Handler) serveCreate(w http.ResponseWriter, r *http.Request, res *Resou
 		}
 		obj = fm.UpdateNoErrors(live, obj, managerName(opts.FieldManager, r))
 	}
-	out, err := res.Store.Create(ctx, obj, rest.ValidateAllObjectFunc, opts)
+	attrs := h.admissionAttrs(r, res, res.GroupVersionKind(), nameOf(obj), obj, nil, admission.Create, opts, len(opts.DryRun) > 0)
+	if err := h.admit(ctx, attrs); err != nil {
+		h.writeError(w, r, err)
+		return
+	}
+	out, err := res.Store.Create(ctx, obj, h.validateCreate(attrs), opts)
 	if err != nil {
 		h.writeError(w, r, err)
 		return
@@ -112,7 +118,12 @@ func (h *Handler) serveNamedCreate(w http.ResponseWriter, r *http.Request, res *
 			return
 		}
 	}
-	out, err := c.Create(r.Context(), name, obj, rest.ValidateAllObjectFunc, opts)
+	attrs := h.admissionAttrs(r, res, kind, name, obj, nil, admission.Create, opts, len(opts.DryRun) > 0)
+	if err := h.admit(r.Context(), attrs); err != nil {
+		h.writeError(w, r, err)
+		return
+	}
+	out, err := c.Create(r.Context(), name, obj, h.validateCreate(attrs), opts)
 	if err != nil {
 		h.writeError(w, r, err)
 		return

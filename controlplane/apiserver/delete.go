@@ -1,13 +1,13 @@
 package apiserver
 
 import (
+	"k8s.io/apiserver/pkg/admission"
 	"net/http"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apiserver/pkg/endpoints/handlers/negotiation"
-	"k8s.io/apiserver/pkg/registry/rest"
 	"sigs.k8s.io/yaml"
 )
 
@@ -78,7 +78,12 @@ func (h *Handler) serveDelete(w http.ResponseWriter, r *http.Request, res *Resou
 		h.writeError(w, r, err)
 		return
 	}
-	out, deleted, err := res.Store.Delete(r.Context(), name, rest.ValidateAllObjectFunc, opts)
+	attrs := h.admissionAttrs(r, res, res.GroupVersionKind(), name, nil, nil, admission.Delete, opts, len(opts.DryRun) > 0)
+	if err := h.admit(r.Context(), attrs); err != nil {
+		h.writeError(w, r, err)
+		return
+	}
+	out, deleted, err := res.Store.Delete(r.Context(), name, h.validateDelete(attrs), opts)
 	if err != nil {
 		h.writeError(w, r, err)
 		return
@@ -102,7 +107,12 @@ func (h *Handler) serveDeleteCollection(w http.ResponseWriter, r *http.Request, 
 		h.writeError(w, r, err)
 		return
 	}
-	out, err := res.Store.DeleteCollection(r.Context(), rest.ValidateAllObjectFunc, opts, listOpts)
+	attrs := h.admissionAttrs(r, res, res.GroupVersionKind(), "", nil, nil, admission.Delete, opts, len(opts.DryRun) > 0)
+	if err := h.admit(r.Context(), attrs); err != nil {
+		h.writeError(w, r, err)
+		return
+	}
+	out, err := res.Store.DeleteCollection(r.Context(), h.validateDelete(attrs), opts, listOpts)
 	if err != nil {
 		h.writeError(w, r, err)
 		return

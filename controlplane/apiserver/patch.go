@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"k8s.io/apiserver/pkg/admission"
 	"mime"
 	"net/http"
 	"strings"
@@ -19,7 +20,6 @@ import (
 	"k8s.io/apimachinery/pkg/util/managedfields"
 	"k8s.io/apimachinery/pkg/util/strategicpatch"
 	"k8s.io/apimachinery/pkg/util/validation/field"
-	"k8s.io/apiserver/pkg/registry/rest"
 	"sigs.k8s.io/yaml"
 )
 
@@ -88,7 +88,18 @@ func (h *Handler) servePatch(w http.ResponseWriter, r *http.Request, res *Resour
 	uopts := &metav1.UpdateOptions{DryRun: opts.DryRun, FieldManager: opts.FieldManager, FieldValidation: opts.FieldValidation}
 	createCheck := func(ctx context.Context, o runtime.Object) error { return h.checkNamespace(ctx, res, o) }
 	// Apply creates what does not exist yet, as upstream.
-	out, created, err := u.Update(r.Context(), name, info, createCheck, rest.ValidateAllObjectUpdateFunc, pt == types.ApplyYAMLPatchType, uopts)
+	dryRun := len(uopts.DryRun) > 0
+	copts := updateToCreateOptions(uopts)
+	createValidate := h.validateCreate(h.admissionAttrs(r, res, kind, name, nil, nil, admission.Create, copts, dryRun))
+	createCheck2 := func(ctx context.Context, o runtime.Object) error {
+		if err := createCheck(ctx, o); err != nil {
+			return err
+		}
+		return createValidate(ctx, o)
+	}
+	updateValidate := h.validateUpdate(h.admissionAttrs(r, res, kind, name, nil, nil, admission.Update, opts, dryRun))
+	admitted := admittedInfo{UpdatedObjectInfo: info, transform: h.admitTransform(r, res, kind, name, opts, copts, dryRun)}
+	out, created, err := u.Update(r.Context(), name, admitted, createCheck2, updateValidate, pt == types.ApplyYAMLPatchType, uopts)
 	if err != nil {
 		h.writeError(w, r, err)
 		return

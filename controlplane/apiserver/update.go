@@ -3,6 +3,7 @@ package apiserver
 import (
 	"context"
 	"fmt"
+	"k8s.io/apiserver/pkg/admission"
 	"net/http"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -69,7 +70,19 @@ func (h *Handler) serveUpdate(w http.ResponseWriter, r *http.Request, res *Resou
 			return fm.UpdateNoErrors(liveObj, newObj, manager), nil
 		})
 	}
-	out, created, err := u.Update(ctx, name, rest.DefaultUpdatedObjectInfo(obj, transformers...), createCheck, rest.ValidateAllObjectUpdateFunc, false, opts)
+	dryRun := len(opts.DryRun) > 0
+	copts := updateToCreateOptions(opts)
+	transformers = append(transformers, h.admitTransform(r, res, kind, name, opts, copts, dryRun))
+	createAttrs := h.admissionAttrs(r, res, kind, name, nil, nil, admission.Create, copts, dryRun)
+	createValidate := h.validateCreate(createAttrs)
+	createCheck2 := func(ctx2 context.Context, o runtime.Object) error {
+		if err := createCheck(ctx2, o); err != nil {
+			return err
+		}
+		return createValidate(ctx2, o)
+	}
+	updateAttrs := h.admissionAttrs(r, res, kind, name, nil, nil, admission.Update, opts, dryRun)
+	out, created, err := u.Update(ctx, name, rest.DefaultUpdatedObjectInfo(obj, transformers...), createCheck2, h.validateUpdate(updateAttrs), false, opts)
 	if err != nil {
 		h.writeError(w, r, err)
 		return
@@ -79,4 +92,9 @@ func (h *Handler) serveUpdate(w http.ResponseWriter, r *http.Request, res *Resou
 		code = http.StatusCreated
 	}
 	h.writeObject(w, r, code, kind.GroupVersion(), out)
+}
+
+// updateToCreateOptions are the CreateOptions of an update that creates.
+func updateToCreateOptions(o *metav1.UpdateOptions) *metav1.CreateOptions {
+	return &metav1.CreateOptions{DryRun: o.DryRun, FieldManager: o.FieldManager, FieldValidation: o.FieldValidation}
 }

@@ -1,0 +1,378 @@
+package apiserver_test
+
+import (
+	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/json"
+	"encoding/pem"
+	"fmt"
+	"math/big"
+	"net"
+	"net/http"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	admissionv1 "k8s.io/api/admission/v1"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+)
+
+// admissionNamespace creates a namespace with labels for one test and
+// deletes it at the end.
+func admissionNamespace(t *testing.T, cs kubernetes.Interface, name string, labels map[string]string) {
+	t.Helper()
+	ctx := context.Background()
+	if _, err := cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels}}, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("create namespace %s: %v", name, err)
+	}
+	t.Cleanup(func() { _ = cs.CoreV1().Namespaces().Delete(context.Background(), name, metav1.DeleteOptions{}) })
+}
+
+// plainPod is a pod with one container and nothing else set.
+func plainPod(name string) *corev1.Pod {
+	return &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "main", Image: "busybox"}}},
+	}
+}
+
+func TestAdmissionDefaultTolerationSeconds(t *testing.T) {
+	cs := shared.client(t)
+	ctx := context.Background()
+	admissionNamespace(t, cs, "adm-tolerations", nil)
+	pod, err := cs.CoreV1().Pods("adm-tolerations").Create(ctx, plainPod("p"), metav1.CreateOptions{})
+	if err != nil {
+		t.Fatalf("create pod: %v", err)
+	}
+	for _, key := range []string{corev1.TaintNodeNotReady, corev1.TaintNodeUnreachable} {
+		found := false
+		for _, tol := range pod.Spec.Tolerations {
+			if tol.Key == key && tol.Operator == corev1.TolerationOpExists && tol.Effect == corev1.TaintEffectNoExecute &&
+				tol.TolerationSeconds != nil && *tol.TolerationSeconds == 300 {
+				found = true
+			}
+		}
+		if !found {
+			t.Errorf("pod has no %s:NoExecute toleration for 300s; tolerations: %+v", key, pod.Spec.Tolerations)
+		}
+	}
+}
+
+func TestAdmissionResourceQuota(t *testing.T) {
+	cs := shared.client(t)
+	ctx := context.Background()
+	const ns = "adm-quota"
+	admissionNamespace(t, cs, ns, nil)
+	q := &corev1.ResourceQuota{
+		ObjectMeta: metav1.ObjectMeta{Name: "two-pods"},
+		Spec:       corev1.ResourceQuotaSpec{Hard: corev1.ResourceList{corev1.ResourcePods: resource.MustParse("2")}},
+	}
+	if _, err := cs.CoreV1().ResourceQuotas(ns).Create(ctx, q, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("create quota: %v", err)
+	}
+	// The quota controller fills status.hard and status.used.
+	poll(t, "quota status computed", func() bool {
+		got, err := cs.CoreV1().ResourceQuotas(ns).Get(ctx, "two-pods", metav1.GetOptions{})
+		return err == nil && got.Status.Hard != nil && got.Status.Used != nil
+	})
+
+	// A dry run is admitted but charges nothing.
+	if _, err := cs.CoreV1().Pods(ns).Create(ctx, plainPod("dry"), metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}}); err != nil {
+		t.Fatalf("dry-run create: %v", err)
+	}
+	got, err := cs.CoreV1().ResourceQuotas(ns).Get(ctx, "two-pods", metav1.GetOptions{})
+	if err != nil {
+		t.Fatalf("get quota: %v", err)
+	}
+	if used := got.Status.Used[corev1.ResourcePods]; used.Value() != 0 {
+		t.Fatalf("after a dry run, quota used pods = %s, want 0", used.String())
+	}
+
+	for _, name := range []string{"one", "two"} {
+		if _, err := cs.CoreV1().Pods(ns).Create(ctx, plainPod(name), metav1.CreateOptions{}); err != nil {
+			t.Fatalf("create pod %s within quota: %v", name, err)
+		}
+	}
+	_, err = cs.CoreV1().Pods(ns).Create(ctx, plainPod("three"), metav1.CreateOptions{})
+	if !apierrors.IsForbidden(err) {
+		t.Fatalf("third pod: got %v, want 403 Forbidden", err)
+	}
+	want := `pods "three" is forbidden: exceeded quota: two-pods, requested: pods=1, used: pods=2, limited: pods=2`
+	if !strings.Contains(err.Error(), want) {
+		t.Fatalf("third pod: error %q, want it to contain %q", err.Error(), want)
+	}
+}
+
+func TestAdmissionLimitRangeDefaults(t *testing.T) {
+	cs := shared.client(t)
+	ctx := context.Background()
+	const ns = "adm-limits"
+	admissionNamespace(t, cs, ns, nil)
+	lr := &corev1.LimitRange{
+		ObjectMeta: metav1.ObjectMeta{Name: "defaults"},
+		Spec: corev1.LimitRangeSpec{Limits: []corev1.LimitRangeItem{{
+			Type:           corev1.LimitTypeContainer,
+			Default:        corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("500m"), corev1.ResourceMemory: resource.MustParse("256Mi")},
+			DefaultRequest: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("100m"), corev1.ResourceMemory: resource.MustParse("64Mi")},
+		}}},
+	}
+	if _, err := cs.CoreV1().LimitRanges(ns).Create(ctx, lr, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("create limit range: %v", err)
+	}
+	// The plugin reads LimitRanges from the server's informer: retry with
+	// new pods until it has seen this one.
+	var pod *corev1.Pod
+	n := 0
+	poll(t, "a pod defaulted by the LimitRange", func() bool {
+		n++
+		p, err := cs.CoreV1().Pods(ns).Create(ctx, plainPod(fmt.Sprintf("p%d", n)), metav1.CreateOptions{})
+		if err != nil {
+			t.Fatalf("create pod: %v", err)
+		}
+		pod = p
+		return len(p.Spec.Containers[0].Resources.Requests) > 0
+	})
+	res := pod.Spec.Containers[0].Resources
+	for _, c := range []struct {
+		what string
+		got  resource.Quantity
+		want string
+	}{
+		{"cpu request", res.Requests[corev1.ResourceCPU], "100m"},
+		{"memory request", res.Requests[corev1.ResourceMemory], "64Mi"},
+		{"cpu limit", res.Limits[corev1.ResourceCPU], "500m"},
+		{"memory limit", res.Limits[corev1.ResourceMemory], "256Mi"},
+	} {
+		if c.got.Cmp(resource.MustParse(c.want)) != 0 {
+			t.Errorf("%s = %s, want %s", c.what, c.got.String(), c.want)
+		}
+	}
+}
+
+func TestAdmissionPodSecurity(t *testing.T) {
+	cs := shared.client(t)
+	ctx := context.Background()
+	const ns = "adm-restricted"
+	admissionNamespace(t, cs, ns, map[string]string{"pod-security.kubernetes.io/enforce": "restricted"})
+	privileged := true
+	pod := plainPod("privileged")
+	pod.Spec.Containers[0].SecurityContext = &corev1.SecurityContext{Privileged: &privileged}
+	_, err := cs.CoreV1().Pods(ns).Create(ctx, pod, metav1.CreateOptions{})
+	if !apierrors.IsForbidden(err) {
+		t.Fatalf("privileged pod in a restricted namespace: got %v, want 403 Forbidden", err)
+	}
+	for _, want := range []string{`pods "privileged" is forbidden: violates PodSecurity "restricted:latest"`, `privileged (container "main" must not set securityContext.privileged=true)`} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error %q, want it to contain %q", err.Error(), want)
+		}
+	}
+}
+
+// webhookServer is a TLS admission webhook server on 127.0.0.1: /inject
+// adds a sidecar container to pods, /fail answers 500.
+type webhookServer struct {
+	url      string
+	caPEM    []byte
+	injected atomic.Int32
+}
+
+func startWebhookServer(t *testing.T) *webhookServer {
+	t.Helper()
+	caKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	caTmpl := &x509.Certificate{
+		SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "webhook-test-ca"},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
+		IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign,
+	}
+	caDER, err := x509.CreateCertificate(rand.Reader, caTmpl, caTmpl, &caKey.PublicKey, caKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ca, err := x509.ParseCertificate(caDER)
+	if err != nil {
+		t.Fatal(err)
+	}
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{
+		SerialNumber: big.NewInt(2), Subject: pkix.Name{CommonName: "127.0.0.1"},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
+		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+		IPAddresses: []net.IP{net.IPv4(127, 0, 0, 1)},
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca, &key.PublicKey, caKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ws := &webhookServer{caPEM: pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: caDER})}
+	mux := http.NewServeMux()
+	mux.HandleFunc("/inject", func(w http.ResponseWriter, r *http.Request) {
+		review := &admissionv1.AdmissionReview{}
+		if err := json.NewDecoder(r.Body).Decode(review); err != nil || review.Request == nil {
+			http.Error(w, "bad review", http.StatusBadRequest)
+			return
+		}
+		resp := &admissionv1.AdmissionResponse{UID: review.Request.UID, Allowed: true}
+		pod := &corev1.Pod{}
+		if err := json.Unmarshal(review.Request.Object.Raw, pod); err == nil {
+			sidecar := corev1.Container{Name: "sidecar", Image: "busybox", Command: []string{"sleep", "3600"}}
+			patch, _ := json.Marshal([]map[string]any{{"op": "add", "path": "/spec/containers/-", "value": sidecar}})
+			pt := admissionv1.PatchTypeJSONPatch
+			resp.Patch, resp.PatchType = patch, &pt
+			ws.injected.Add(1)
+		}
+		review.Response = resp
+		review.Request = nil
+		_ = json.NewEncoder(w).Encode(review)
+	})
+	mux.HandleFunc("/fail", func(w http.ResponseWriter, r *http.Request) {
+		http.Error(w, "webhook broken on purpose", http.StatusInternalServerError)
+	})
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &http.Server{Handler: mux, TLSConfig: &tls.Config{Certificates: []tls.Certificate{{Certificate: [][]byte{der}, PrivateKey: key}}}}
+	go func() { _ = srv.ServeTLS(ln, "", "") }()
+	t.Cleanup(func() { _ = srv.Close() })
+	ws.url = "https://" + ln.Addr().String()
+	return ws
+}
+
+func TestAdmissionMutatingWebhookInjectsSidecar(t *testing.T) {
+	cs := shared.client(t)
+	ctx := context.Background()
+	ws := startWebhookServer(t)
+	const ns = "adm-inject"
+	admissionNamespace(t, cs, ns, map[string]string{"adm-test": "inject"})
+	url := ws.url + "/inject"
+	none := admissionregistrationv1.SideEffectClassNone
+	fail := admissionregistrationv1.Fail
+	cfg := &admissionregistrationv1.MutatingWebhookConfiguration{
+		ObjectMeta: metav1.ObjectMeta{Name: "adm-test-injector"},
+		Webhooks: []admissionregistrationv1.MutatingWebhook{{
+			Name:                    "injector.adm-test.berth.dev",
+			ClientConfig:            admissionregistrationv1.WebhookClientConfig{URL: &url, CABundle: ws.caPEM},
+			Rules:                   []admissionregistrationv1.RuleWithOperations{podCreateRule()},
+			NamespaceSelector:       &metav1.LabelSelector{MatchLabels: map[string]string{"adm-test": "inject"}},
+			SideEffects:             &none,
+			FailurePolicy:           &fail,
+			AdmissionReviewVersions: []string{"v1"},
+		}},
+	}
+	if _, err := cs.AdmissionregistrationV1().MutatingWebhookConfigurations().Create(ctx, cfg, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("create webhook configuration: %v", err)
+	}
+	t.Cleanup(func() {
+		_ = cs.AdmissionregistrationV1().MutatingWebhookConfigurations().Delete(context.Background(), cfg.Name, metav1.DeleteOptions{})
+	})
+	// The configuration reaches the plugin through the server's informer:
+	// retry with new pods until one is mutated.
+	var pod *corev1.Pod
+	n := 0
+	poll(t, "a pod with the injected sidecar", func() bool {
+		n++
+		p, err := cs.CoreV1().Pods(ns).Create(ctx, plainPod(fmt.Sprintf("p%d", n)), metav1.CreateOptions{})
+		if err != nil {
+			t.Fatalf("create pod: %v", err)
+		}
+		pod = p
+		return len(p.Spec.Containers) > 1
+	})
+	if len(pod.Spec.Containers) != 2 || pod.Spec.Containers[1].Name != "sidecar" || pod.Spec.Containers[1].Image != "busybox" {
+		t.Fatalf("containers after injection: %+v", pod.Spec.Containers)
+	}
+	// The injected container went through defaulting and validation.
+	if pod.Spec.Containers[1].TerminationMessagePath == "" || pod.Spec.Containers[1].ImagePullPolicy == "" {
+		t.Errorf("the sidecar was not defaulted: %+v", pod.Spec.Containers[1])
+	}
+	stored, err := cs.CoreV1().Pods(ns).Get(ctx, pod.Name, metav1.GetOptions{})
+	if err != nil || len(stored.Spec.Containers) != 2 {
+		t.Fatalf("stored pod: %v, %+v", err, stored)
+	}
+	if ws.injected.Load() == 0 {
+		t.Fatalf("the webhook server saw no request")
+	}
+}
+
+func TestAdmissionWebhookFailurePolicy(t *testing.T) {
+	cs := shared.client(t)
+	ctx := context.Background()
+	ws := startWebhookServer(t)
+	const ns = "adm-failing"
+	admissionNamespace(t, cs, ns, map[string]string{"adm-test": "failing"})
+	url := ws.url + "/fail"
+	none := admissionregistrationv1.SideEffectClassNone
+	fail, ignore := admissionregistrationv1.Fail, admissionregistrationv1.Ignore
+	cfg := &admissionregistrationv1.ValidatingWebhookConfiguration{
+		ObjectMeta: metav1.ObjectMeta{Name: "adm-test-failing"},
+		Webhooks: []admissionregistrationv1.ValidatingWebhook{{
+			Name:                    "failing.adm-test.berth.dev",
+			ClientConfig:            admissionregistrationv1.WebhookClientConfig{URL: &url, CABundle: ws.caPEM},
+			Rules:                   []admissionregistrationv1.RuleWithOperations{podCreateRule()},
+			NamespaceSelector:       &metav1.LabelSelector{MatchLabels: map[string]string{"adm-test": "failing"}},
+			SideEffects:             &none,
+			FailurePolicy:           &fail,
+			AdmissionReviewVersions: []string{"v1"},
+		}},
+	}
+	created, err := cs.AdmissionregistrationV1().ValidatingWebhookConfigurations().Create(ctx, cfg, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatalf("create webhook configuration: %v", err)
+	}
+	t.Cleanup(func() {
+		_ = cs.AdmissionregistrationV1().ValidatingWebhookConfigurations().Delete(context.Background(), cfg.Name, metav1.DeleteOptions{})
+	})
+
+	// failurePolicy Fail: creation is refused once the plugin knows the webhook.
+	n := 0
+	var refused error
+	poll(t, "a pod refused by the failing webhook", func() bool {
+		n++
+		_, err := cs.CoreV1().Pods(ns).Create(ctx, plainPod(fmt.Sprintf("p%d", n)), metav1.CreateOptions{})
+		refused = err
+		return err != nil
+	})
+	want := `failed calling webhook "failing.adm-test.berth.dev"`
+	if !apierrors.IsInternalError(refused) || !strings.Contains(refused.Error(), want) {
+		t.Fatalf("refusal: %v, want a 500 InternalError containing %q", refused, want)
+	}
+
+	// failurePolicy Ignore: the same broken webhook no longer blocks.
+	created.Webhooks[0].FailurePolicy = &ignore
+	if _, err := cs.AdmissionregistrationV1().ValidatingWebhookConfigurations().Update(ctx, created, metav1.UpdateOptions{}); err != nil {
+		t.Fatalf("update webhook configuration: %v", err)
+	}
+	poll(t, "a pod admitted despite the failing webhook", func() bool {
+		n++
+		_, err := cs.CoreV1().Pods(ns).Create(ctx, plainPod(fmt.Sprintf("p%d", n)), metav1.CreateOptions{})
+		if err != nil && !strings.Contains(err.Error(), want) {
+			t.Fatalf("create pod: %v", err)
+		}
+		return err == nil
+	})
+}
+
+// podCreateRule matches creating core/v1 pods.
+func podCreateRule() admissionregistrationv1.RuleWithOperations {
+	return admissionregistrationv1.RuleWithOperations{
+		Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Create},
+		Rule:       admissionregistrationv1.Rule{APIGroups: []string{""}, APIVersions: []string{"v1"}, Resources: []string{"pods"}},
+	}
+}
