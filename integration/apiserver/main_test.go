@@ -3,6 +3,7 @@
 package apiserver_test
 
 import (
+	"berth/internal/prereq"
 	"bytes"
 	"context"
 	"fmt"
@@ -216,10 +217,7 @@ func requireKubectl(t testing.TB, version string) string {
 	t.Helper()
 	bin := kubectls[version]
 	if _, err := os.Stat(bin); err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("kubectl %s is required (%s): %v", version, bin, err)
-		}
-		t.Skipf("kubectl %s not installed (%s)", version, bin)
+		prereq.Missing(t, "kubectl %s not installed (%s)", version, bin)
 	}
 	return bin
 }

@@ -6,6 +6,7 @@
 package cluster
 
 import (
+	"berth/internal/prereq"
 	"bytes"
 	"context"
 	"fmt"
@@ -249,10 +250,7 @@ func (p *serverProc) mustKubectl(t testing.TB, stdin string, args ...string) str
 func requireKubectl(t testing.TB) {
 	t.Helper()
 	if _, err := os.Stat(kubectlBin); err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("kubectl is required (%s): %v", kubectlBin, err)
-		}
-		t.Skipf("kubectl not installed (%s)", kubectlBin)
+		prereq.Missing(t, "kubectl not installed (%s)", kubectlBin)
 	}
 }
 

@@ -1,9 +1,9 @@
 package controllers
 
 import (
+	"berth/internal/prereq"
 	"context"
 	"fmt"
-	"os"
 	"os/exec"
 	"strings"
 	"testing"
@@ -127,10 +127,7 @@ func kubectl(t *testing.T, args ...string) string {
 	t.Helper()
 	path, err := exec.LookPath("kubectl")
 	if err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("kubectl not found: %v", err)
-		}
-		t.Skip("kubectl not found")
+		prereq.Missing(t, "kubectl not found: %v", err)
 	}
 	cmd := exec.Command(path, append([]string{"--kubeconfig", env.kubeconfig}, args...)...)
 	out, err := cmd.CombinedOutput()

@@ -16,6 +16,7 @@ import (
 	"testing"
 
 	"berth/integration/nodeenv"
+	"berth/internal/prereq"
 )
 
 // kubectlBin is the kubectl the tests drive.
@@ -70,10 +71,7 @@ func berthBinary(t *testing.T) string {
 func requireKubectl(t *testing.T) {
 	t.Helper()
 	if _, err := os.Stat(kubectlBin); err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("kubectl is required (%s): %v", kubectlBin, err)
-		}
-		t.Skipf("kubectl not installed (%s)", kubectlBin)
+		prereq.Missing(t, "kubectl not installed (%s)", kubectlBin)
 	}
 }
 

@@ -30,6 +30,7 @@ import (
 
 	"berth/cri"
 	"berth/integration/nodeenv"
+	"berth/internal/prereq"
 	"berth/internal/testimages"
 )
 
@@ -49,10 +50,7 @@ func requirePrerequisites(t *testing.T) {
 	if err == nil {
 		return
 	}
-	if os.Getenv("CI") == "true" {
-		t.Fatalf("prerequisite missing under CI=true: %v", err)
-	}
-	t.Skipf("berth up needs: %v", err)
+	prereq.Missing(t, "berth up needs: %v", err)
 }
 
 // binaries returns berth ($BERTH_BIN or built) and the static pause

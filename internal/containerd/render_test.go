@@ -12,6 +12,7 @@ import (
 	"github.com/pelletier/go-toml/v2"
 
 	"berth/internal/errdefs"
+	"berth/internal/prereq"
 )
 
 func validConfig(t *testing.T) Config {
@@ -232,10 +233,7 @@ func requireBinary(t *testing.T, bin string) string {
 	t.Helper()
 	p, err := LookPath(bin)
 	if err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("prerequisite missing: %s on PATH (Debian: apt-get install %s)", bin, bin)
-		}
-		t.Skipf("%s not on PATH (Debian: apt-get install %s)", bin, bin)
+		prereq.Missing(t, "%s not on PATH (Debian: apt-get install %s)", bin, bin)
 	}
 	return p
 }
