@@ -1,9 +1,11 @@
 // Package agent_test runs `berth agent` as a process against a real
 // containerd (one per package, started by nodeenv without a CNI config: the
 // agent writes its own) and watches it from outside: through the CRI socket
-// and the agent's read-only API (GET /pods). Tests run one at a time — each
-// agent owns every pod on the runtime — and each removes its pods before it
-// ends.
+// and the agent's read-only API (GET /pods). Probes and lifecycle hooks are
+// checked the same way; gRPC probes run against grpchealth, a test gRPC
+// health server built from ./grpchealth into a one-binary image pushed to
+// the env's registry. Tests run one at a time — each agent owns every pod on
+// the runtime — and each removes its pods before it ends.
 package agent_test
 
 import (

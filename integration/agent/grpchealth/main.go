@@ -7,7 +7,7 @@
 // removes it. Services not named answer NotFound, as the standard health
 // server does.
 //
-// Build it static: CGO_ENABLED=0 go build ./integration/probes/grpchealth.
+// Build it static: CGO_ENABLED=0 go build ./integration/agent/grpchealth.
 package main
 
 import (

@@ -1,4 +1,4 @@
-package probes_test
+package agent_test
 
 import (
 	"context"

@@ -1,4 +1,4 @@
-package probes_test
+package agent_test
 
 import (
 	"context"
@@ -16,7 +16,7 @@ import (
 // grpcHealthPkg is the test's gRPC health server (see its doc comment): it
 // serves grpc.health.v1.Health, and `/grpchealth notserving` / `serving`,
 // run through ExecSync, flip its -service.
-const grpcHealthPkg = "berth/integration/probes/grpchealth"
+const grpcHealthPkg = "berth/integration/agent/grpchealth"
 
 var (
 	grpcImageOnce sync.Once
