@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"log/slog"
 	"os"
@@ -13,7 +14,30 @@ import (
 
 	"berth/agent"
 	"berth/agent/backoff"
+	"berth/internal/exepages"
 )
+
+// startupPagesDelay is how long after start the agent gives back the pages
+// of the binary that only start-up used: by then every role's package
+// initializers and the agent's own start have run.
+const startupPagesDelay = 10 * time.Second
+
+// releaseStartupPages gives back, once start-up is over, the executable's
+// pages that only the initializers of the binary's other roles and the
+// agent's start touched (see package exepages).
+func releaseStartupPages(ctx context.Context, log *slog.Logger) {
+	select {
+	case <-ctx.Done():
+		return
+	case <-time.After(startupPagesDelay):
+	}
+	r, err := exepages.Release()
+	if err != nil {
+		log.Warn("cannot give back the binary's start-up pages", "err", err)
+		return
+	}
+	log.Info("gave back the binary's start-up pages", "residentBefore", r.RssBefore, "residentAfter", r.RssAfter)
+}
 
 // newAgentCommand maps the flags of `berth agent` onto agent.Config.
 func newAgentCommand() *cobra.Command {
@@ -49,6 +73,7 @@ func newAgentCommand() *cobra.Command {
 			}
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
+			go releaseStartupPages(ctx, cfg.Logger)
 			return a.Run(ctx)
 		},
 	}

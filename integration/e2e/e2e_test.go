@@ -22,17 +22,18 @@ import (
 
 	"berth/agent/bootstrap"
 	"berth/cri"
+	"berth/integration/harness"
 )
 
 // TestAgentJoinsControlPlane is the flow end to end, in steps sharing one
 // server and one agent.
 func TestAgentJoinsControlPlane(t *testing.T) {
-	c := startCluster(t)
+	c := harness.StartCluster(t, harness.ClusterOptions{})
 	ctx := context.Background()
 
 	t.Run("node registers and is Ready with a podCIDR", func(t *testing.T) {
-		waitFor(t, 90*time.Second, "node Ready", func() (bool, string) {
-			n, err := c.client.CoreV1().Nodes().Get(ctx, c.node, metav1.GetOptions{})
+		harness.WaitFor(t, 90*time.Second, "node Ready", func() (bool, string) {
+			n, err := c.Client.CoreV1().Nodes().Get(ctx, c.Node, metav1.GetOptions{})
 			if err != nil {
 				return false, err.Error()
 			}
@@ -43,25 +44,25 @@ func TestAgentJoinsControlPlane(t *testing.T) {
 			}
 			return false, "no Ready condition"
 		})
-		out := c.mustKubectl(t, "", "get", "node", c.node, "-o", "jsonpath={.spec.podCIDR}")
-		if out != c.env.PodCIDR {
-			t.Fatalf("node podCIDR %q, want %q (the only CIDR of --cluster-cidr)", out, c.env.PodCIDR)
+		out := c.MustKubectl(t, "", "get", "node", c.Node, "-o", "jsonpath={.spec.podCIDR}")
+		if out != c.Env.PodCIDR {
+			t.Fatalf("node podCIDR %q, want %q (the only CIDR of --cluster-cidr)", out, c.Env.PodCIDR)
 		}
 	})
 
 	t.Run("node credential from the CSR API when served", func(t *testing.T) {
-		if !bootstrap.ServesCSRs(c.client) {
-			if !strings.Contains(c.agent.log.String(), "keeping the join token") {
+		if !bootstrap.ServesCSRs(c.Client) {
+			if !strings.Contains(c.Agent.Log(), "keeping the join token") {
 				t.Fatal("the apiserver serves no CSR API, and the agent does not say it keeps the join token")
 			}
 			t.Log("the apiserver serves no CSR API: the agent keeps the join token")
 			return
 		}
-		waitFor(t, 30*time.Second, "the agent to authenticate with its node client certificate", func() (bool, string) {
-			return strings.Contains(c.agent.log.String(), "authenticating with the node client certificate"), ""
+		harness.WaitFor(t, 30*time.Second, "the agent to authenticate with its node client certificate", func() (bool, string) {
+			return strings.Contains(c.Agent.Log(), "authenticating with the node client certificate"), ""
 		})
-		waitFor(t, 60*time.Second, "issued kubelet client and serving CSRs", func() (bool, string) {
-			csrs, err := c.client.CertificatesV1().CertificateSigningRequests().List(ctx, metav1.ListOptions{})
+		harness.WaitFor(t, 60*time.Second, "issued kubelet client and serving CSRs", func() (bool, string) {
+			csrs, err := c.Client.CertificatesV1().CertificateSigningRequests().List(ctx, metav1.ListOptions{})
 			if err != nil {
 				return false, err.Error()
 			}
@@ -90,10 +91,10 @@ spec:
 `
 	var uid string
 	t.Run("applied pod is scheduled and Running with an IP from the podCIDR", func(t *testing.T) {
-		c.mustKubectl(t, fmt.Sprintf(manifest, c.env.BusyboxImage), "apply", "-f", "-")
+		c.MustKubectl(t, fmt.Sprintf(manifest, c.Env.BusyboxImage), "apply", "-f", "-")
 		var pod *v1.Pod
-		waitFor(t, 90*time.Second, "pod web Running", func() (bool, string) {
-			p, err := c.client.CoreV1().Pods("default").Get(ctx, "web", metav1.GetOptions{})
+		harness.WaitFor(t, 90*time.Second, "pod web Running", func() (bool, string) {
+			p, err := c.Client.CoreV1().Pods("default").Get(ctx, "web", metav1.GetOptions{})
 			if err != nil {
 				return false, err.Error()
 			}
@@ -101,21 +102,21 @@ spec:
 			return p.Status.Phase == v1.PodRunning && p.Status.PodIP != "", fmt.Sprintf("node=%q phase=%s status=%+v", p.Spec.NodeName, p.Status.Phase, p.Status.ContainerStatuses)
 		})
 		uid = string(pod.UID)
-		if pod.Spec.NodeName != c.node {
-			t.Fatalf("pod bound to %q, want %q", pod.Spec.NodeName, c.node)
+		if pod.Spec.NodeName != c.Node {
+			t.Fatalf("pod bound to %q, want %q", pod.Spec.NodeName, c.Node)
 		}
-		prefix := netip.MustParsePrefix(c.env.PodCIDR)
+		prefix := netip.MustParsePrefix(c.Env.PodCIDR)
 		if ip := netip.MustParseAddr(pod.Status.PodIP); !prefix.Contains(ip) {
 			t.Fatalf("pod IP %s not in the node's podCIDR %s", ip, prefix)
 		}
-		wide := c.mustKubectl(t, "", "get", "pods", "-o", "wide")
+		wide := c.MustKubectl(t, "", "get", "pods", "-o", "wide")
 		var line string
 		for _, l := range strings.Split(wide, "\n") {
 			if strings.HasPrefix(l, "web ") {
 				line = l
 			}
 		}
-		for _, want := range []string{"Running", pod.Status.PodIP, c.node, "1/1"} {
+		for _, want := range []string{"Running", pod.Status.PodIP, c.Node, "1/1"} {
 			if !strings.Contains(line, want) {
 				t.Errorf("kubectl get pods -o wide line %q lacks %q:\n%s", line, want, wide)
 			}
@@ -127,7 +128,7 @@ spec:
 
 	// reasons lists the reasons of the kubelet's Events on pod uid.
 	reasons := func(uid string) map[string]bool {
-		evs, err := c.client.CoreV1().Events("default").List(ctx, metav1.ListOptions{})
+		evs, err := c.Client.CoreV1().Events("default").List(ctx, metav1.ListOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -140,30 +141,30 @@ spec:
 		return out
 	}
 	t.Run("the agent records the kubelet's events", func(t *testing.T) {
-		waitFor(t, 30*time.Second, "Created and Started events", func() (bool, string) {
+		harness.WaitFor(t, 30*time.Second, "Created and Started events", func() (bool, string) {
 			r := reasons(uid)
 			return r["Created"] && r["Started"], fmt.Sprint(r)
 		})
 	})
 
 	t.Run("kubectl logs through the apiserver", func(t *testing.T) {
-		out := c.mustKubectl(t, "", "logs", "web")
+		out := c.MustKubectl(t, "", "logs", "web")
 		if strings.TrimSpace(out) != "hello-from-e2e" {
 			t.Fatalf("kubectl logs = %q, want hello-from-e2e", out)
 		}
 	})
 
 	t.Run("kubectl exec through the apiserver", func(t *testing.T) {
-		out := c.mustKubectl(t, "", "exec", "web", "--", "sh", "-c", "echo $((6*7))")
+		out := c.MustKubectl(t, "", "exec", "web", "--", "sh", "-c", "echo $((6*7))")
 		if strings.TrimSpace(out) != "42" {
 			t.Fatalf("kubectl exec stdout = %q, want 42", out)
 		}
-		_, _, err := c.kubectl(t, "", "exec", "web", "--", "sh", "-c", "exit 3")
+		_, _, err := c.Kubectl(t, "", "exec", "web", "--", "sh", "-c", "exit 3")
 		var exit *exec.ExitError
 		if !errors.As(err, &exit) || exit.ExitCode() != 3 {
 			t.Fatalf("kubectl exec exit 3: err = %v, want exit code 3", err)
 		}
-		out = c.mustKubectl(t, "from-stdin\n", "exec", "-i", "web", "--", "cat")
+		out = c.MustKubectl(t, "from-stdin\n", "exec", "-i", "web", "--", "cat")
 		if out != "from-stdin\n" {
 			t.Fatalf("kubectl exec -i cat = %q", out)
 		}
@@ -171,12 +172,12 @@ spec:
 
 	t.Run("pull secret right, wrong and missing", func(t *testing.T) {
 		dockerConfig := func(password string) string {
-			auth := base64.StdEncoding.EncodeToString([]byte(c.env.AuthUser + ":" + password))
-			data, _ := json.Marshal(map[string]any{"auths": map[string]any{c.env.AuthRegistry: map[string]string{"auth": auth}}})
+			auth := base64.StdEncoding.EncodeToString([]byte(c.Env.AuthUser + ":" + password))
+			data, _ := json.Marshal(map[string]any{"auths": map[string]any{c.Env.AuthRegistry: map[string]string{"auth": auth}}})
 			return string(data)
 		}
-		for _, s := range []struct{ name, password string }{{"regcred-right", c.env.AuthPassword}, {"regcred-wrong", "not-the-password"}} {
-			_, err := c.client.CoreV1().Secrets("default").Create(ctx, &v1.Secret{
+		for _, s := range []struct{ name, password string }{{"regcred-right", c.Env.AuthPassword}, {"regcred-wrong", "not-the-password"}} {
+			_, err := c.Client.CoreV1().Secrets("default").Create(ctx, &v1.Secret{
 				ObjectMeta: metav1.ObjectMeta{Name: s.name}, Type: v1.SecretTypeDockerConfigJson,
 				Data: map[string][]byte{v1.DockerConfigJsonKey: []byte(dockerConfig(s.password))},
 			}, metav1.CreateOptions{})
@@ -197,11 +198,11 @@ spec:
     imagePullPolicy: Always
     command: ["sleep", "3600"]
 `
-		c.mustKubectl(t, fmt.Sprintf(pullPod, "pull-right", "regcred-right", c.env.AuthBusyboxImage)+"---\n"+
-			fmt.Sprintf(pullPod, "pull-wrong", "regcred-wrong", c.env.AuthBusyboxImage)+"---\n"+
-			fmt.Sprintf(pullPod, "pull-missing", "regcred-absent", c.env.AuthBusyboxImage), "apply", "-f", "-")
-		waitFor(t, 90*time.Second, "pull-right Running", func() (bool, string) {
-			p, err := c.client.CoreV1().Pods("default").Get(ctx, "pull-right", metav1.GetOptions{})
+		c.MustKubectl(t, fmt.Sprintf(pullPod, "pull-right", "regcred-right", c.Env.AuthBusyboxImage)+"---\n"+
+			fmt.Sprintf(pullPod, "pull-wrong", "regcred-wrong", c.Env.AuthBusyboxImage)+"---\n"+
+			fmt.Sprintf(pullPod, "pull-missing", "regcred-absent", c.Env.AuthBusyboxImage), "apply", "-f", "-")
+		harness.WaitFor(t, 90*time.Second, "pull-right Running", func() (bool, string) {
+			p, err := c.Client.CoreV1().Pods("default").Get(ctx, "pull-right", metav1.GetOptions{})
 			if err != nil {
 				return false, err.Error()
 			}
@@ -209,15 +210,15 @@ spec:
 		})
 		for _, name := range []string{"pull-wrong", "pull-missing"} {
 			seen := map[string]bool{}
-			waitFor(t, 90*time.Second, name+" ErrImagePull or ImagePullBackOff", func() (bool, string) {
-				p, err := c.client.CoreV1().Pods("default").Get(ctx, name, metav1.GetOptions{})
+			harness.WaitFor(t, 90*time.Second, name+" ErrImagePull or ImagePullBackOff", func() (bool, string) {
+				p, err := c.Client.CoreV1().Pods("default").Get(ctx, name, metav1.GetOptions{})
 				if err != nil {
 					return false, err.Error()
 				}
 				for _, cs := range p.Status.ContainerStatuses {
 					if w := cs.State.Waiting; w != nil {
 						seen[w.Reason] = true
-						if w.Reason == "ErrImagePull" && strings.Contains(w.Message, c.env.AuthPassword) {
+						if w.Reason == "ErrImagePull" && strings.Contains(w.Message, c.Env.AuthPassword) {
 							t.Fatalf("the ErrImagePull message shows a password: %q", w.Message)
 						}
 					}
@@ -225,21 +226,21 @@ spec:
 				return (seen["ErrImagePull"] || seen["ImagePullBackOff"]) && p.Status.Phase == v1.PodPending, fmt.Sprintf("%s %+v", p.Status.Phase, p.Status.ContainerStatuses)
 			})
 		}
-		evs, err := c.client.CoreV1().Events("default").List(ctx, metav1.ListOptions{})
+		evs, err := c.Client.CoreV1().Events("default").List(ctx, metav1.ListOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}
 		for _, e := range evs.Items {
-			if strings.Contains(e.Message, c.env.AuthPassword) || strings.Contains(e.Message, base64.StdEncoding.EncodeToString([]byte(c.env.AuthUser+":"+c.env.AuthPassword))) {
+			if strings.Contains(e.Message, c.Env.AuthPassword) || strings.Contains(e.Message, base64.StdEncoding.EncodeToString([]byte(c.Env.AuthUser+":"+c.Env.AuthPassword))) {
 				t.Errorf("event %s %s shows the registry password: %q", e.InvolvedObject.Name, e.Reason, e.Message)
 			}
 		}
-		c.mustKubectl(t, "", "delete", "pod", "pull-right", "pull-wrong", "pull-missing", "--wait=true", "--timeout=60s")
+		c.MustKubectl(t, "", "delete", "pod", "pull-right", "pull-wrong", "pull-missing", "--wait=true", "--timeout=60s")
 	})
 
 	t.Run("the agent API refuses anonymous requests", func(t *testing.T) {
 		insecure := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}}
-		resp, err := insecure.Get(fmt.Sprintf("https://127.0.0.1:%d/pods", c.kubeletPort))
+		resp, err := insecure.Get(fmt.Sprintf("https://127.0.0.1:%d/pods", c.KubeletPort))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -262,35 +263,35 @@ spec:
     image: %s
     imagePullPolicy: IfNotPresent
     command: ["sleep", "3600"]
-`, c.env.BusyboxImage)
-		file := filepath.Join(c.manifests, "static-web.yaml")
+`, c.Env.BusyboxImage)
+		file := filepath.Join(c.Manifests, "static-web.yaml")
 		if err := os.WriteFile(file, []byte(static), 0o644); err != nil {
 			t.Fatal(err)
 		}
-		name := "static-web-" + c.node
-		waitFor(t, 60*time.Second, "mirror pod Running", func() (bool, string) {
-			p, err := c.client.CoreV1().Pods("default").Get(ctx, name, metav1.GetOptions{})
+		name := "static-web-" + c.Node
+		harness.WaitFor(t, 60*time.Second, "mirror pod Running", func() (bool, string) {
+			p, err := c.Client.CoreV1().Pods("default").Get(ctx, name, metav1.GetOptions{})
 			if err != nil {
 				return false, err.Error()
 			}
 			_, mirror := p.Annotations["kubernetes.io/config.mirror"]
-			return mirror && p.Spec.NodeName == c.node && p.Status.Phase == v1.PodRunning, fmt.Sprintf("annotations=%v phase=%s", p.Annotations, p.Status.Phase)
+			return mirror && p.Spec.NodeName == c.Node && p.Status.Phase == v1.PodRunning, fmt.Sprintf("annotations=%v phase=%s", p.Annotations, p.Status.Phase)
 		})
 		if err := os.Remove(file); err != nil {
 			t.Fatal(err)
 		}
-		waitFor(t, 60*time.Second, "mirror pod deleted", func() (bool, string) {
-			_, err := c.client.CoreV1().Pods("default").Get(ctx, name, metav1.GetOptions{})
+		harness.WaitFor(t, 60*time.Second, "mirror pod deleted", func() (bool, string) {
+			_, err := c.Client.CoreV1().Pods("default").Get(ctx, name, metav1.GetOptions{})
 			return err != nil, fmt.Sprint(err)
 		})
 	})
 
 	t.Run("kubectl delete leaves nothing in containerd", func(t *testing.T) {
-		c.mustKubectl(t, "", "delete", "pod", "web", "--wait=true", "--timeout=60s")
-		if _, err := c.client.CoreV1().Pods("default").Get(ctx, "web", metav1.GetOptions{}); err == nil {
+		c.MustKubectl(t, "", "delete", "pod", "web", "--wait=true", "--timeout=60s")
+		if _, err := c.Client.CoreV1().Pods("default").Get(ctx, "web", metav1.GetOptions{}); err == nil {
 			t.Fatal("pod web still in the apiserver after kubectl delete")
 		}
-		client, err := cri.New(ctx, cri.Config{Endpoint: c.env.Endpoint})
+		client, err := cri.New(ctx, cri.Config{Endpoint: c.Env.Endpoint})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -307,7 +308,7 @@ spec:
 		if len(sandboxes) != 0 || len(containers) != 0 {
 			t.Fatalf("after delete, containerd holds %d sandboxes and %d containers of pod %s", len(sandboxes), len(containers), uid)
 		}
-		waitFor(t, 30*time.Second, "a Killing event", func() (bool, string) {
+		harness.WaitFor(t, 30*time.Second, "a Killing event", func() (bool, string) {
 			r := reasons(uid)
 			return r["Killing"], fmt.Sprint(r)
 		})

@@ -1,13 +1,13 @@
 package e2e
 
 import (
+	"berth/integration/harness"
 	"bufio"
 	"context"
 	"fmt"
 	"io"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -24,7 +24,7 @@ import (
 // busybox httpd, and the Node's Ready condition following the runtime's
 // NetworkReady as the CNI config disappears and comes back.
 func TestLogsPortForwardAndNodeReadiness(t *testing.T) {
-	c := startCluster(t)
+	c := harness.StartCluster(t, harness.ClusterOptions{})
 	ctx := context.Background()
 	waitNodeReady(t, c, v1.ConditionTrue)
 
@@ -65,14 +65,14 @@ spec:
     imagePullPolicy: IfNotPresent
     command: ["sh", "-c", "mkdir -p /www && echo served-through-port-forward > /www/index.html && exec httpd -f -p 8080 -h /www"]
 `
-	c.mustKubectl(t, fmt.Sprintf(pods, c.env.BusyboxImage), "apply", "-f", "-")
+	c.MustKubectl(t, fmt.Sprintf(pods, c.Env.BusyboxImage), "apply", "-f", "-")
 	t.Cleanup(func() {
-		c.kubectl(t, "", "delete", "pod", "crasher", "follower", "httpd", "--wait=true", "--timeout=60s")
+		c.Kubectl(t, "", "delete", "pod", "crasher", "follower", "httpd", "--wait=true", "--timeout=60s")
 	})
 
 	t.Run("kubectl logs --previous after a crash", func(t *testing.T) {
-		waitFor(t, 60*time.Second, "crasher restarted", func() (bool, string) {
-			p, err := c.client.CoreV1().Pods("default").Get(ctx, "crasher", metav1.GetOptions{})
+		harness.WaitFor(t, 60*time.Second, "crasher restarted", func() (bool, string) {
+			p, err := c.Client.CoreV1().Pods("default").Get(ctx, "crasher", metav1.GetOptions{})
 			if err != nil {
 				return false, err.Error()
 			}
@@ -86,7 +86,7 @@ spec:
 			}
 			return false, fmt.Sprintf("%s %+v", p.Status.Phase, p.Status.ContainerStatuses)
 		})
-		out := c.mustKubectl(t, "", "logs", "crasher", "--previous")
+		out := c.MustKubectl(t, "", "logs", "crasher", "--previous")
 		if strings.TrimSpace(out) != "crashed-with-exit-1" {
 			t.Fatalf("kubectl logs --previous = %q, want crashed-with-exit-1", out)
 		}
@@ -96,9 +96,8 @@ spec:
 		waitPodRunning(t, c, "follower")
 		fctx, cancel := context.WithTimeout(ctx, 60*time.Second)
 		defer cancel()
-		cmd := exec.CommandContext(fctx, kubectlBin, "--kubeconfig", c.kubeconfig(), "logs", "-f", "follower")
-		cmd.Env = append(os.Environ(), "KUBECACHEDIR="+c.cacheDir)
-		stderr := &syncBuffer{}
+		cmd := c.KubectlCommand(fctx, "logs", "-f", "follower")
+		stderr := &harness.SyncBuffer{}
 		cmd.Stderr = stderr
 		stdout, err := cmd.StdoutPipe()
 		if err != nil {
@@ -114,7 +113,7 @@ spec:
 		}
 		// The next line is only written once this exec runs, after
 		// kubectl logs -f has already returned the first one.
-		c.mustKubectl(t, "", "exec", "follower", "--", "touch", "/tmp/go")
+		c.MustKubectl(t, "", "exec", "follower", "--", "touch", "/tmp/go")
 		if !lines.Scan() || lines.Text() != "after-follow-started" {
 			t.Fatalf("second followed line %q (%v), want after-follow-started; stderr: %s", lines.Text(), lines.Err(), stderr.String())
 		}
@@ -124,9 +123,8 @@ spec:
 		waitPodRunning(t, c, "httpd")
 		fctx, cancel := context.WithTimeout(ctx, 60*time.Second)
 		defer cancel()
-		cmd := exec.CommandContext(fctx, kubectlBin, "--kubeconfig", c.kubeconfig(), "port-forward", "--address", "127.0.0.1", "pod/httpd", ":8080")
-		cmd.Env = append(os.Environ(), "KUBECACHEDIR="+c.cacheDir)
-		stderr := &syncBuffer{}
+		cmd := c.KubectlCommand(fctx, "port-forward", "--address", "127.0.0.1", "pod/httpd", ":8080")
+		stderr := &harness.SyncBuffer{}
 		cmd.Stderr = stderr
 		stdout, err := cmd.StdoutPipe()
 		if err != nil {
@@ -149,7 +147,7 @@ spec:
 		}
 		go func() { _, _ = io.Copy(io.Discard, stdout) }()
 		httpc := &http.Client{Timeout: 10 * time.Second}
-		waitFor(t, 30*time.Second, "GET through the forwarded port", func() (bool, string) {
+		harness.WaitFor(t, 30*time.Second, "GET through the forwarded port", func() (bool, string) {
 			resp, err := httpc.Get("http://127.0.0.1:" + port + "/index.html")
 			if err != nil {
 				return false, err.Error()
@@ -167,9 +165,9 @@ spec:
 	})
 
 	t.Run("node NotReady while the runtime network is not ready", func(t *testing.T) {
-		confs, err := filepath.Glob(filepath.Join(c.env.CNIConfDir, "*.conflist"))
+		confs, err := filepath.Glob(filepath.Join(c.Env.CNIConfDir, "*.conflist"))
 		if err != nil || len(confs) == 0 {
-			t.Fatalf("no CNI conflist in %s (%v)", c.env.CNIConfDir, err)
+			t.Fatalf("no CNI conflist in %s (%v)", c.Env.CNIConfDir, err)
 		}
 		aside := t.TempDir()
 		restore := func() {
@@ -213,11 +211,11 @@ spec:
 
 // waitNodeReady waits until the cluster's Node has its Ready condition at
 // status and returns that condition.
-func waitNodeReady(t *testing.T, c *cluster, status v1.ConditionStatus) v1.NodeCondition {
+func waitNodeReady(t *testing.T, c *harness.Cluster, status v1.ConditionStatus) v1.NodeCondition {
 	t.Helper()
 	var got v1.NodeCondition
-	waitFor(t, 60*time.Second, "node Ready="+string(status), func() (bool, string) {
-		n, err := c.client.CoreV1().Nodes().Get(context.Background(), c.node, metav1.GetOptions{})
+	harness.WaitFor(t, 60*time.Second, "node Ready="+string(status), func() (bool, string) {
+		n, err := c.Client.CoreV1().Nodes().Get(context.Background(), c.Node, metav1.GetOptions{})
 		if err != nil {
 			return false, err.Error()
 		}
@@ -233,10 +231,10 @@ func waitNodeReady(t *testing.T, c *cluster, status v1.ConditionStatus) v1.NodeC
 }
 
 // waitPodRunning waits until pod name in namespace default is Running.
-func waitPodRunning(t *testing.T, c *cluster, name string) {
+func waitPodRunning(t *testing.T, c *harness.Cluster, name string) {
 	t.Helper()
-	waitFor(t, 60*time.Second, "pod "+name+" Running", func() (bool, string) {
-		p, err := c.client.CoreV1().Pods("default").Get(context.Background(), name, metav1.GetOptions{})
+	harness.WaitFor(t, 60*time.Second, "pod "+name+" Running", func() (bool, string) {
+		p, err := c.Client.CoreV1().Pods("default").Get(context.Background(), name, metav1.GetOptions{})
 		if err != nil {
 			return false, err.Error()
 		}

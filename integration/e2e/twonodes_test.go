@@ -15,6 +15,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"berth/integration/harness"
 	"berth/integration/nodeenv"
 )
 
@@ -24,7 +25,7 @@ import (
 // topology spread over kubernetes.io/hostname lands on both nodes, each pod
 // with an IP from its own node's podCIDR.
 func TestTwoAgentsSpreadDeployment(t *testing.T) {
-	requireKubectl(t)
+	harness.RequireKubectl(t)
 	env1 := nodeenv.Current()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
@@ -53,7 +54,7 @@ func TestTwoAgentsSpreadDeployment(t *testing.T) {
 	// tests, which the bridge plugin refuses to change, so node a gets a
 	// bridge of its own, named after env2's unique one and removed here.
 	prefix := netip.MustParsePrefix(env2.PodCIDR)
-	c := startServer(t, env2.PodCIDR, prefix.Bits()+1)
+	c := harness.StartServer(t, harness.ServerOptions{ClusterCIDR: env2.PodCIDR, MaskBits: prefix.Bits() + 1})
 	bridgeA := env2.BridgeName + "a"
 	t.Cleanup(func() {
 		link, err := netlink.LinkByName(bridgeA)
@@ -68,12 +69,12 @@ func TestTwoAgentsSpreadDeployment(t *testing.T) {
 	bridges := map[string]string{"e2e-node-a": bridgeA, "e2e-node-b": env2.BridgeName}
 	dir := t.TempDir()
 	for name, env := range nodes {
-		c.startAgent(t, env, name, filepath.Join(dir, name), "/berth-e2e-"+name, "--cni-bridge", bridges[name])
+		c.StartAgent(t, env, name, filepath.Join(dir, name), "/berth-e2e-"+name, "--cni-bridge", bridges[name])
 	}
 	podCIDRs := map[string]netip.Prefix{}
 	for name := range nodes {
-		waitFor(t, 90*time.Second, "node "+name+" Ready with a podCIDR", func() (bool, string) {
-			n, err := c.client.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
+		harness.WaitFor(t, 90*time.Second, "node "+name+" Ready with a podCIDR", func() (bool, string) {
+			n, err := c.Client.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
 			if err != nil {
 				return false, err.Error()
 			}
@@ -90,7 +91,7 @@ func TestTwoAgentsSpreadDeployment(t *testing.T) {
 		t.Fatalf("the nodes' podCIDRs overlap: %v", podCIDRs)
 	}
 
-	c.mustKubectl(t, fmt.Sprintf(`apiVersion: apps/v1
+	c.MustKubectl(t, fmt.Sprintf(`apiVersion: apps/v1
 kind: Deployment
 metadata:
   name: spread
@@ -116,9 +117,9 @@ spec:
         command: ["sleep", "3600"]
 `, env1.BusyboxImage), "apply", "-f", "-")
 	t.Cleanup(func() {
-		c.kubectl(t, "", "delete", "deployment", "spread", "--wait=true", "--timeout=60s")
-		waitFor(t, 60*time.Second, "the Deployment's pods gone", func() (bool, string) {
-			pods, err := c.client.CoreV1().Pods("default").List(context.Background(), metav1.ListOptions{LabelSelector: "app=spread"})
+		c.Kubectl(t, "", "delete", "deployment", "spread", "--wait=true", "--timeout=60s")
+		harness.WaitFor(t, 60*time.Second, "the Deployment's pods gone", func() (bool, string) {
+			pods, err := c.Client.CoreV1().Pods("default").List(context.Background(), metav1.ListOptions{LabelSelector: "app=spread"})
 			if err != nil {
 				return false, err.Error()
 			}
@@ -127,8 +128,8 @@ spec:
 	})
 
 	perNode := map[string]int{}
-	waitFor(t, 90*time.Second, "4 spread pods Running", func() (bool, string) {
-		pods, err := c.client.CoreV1().Pods("default").List(ctx, metav1.ListOptions{LabelSelector: "app=spread"})
+	harness.WaitFor(t, 90*time.Second, "4 spread pods Running", func() (bool, string) {
+		pods, err := c.Client.CoreV1().Pods("default").List(ctx, metav1.ListOptions{LabelSelector: "app=spread"})
 		if err != nil {
 			return false, err.Error()
 		}

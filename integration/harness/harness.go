@@ -1,0 +1,198 @@
+// Package harness runs berth as its users do, for integration tests: the
+// `berth` binary as processes (`berth server`, `berth agent --server`) on
+// the package's containerd (integration/nodeenv), and real kubectl as the
+// client. Everything it starts is stopped by PID when the test ends.
+package harness
+
+import (
+	"bytes"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"berth/integration/nodeenv"
+	"berth/internal/prereq"
+)
+
+// Kubectl is the kubectl the tests drive.
+const Kubectl = "/usr/bin/kubectl"
+
+var (
+	binOnce  sync.Once
+	binPath  string
+	binErr   error
+	builtDir string
+)
+
+// Main is TestMain for a package that runs berth processes: it starts the
+// package's containerd with opts (nodeenv.Main), runs the tests, and
+// removes the binary Binary built, if any.
+func Main(m *testing.M, opts nodeenv.Options) {
+	defer func() {
+		if builtDir != "" {
+			os.RemoveAll(builtDir)
+		}
+	}()
+	nodeenv.Main(m, opts)
+}
+
+// Binary is $BERTH_BIN, or ./cmd/berth built once for the test process.
+func Binary(tb testing.TB) string {
+	tb.Helper()
+	binOnce.Do(func() {
+		if b := os.Getenv("BERTH_BIN"); b != "" {
+			binPath = b
+			return
+		}
+		dir, err := os.MkdirTemp("", "berth-harness-bin-")
+		if err != nil {
+			binErr = err
+			return
+		}
+		builtDir = dir
+		binPath = filepath.Join(dir, "berth")
+		cmd := exec.Command("go", "build", "-o", binPath, "berth/cmd/berth")
+		var out bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &out, &out
+		if err := cmd.Run(); err != nil {
+			binErr = fmt.Errorf("go build: %w: %s", err, out.String())
+		}
+	})
+	if binErr != nil {
+		tb.Fatal(binErr)
+	}
+	return binPath
+}
+
+// RequireKubectl fails the test under CI=true when kubectl is missing,
+// else skips it.
+func RequireKubectl(tb testing.TB) {
+	tb.Helper()
+	if _, err := os.Stat(Kubectl); err != nil {
+		prereq.Missing(tb, "kubectl not installed (%s)", Kubectl)
+	}
+}
+
+// Proc is a running berth process.
+type Proc struct {
+	name string
+	cmd  *exec.Cmd
+	log  *SyncBuffer
+	done chan struct{}
+	stop sync.Once
+}
+
+// Start runs `berth args...`; the process is stopped when the test ends
+// (SIGTERM, SIGKILL after 30 s) and its output logged if the test failed.
+func Start(tb testing.TB, name string, args ...string) *Proc {
+	tb.Helper()
+	cmd := exec.Command(Binary(tb), args...)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	p := &Proc{name: name, cmd: cmd, log: &SyncBuffer{}, done: make(chan struct{})}
+	cmd.Stdout, cmd.Stderr = p.log, p.log
+	if err := cmd.Start(); err != nil {
+		tb.Fatalf("start %s: %v", name, err)
+	}
+	go func() { _ = cmd.Wait(); close(p.done) }()
+	tb.Cleanup(func() {
+		p.Stop()
+		if tb.Failed() {
+			out := p.Log()
+			if len(out) > 20000 {
+				out = out[len(out)-20000:]
+			}
+			tb.Logf("--- %s log (tail) ---\n%s", name, out)
+		}
+	})
+	return p
+}
+
+// Stop sends SIGTERM and waits for the process to exit, killing it after
+// 30 s. Stopping twice is harmless.
+func (p *Proc) Stop() {
+	p.stop.Do(func() {
+		_ = p.cmd.Process.Signal(syscall.SIGTERM)
+		select {
+		case <-p.done:
+		case <-time.After(30 * time.Second):
+			_ = p.cmd.Process.Kill()
+			<-p.done
+		}
+	})
+}
+
+// Exited reports whether the process has ended.
+func (p *Proc) Exited() bool {
+	select {
+	case <-p.done:
+		return true
+	default:
+		return false
+	}
+}
+
+// Done is closed when the process has ended.
+func (p *Proc) Done() <-chan struct{} { return p.done }
+
+// Pid is the process ID.
+func (p *Proc) Pid() int { return p.cmd.Process.Pid }
+
+// Log is what the process has written to stdout and stderr so far.
+func (p *Proc) Log() string { return p.log.String() }
+
+// WaitFor polls cond every 200 ms until it holds, failing the test after
+// timeout with cond's last message.
+func WaitFor(tb testing.TB, timeout time.Duration, what string, cond func() (bool, string)) {
+	tb.Helper()
+	deadline := time.Now().Add(timeout)
+	var last string
+	for {
+		ok, msg := cond()
+		if ok {
+			return
+		}
+		last = msg
+		if time.Now().After(deadline) {
+			tb.Fatalf("timed out after %s waiting for %s (last: %s)", timeout, what, last)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+// FreePort is a TCP port on 127.0.0.1 free at the time of the call.
+func FreePort(tb testing.TB) int {
+	tb.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
+
+// SyncBuffer is a bytes.Buffer safe for concurrent writers and readers,
+// such as a process's stdout and stderr and the test reading them.
+type SyncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+// Write appends p.
+func (b *SyncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+// String is what was written so far.
+func (b *SyncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
