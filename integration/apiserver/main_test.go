@@ -3,7 +3,6 @@
 package apiserver_test
 
 import (
-	"berth/internal/prereq"
 	"bytes"
 	"context"
 	"fmt"
@@ -11,14 +10,15 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
-	"syscall"
 	"testing"
 	"time"
 
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
+
+	"berth/integration/harness"
+	"berth/internal/prereq"
 )
 
 // The kubectl versions the tests drive: the system's, and the newest and
@@ -29,35 +29,27 @@ var kubectls = map[string]string{
 	"1.27": "/usr/lib/google-cloud-sdk/bin/kubectl.1.27",
 }
 
-// apiOnly are the flags of a server running the apiserver alone.
-var apiOnly = []string{"--disable", "controllers,scheduler"}
+// apiOnly are the flags of a server running the apiserver alone. Without
+// the controllers no namespace gets its "default" service account, so the
+// ServiceAccount admission plugin (which would refuse every pod) is off, as
+// in upstream's apiserver-only integration tests.
+var apiOnly = []string{"--disable", "controllers,scheduler", "--disable-admission-plugins", "ServiceAccount"}
 
-var (
-	binOnce sync.Once
-	binPath string
-	binErr  error
-	// builtDir holds the binary built when BERTH_BIN is unset; removed at exit.
-	builtDir string
-	// shared is the package's server, started by TestMain.
-	shared *serverProc
-)
+// shared is the package's server, started by TestMain.
+var shared *serverProc
 
 func TestMain(m *testing.M) {
 	os.Exit(runMain(m))
 }
 
 func runMain(m *testing.M) int {
+	defer harness.RemoveBinary()
 	dir, err := os.MkdirTemp("", "berth-apiserver-it-")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
 	defer os.RemoveAll(dir)
-	defer func() {
-		if builtDir != "" {
-			os.RemoveAll(builtDir)
-		}
-	}()
 	// The API alone: no controller or scheduler writes into the objects
 	// these tests examine (integration/cluster tests the whole).
 	shared, err = startServer(filepath.Join(dir, "server"), "127.0.0.1:0", apiOnly...)
@@ -69,89 +61,36 @@ func runMain(m *testing.M) int {
 	return m.Run()
 }
 
-// berthBinary is $BERTH_BIN, or ./cmd/berth built once.
-func berthBinary() (string, error) {
-	binOnce.Do(func() {
-		if b := os.Getenv("BERTH_BIN"); b != "" {
-			binPath = b
-			return
-		}
-		dir, err := os.MkdirTemp("", "berth-apiserver-bin-")
-		if err != nil {
-			binErr = err
-			return
-		}
-		builtDir = dir
-		binPath = filepath.Join(dir, "berth")
-		cmd := exec.Command("go", "build", "-o", binPath, "berth/cmd/berth")
-		cmd.Stderr = os.Stderr
-		binErr = cmd.Run()
-	})
-	return binPath, binErr
-}
-
 // serverProc is a running `berth server`.
 type serverProc struct {
+	*harness.Proc
 	dir  string
 	addr string
-	cmd  *exec.Cmd
-	log  *syncBuffer
-	done chan struct{}
 }
 
 // startServer runs `berth server --data-dir dir --listen listen extra...`
 // and waits for it to write its address.
 func startServer(dir, listen string, extra ...string) (*serverProc, error) {
-	bin, err := berthBinary()
-	if err != nil {
-		return nil, fmt.Errorf("building berth: %w", err)
-	}
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, err
 	}
-	addrFile := filepath.Join(dir, "listen-address")
-	_ = os.Remove(addrFile)
-	args := append([]string{"server", "--data-dir", dir, "--listen", listen}, extra...)
-	cmd := exec.Command(bin, args...)
-	// If the test binary dies (a panic), the server goes with it.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	logBuf := &syncBuffer{}
-	cmd.Stdout, cmd.Stderr = logBuf, logBuf
-	if err := cmd.Start(); err != nil {
+	_ = os.Remove(filepath.Join(dir, "listen-address"))
+	proc, err := harness.Launch("berth server", append([]string{"server", "--data-dir", dir, "--listen", listen}, extra...)...)
+	if err != nil {
 		return nil, err
 	}
-	p := &serverProc{dir: dir, cmd: cmd, log: logBuf, done: make(chan struct{})}
-	go func() {
-		_ = cmd.Wait()
-		close(p.done)
-	}()
-	deadline := time.Now().Add(90 * time.Second)
-	for time.Now().Before(deadline) {
-		if data, err := os.ReadFile(addrFile); err == nil && len(bytes.TrimSpace(data)) > 0 {
-			p.addr = strings.TrimSpace(string(data))
-			return p, nil
-		}
-		select {
-		case <-p.done:
-			return nil, fmt.Errorf("berth server exited: %s", logBuf.String())
-		case <-time.After(100 * time.Millisecond):
-		}
+	p := &serverProc{Proc: proc, dir: dir}
+	if p.addr, err = proc.ListenAddress(dir, 90*time.Second); err != nil {
+		p.stop()
+		return nil, err
 	}
-	p.stop()
-	return nil, fmt.Errorf("berth server not ready after 90s: %s", logBuf.String())
+	return p, nil
 }
 
-// stop sends SIGTERM and waits (SIGKILL after 20s).
+// stop sends SIGTERM and waits (SIGKILL after 30s).
 func (p *serverProc) stop() {
-	if p == nil || p.cmd.Process == nil {
-		return
-	}
-	_ = p.cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case <-p.done:
-	case <-time.After(20 * time.Second):
-		_ = p.cmd.Process.Kill()
-		<-p.done
+	if p != nil {
+		p.Stop()
 	}
 }
 
@@ -220,24 +159,6 @@ func requireKubectl(t testing.TB, version string) string {
 		prereq.Missing(t, "kubectl %s not installed (%s)", version, bin)
 	}
 	return bin
-}
-
-// syncBuffer is a bytes.Buffer safe for the process's two writers.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }
 
 // newNamespace creates a namespace for one test and deletes it afterwards.

@@ -11,7 +11,6 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -26,6 +25,7 @@ import (
 	"berth/controlplane/controller/manager"
 	"berth/controlplane/controller/nodeipam"
 	"berth/controlplane/controller/nodelifecycle"
+	"berth/integration/harness"
 )
 
 // Short timeouts so node failure is seen within seconds.
@@ -57,45 +57,21 @@ func run(m *testing.M) int {
 		return 1
 	}
 	defer os.RemoveAll(tmp)
-	bin, err := berthBinary(tmp)
+	defer harness.RemoveBinary()
+	env.dataDir = filepath.Join(tmp, "server")
+	// The tests run their own manager (short node timeouts, a test cluster
+	// CIDR); the server's would compete for the same Lease.
+	srv, err := harness.Launch("berth server", "server", "--data-dir", env.dataDir, "--listen", "127.0.0.1:0", "--disable", "controllers,scheduler")
 	if err != nil {
 		fmt.Println("controllers integration:", err)
 		return 1
 	}
-	env.dataDir = filepath.Join(tmp, "server")
-	logFile, err := os.Create(filepath.Join(tmp, "server.log"))
-	if err != nil {
-		fmt.Println(err)
+	defer srv.Stop()
+	if err := waitServer(srv); err != nil {
+		fmt.Printf("berth server did not come up: %v\n", err)
 		return 1
 	}
-	args := []string{"server", "--data-dir", env.dataDir, "--listen", "127.0.0.1:0"}
-	if help, _ := exec.Command(bin, "server", "--help").CombinedOutput(); strings.Contains(string(help), "--disable") {
-		// The tests run their own manager (short node timeouts, a test
-		// cluster CIDR); the server's would compete for the same Lease.
-		args = append(args, "--disable", "controllers,scheduler")
-	}
-	srv := exec.Command(bin, args...)
-	srv.Stdout, srv.Stderr = logFile, logFile
-	if err := srv.Start(); err != nil {
-		fmt.Println("start berth server:", err)
-		return 1
-	}
-	defer func() {
-		_ = srv.Process.Signal(os.Interrupt)
-		done := make(chan struct{})
-		go func() { _ = srv.Wait(); close(done) }()
-		select {
-		case <-done:
-		case <-time.After(20 * time.Second):
-			_ = srv.Process.Kill()
-			<-done
-		}
-	}()
-	if err := waitServer(); err != nil {
-		logs, _ := os.ReadFile(logFile.Name())
-		fmt.Printf("berth server did not come up: %v\n%s\n", err, logs)
-		return 1
-	}
+	managerLog := &harness.SyncBuffer{}
 	ctx, cancel := context.WithCancel(context.Background())
 	mgrDone := make(chan error, 1)
 	mgrClient, mgrDynamic, err := manager.ClientsFor(env.restConfig)
@@ -111,7 +87,7 @@ func run(m *testing.M) int {
 		NodeIPAM:         nodeipam.Options{ClusterCIDR: testClusterCIDR, NodeCIDRMaskSize: testNodeMask},
 		NodeLifecycle:    nodelifecycle.Options{GracePeriod: testGracePeriod, StartupGracePeriod: testGracePeriod, MonitorPeriod: testMonitorPeriod},
 		GarbageCollector: garbagecollector.Options{DiscoveryPeriod: 5 * time.Second},
-		Logger:           slog.New(slog.NewTextHandler(logFile, &slog.HandlerOptions{Level: slog.LevelInfo})),
+		Logger:           slog.New(slog.NewTextHandler(managerLog, &slog.HandlerOptions{Level: slog.LevelInfo})),
 	})
 	if err != nil {
 		fmt.Println(err)
@@ -126,37 +102,24 @@ func run(m *testing.M) int {
 		code = 1
 	}
 	if code != 0 {
-		logs, _ := os.ReadFile(logFile.Name())
-		if len(logs) > 20000 {
-			logs = logs[len(logs)-20000:]
+		for name, logs := range map[string]string{"server": srv.Log(), "manager": managerLog.String()} {
+			if len(logs) > 20000 {
+				logs = logs[len(logs)-20000:]
+			}
+			fmt.Printf("--- %s log (tail) ---\n%s\n", name, logs)
 		}
-		fmt.Printf("--- server and manager log (tail) ---\n%s\n", logs)
 	}
 	return code
 }
 
-// berthBinary is $BERTH_BIN, else ./cmd/berth built once into dir.
-func berthBinary(dir string) (string, error) {
-	if b := os.Getenv("BERTH_BIN"); b != "" {
-		return b, nil
+// waitServer waits until the server serves and is ready, and sets up the
+// package's clients.
+func waitServer(srv *harness.Proc) error {
+	if _, err := srv.ListenAddress(env.dataDir, 60*time.Second); err != nil {
+		return err
 	}
-	out := filepath.Join(dir, "berth")
-	cmd := exec.Command("go", "build", "-o", out, "berth/cmd/berth")
-	if b, err := cmd.CombinedOutput(); err != nil {
-		return "", fmt.Errorf("go build ./cmd/berth: %v\n%s", err, b)
-	}
-	return out, nil
-}
-
-func waitServer() error {
 	env.kubeconfig = filepath.Join(env.dataDir, "admin.kubeconfig")
 	deadline := time.Now().Add(60 * time.Second)
-	for time.Now().Before(deadline) {
-		if _, err := os.Stat(filepath.Join(env.dataDir, "listen-address")); err == nil {
-			break
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
 	cfg, err := clientcmd.BuildConfigFromFlags("", env.kubeconfig)
 	if err != nil {
 		return err

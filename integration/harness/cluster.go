@@ -3,7 +3,6 @@ package harness
 import (
 	"bytes"
 	"context"
-	"fmt"
 	"net"
 	"net/netip"
 	"os"
@@ -101,14 +100,11 @@ func StartServer(tb testing.TB, opts ServerOptions) *Cluster {
 	args := append([]string{"server", "--data-dir", c.DataDir, "--listen", "127.0.0.1:0",
 		"--cluster-cidr", opts.ClusterCIDR, "--node-cidr-mask-size", strconv.Itoa(opts.MaskBits)}, opts.Args...)
 	c.Server = Start(tb, "berth server", args...)
-	WaitFor(tb, 90*time.Second, "berth server to serve", func() (bool, string) {
-		if c.Server.Exited() {
-			tb.Fatalf("berth server exited:\n%s", c.Server.Log())
-		}
-		data, err := os.ReadFile(filepath.Join(c.DataDir, "listen-address"))
-		c.Addr = strings.TrimSpace(string(data))
-		return err == nil && c.Addr != "", fmt.Sprint(err)
-	})
+	addr, err := c.Server.ListenAddress(c.DataDir, 90*time.Second)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	c.Addr = addr
 	cfg, err := clientcmd.BuildConfigFromFlags("", c.Kubeconfig())
 	if err != nil {
 		tb.Fatal(err)

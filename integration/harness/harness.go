@@ -34,17 +34,31 @@ var (
 // package's containerd with opts (nodeenv.Main), runs the tests, and
 // removes the binary Binary built, if any.
 func Main(m *testing.M, opts nodeenv.Options) {
-	defer func() {
-		if builtDir != "" {
-			os.RemoveAll(builtDir)
-		}
-	}()
+	defer RemoveBinary()
 	nodeenv.Main(m, opts)
+}
+
+// RemoveBinary removes the binary BuildBinary built, if any: for a
+// TestMain that does not use Main.
+func RemoveBinary() {
+	if builtDir != "" {
+		os.RemoveAll(builtDir)
+	}
 }
 
 // Binary is $BERTH_BIN, or ./cmd/berth built once for the test process.
 func Binary(tb testing.TB) string {
 	tb.Helper()
+	bin, err := BuildBinary()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return bin
+}
+
+// BuildBinary is Binary for TestMain, before any test runs: the path of
+// $BERTH_BIN, or of ./cmd/berth built once (removed by Main).
+func BuildBinary() (string, error) {
 	binOnce.Do(func() {
 		if b := os.Getenv("BERTH_BIN"); b != "" {
 			binPath = b
@@ -64,10 +78,7 @@ func Binary(tb testing.TB) string {
 			binErr = fmt.Errorf("go build: %w: %s", err, out.String())
 		}
 	})
-	if binErr != nil {
-		tb.Fatal(binErr)
-	}
-	return binPath
+	return binPath, binErr
 }
 
 // RequireKubectl fails the test under CI=true when kubectl is missing,
@@ -86,20 +97,36 @@ type Proc struct {
 	log  *SyncBuffer
 	done chan struct{}
 	stop sync.Once
+	// stoppedClean is Stop's result.
+	stoppedClean bool
+}
+
+// Launch runs `berth args...` for TestMain, before any test runs: the
+// caller stops it. The process is killed if the test binary dies.
+func Launch(name string, args ...string) (*Proc, error) {
+	bin, err := BuildBinary()
+	if err != nil {
+		return nil, err
+	}
+	cmd := exec.Command(bin, args...)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	p := &Proc{name: name, cmd: cmd, log: &SyncBuffer{}, done: make(chan struct{})}
+	cmd.Stdout, cmd.Stderr = p.log, p.log
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("start %s: %w", name, err)
+	}
+	go func() { _ = cmd.Wait(); close(p.done) }()
+	return p, nil
 }
 
 // Start runs `berth args...`; the process is stopped when the test ends
 // (SIGTERM, SIGKILL after 30 s) and its output logged if the test failed.
 func Start(tb testing.TB, name string, args ...string) *Proc {
 	tb.Helper()
-	cmd := exec.Command(Binary(tb), args...)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	p := &Proc{name: name, cmd: cmd, log: &SyncBuffer{}, done: make(chan struct{})}
-	cmd.Stdout, cmd.Stderr = p.log, p.log
-	if err := cmd.Start(); err != nil {
-		tb.Fatalf("start %s: %v", name, err)
+	p, err := Launch(name, args...)
+	if err != nil {
+		tb.Fatal(err)
 	}
-	go func() { _ = cmd.Wait(); close(p.done) }()
 	tb.Cleanup(func() {
 		p.Stop()
 		if tb.Failed() {
@@ -114,17 +141,26 @@ func Start(tb testing.TB, name string, args ...string) *Proc {
 }
 
 // Stop sends SIGTERM and waits for the process to exit, killing it after
-// 30 s. Stopping twice is harmless.
-func (p *Proc) Stop() {
+// 30 s; it reports whether the process ended without being killed.
+// Stopping twice is harmless.
+func (p *Proc) Stop() bool {
 	p.stop.Do(func() {
+		p.stoppedClean = true
+		select {
+		case <-p.done:
+			return
+		default:
+		}
 		_ = p.cmd.Process.Signal(syscall.SIGTERM)
 		select {
 		case <-p.done:
 		case <-time.After(30 * time.Second):
+			p.stoppedClean = false
 			_ = p.cmd.Process.Kill()
 			<-p.done
 		}
 	})
+	return p.stoppedClean
 }
 
 // Exited reports whether the process has ended.
@@ -139,6 +175,26 @@ func (p *Proc) Exited() bool {
 
 // Done is closed when the process has ended.
 func (p *Proc) Done() <-chan struct{} { return p.done }
+
+// ListenAddress waits until `berth server` with dataDir has written the
+// address it serves on, and returns it; an error if the process exits or
+// timeout passes first.
+func (p *Proc) ListenAddress(dataDir string, timeout time.Duration) (string, error) {
+	deadline := time.Now().Add(timeout)
+	for {
+		if data, err := os.ReadFile(filepath.Join(dataDir, "listen-address")); err == nil && len(bytes.TrimSpace(data)) > 0 {
+			return string(bytes.TrimSpace(data)), nil
+		}
+		if time.Now().After(deadline) {
+			return "", fmt.Errorf("%s not serving after %s:\n%s", p.name, timeout, p.Log())
+		}
+		select {
+		case <-p.done:
+			return "", fmt.Errorf("%s exited: %v\n%s", p.name, p.cmd.ProcessState, p.Log())
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
 
 // Pid is the process ID.
 func (p *Proc) Pid() int { return p.cmd.Process.Pid }

@@ -15,7 +15,7 @@ func TestLeaderElection(t *testing.T) {
 	c := startServer(t)
 	c.createNodes(t, node("n", "4", nil, nil))
 	start := func(name string) func() {
-		return process(t, name+".log", "scheduler", "--kubeconfig", c.kubeconfig, "--leader-elect",
+		return process(t, "berth scheduler "+name, "scheduler", "--kubeconfig", c.kubeconfig, "--leader-elect",
 			"--leader-elect-lease-duration", "3s", "--leader-elect-renew-deadline", "2s", "--leader-elect-retry-period", "500ms")
 	}
 	stops := map[string]func(){"first": start("first"), "second": start("second")}

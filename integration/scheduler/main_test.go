@@ -7,55 +7,26 @@
 package scheduler
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
+
+	"berth/integration/harness"
 )
 
-// berthBin is the binary under test, set by TestMain.
-var berthBin string
-
 func TestMain(m *testing.M) {
-	os.Exit(run(m))
-}
-
-func run(m *testing.M) int {
-	tmp, err := os.MkdirTemp("", "berth-scheduler-it-")
-	if err != nil {
-		fmt.Println(err)
-		return 1
-	}
-	defer os.RemoveAll(tmp)
-	if berthBin, err = berthBinary(tmp); err != nil {
-		fmt.Println("scheduler integration:", err)
-		return 1
-	}
-	return m.Run()
-}
-
-// berthBinary is $BERTH_BIN, else ./cmd/berth built once into dir.
-func berthBinary(dir string) (string, error) {
-	if b := os.Getenv("BERTH_BIN"); b != "" {
-		return b, nil
-	}
-	out := filepath.Join(dir, "berth")
-	if b, err := exec.Command("go", "build", "-o", out, "berth/cmd/berth").CombinedOutput(); err != nil {
-		return "", fmt.Errorf("go build ./cmd/berth: %v\n%s", err, b)
-	}
-	return out, nil
+	code := m.Run()
+	harness.RemoveBinary()
+	os.Exit(code)
 }
 
 // cluster is one test's server and scheduler.
@@ -65,54 +36,12 @@ type cluster struct {
 	metricsAddr string
 }
 
-// process runs a berth subcommand, logging to a file shown when the test
-// fails, stopped (SIGTERM, then SIGKILL after 20s) at cleanup or when the
-// returned stop function is called (idempotent).
-func process(t testing.TB, logName string, args ...string) (stop func()) {
+// process runs a berth subcommand, stopped (SIGTERM, then SIGKILL after
+// 30s) at cleanup or when the returned stop function is called.
+func process(t testing.TB, name string, args ...string) (stop func()) {
 	t.Helper()
-	logPath := filepath.Join(t.TempDir(), logName)
-	logFile, err := os.Create(logPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.Command(berthBin, args...)
-	cmd.Stdout, cmd.Stderr = logFile, logFile
-	if err := cmd.Start(); err != nil {
-		t.Fatalf("start berth %s: %v", args[0], err)
-	}
-	var once sync.Once
-	stop = func() {
-		once.Do(func() {
-			_ = cmd.Process.Signal(os.Interrupt)
-			done := make(chan struct{})
-			go func() { _ = cmd.Wait(); close(done) }()
-			select {
-			case <-done:
-			case <-time.After(20 * time.Second):
-				_ = cmd.Process.Kill()
-				<-done
-			}
-		})
-	}
-	t.Cleanup(func() {
-		stop()
-		logFile.Close()
-		if t.Failed() {
-			b, _ := os.ReadFile(logPath)
-			if len(b) > 8000 {
-				b = b[len(b)-8000:]
-			}
-			t.Logf("--- berth %s log (%s, tail) ---\n%s", args[0], logName, b)
-		}
-	})
-	return stop
-}
-
-// serverDisablesScheduler reports whether `berth server` has a --disable
-// flag (once it runs the scheduler inside, these tests run it apart).
-func serverDisablesScheduler() bool {
-	out, _ := exec.Command(berthBin, "server", "--help").CombinedOutput()
-	return bytes.Contains(out, []byte("--disable"))
+	p := harness.Start(t, name, args...)
+	return func() { p.Stop() }
 }
 
 // startCluster starts a server and a scheduler for t (short back-off so
@@ -124,27 +53,16 @@ func startCluster(t testing.TB) *cluster {
 	return c
 }
 
-// startServer starts a server for t and returns a client of it (no
-// scheduler yet).
+// startServer starts a server without its own scheduler for t and returns
+// a client of it.
 func startServer(t testing.TB) *cluster {
 	t.Helper()
 	dataDir := filepath.Join(t.TempDir(), "server")
-	args := []string{"server", "--data-dir", dataDir, "--listen", "127.0.0.1:0"}
-	if serverDisablesScheduler() {
-		args = append(args, "--disable", "scheduler")
+	srv := harness.Start(t, "berth server", "server", "--data-dir", dataDir, "--listen", "127.0.0.1:0", "--disable", "scheduler")
+	if _, err := srv.ListenAddress(dataDir, 60*time.Second); err != nil {
+		t.Fatal(err)
 	}
-	process(t, "server.log", args...)
 	kubeconfig := filepath.Join(dataDir, "admin.kubeconfig")
-	deadline := time.Now().Add(60 * time.Second)
-	for {
-		if _, err := os.Stat(filepath.Join(dataDir, "listen-address")); err == nil {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("berth server wrote no listen-address within 60s")
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
 	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
 	if err != nil {
 		t.Fatal(err)
@@ -154,36 +72,19 @@ func startServer(t testing.TB) *cluster {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for {
+	harness.WaitFor(t, 60*time.Second, "berth server ready", func() (bool, string) {
 		body, err := client.Discovery().RESTClient().Get().AbsPath("/readyz").DoRaw(context.Background())
-		if err == nil && strings.TrimSpace(string(body)) == "ok" {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("berth server not ready within 60s: %v", err)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		return err == nil && strings.TrimSpace(string(body)) == "ok", fmt.Sprint(string(body), err)
+	})
 	return &cluster{client: client, kubeconfig: kubeconfig}
 }
 
 // startScheduler runs `berth scheduler` against the cluster's server.
 func (c *cluster) startScheduler(t testing.TB) {
 	t.Helper()
-	c.metricsAddr = freeAddr(t)
-	process(t, "scheduler.log", "scheduler", "--kubeconfig", c.kubeconfig, "--metrics-address", c.metricsAddr,
+	c.metricsAddr = fmt.Sprintf("127.0.0.1:%d", harness.FreePort(t))
+	process(t, "berth scheduler", "scheduler", "--kubeconfig", c.kubeconfig, "--metrics-address", c.metricsAddr,
 		"--pod-initial-backoff", "100ms", "--pod-max-backoff", "500ms", "--log-level", "debug")
-}
-
-func freeAddr(t testing.TB) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
-	return addr
 }
 
 // metrics returns the scheduler's /metrics text.
