@@ -68,10 +68,10 @@ func startupRound(b *testing.B, count int) startupResult {
 	b.StopTimer()
 	n := newNode(b, strings.Fields(os.Getenv("BERTH_BENCH_AGENT_ARGS"))...)
 	a := n.start()
-	pid := a.cmd.Process.Pid
+	pid := a.Pid()
 	// Idle: once the agent has given back the binary's start-up pages.
 	eventually(b, time.Minute, "the agent to give back its start-up pages", func() (bool, string) {
-		return strings.Contains(a.log.String(), "gave back the binary's start-up pages"), "not yet"
+		return strings.Contains(a.Log(), "gave back the binary's start-up pages"), "not yet"
 	})
 	rssIdle, anonIdle := rss(b, pid), rssAnon(b, pid)
 	cpu0 := cpuTime(b, pid)

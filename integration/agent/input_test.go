@@ -51,7 +51,7 @@ func TestInvalidManifestIsSkipped(t *testing.T) {
 	n.write("good.yaml", podManifest(n.env, "good", "", "app="+sleeper))
 	n.waitPod("good-n1", "Running", time.Minute, running)
 	eventually(t, 10*time.Second, "log lines naming the files and the field", func() (bool, string) {
-		l := a.log.String()
+		l := a.Log()
 		return strings.Contains(l, "bad.yaml") && strings.Contains(l, "spec.restartPolicy") && strings.Contains(l, "notyaml.yaml"), l
 	})
 	if pods, err := n.pods(); err != nil || len(pods) != 1 {

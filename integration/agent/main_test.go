@@ -9,7 +9,6 @@
 package agent_test
 
 import (
-	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -17,14 +16,11 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"net"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -33,35 +29,11 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"berth/cri"
+	"berth/integration/harness"
 	"berth/integration/nodeenv"
 )
 
-func TestMain(m *testing.M) { nodeenv.Main(m, nodeenv.Options{SkipCNIConfig: true}) }
-
-var (
-	buildOnce sync.Once
-	builtBin  string
-	buildErr  error
-)
-
-// berthBin is $BERTH_BIN, or ./cmd/berth built once into the env's dir.
-func berthBin(t testing.TB) string {
-	t.Helper()
-	if bin := os.Getenv("BERTH_BIN"); bin != "" {
-		return bin
-	}
-	buildOnce.Do(func() {
-		builtBin = filepath.Join(nodeenv.Current().Dir, "berth")
-		out, err := exec.Command("go", "build", "-o", builtBin, "berth/cmd/berth").CombinedOutput()
-		if err != nil {
-			buildErr = fmt.Errorf("go build ./cmd/berth: %v\n%s", err, out)
-		}
-	})
-	if buildErr != nil {
-		t.Fatal(buildErr)
-	}
-	return builtBin
-}
+func TestMain(m *testing.M) { harness.Main(m, nodeenv.Options{SkipCNIConfig: true}) }
 
 // node is one agent's directories and settings; agents started from the
 // same node share them (a restarted agent).
@@ -78,28 +50,7 @@ type node struct {
 }
 
 // agentProc is one running `berth agent`.
-type agentProc struct {
-	cmd    *exec.Cmd
-	log    *syncBuffer
-	exited chan struct{}
-}
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
+type agentProc struct{ *harness.Proc }
 
 // newNode prepares directories for an agent; its cleanup removes every pod
 // through the agent, then anything left through CRI, and the test's cgroups.
@@ -116,7 +67,7 @@ func newNode(t testing.TB, extraArgs ...string) *node {
 		root:       filepath.Join(dir, "root"),
 		logs:       filepath.Join(dir, "pods"),
 		cgroupRoot: "/berth-itest-" + hex.EncodeToString(rnd[:]),
-		port:       freePort(t),
+		port:       harness.FreePort(t),
 		extraArgs:  extraArgs,
 	}
 	if err := os.MkdirAll(n.manifests, 0o755); err != nil {
@@ -133,16 +84,6 @@ func newNode(t testing.TB, extraArgs ...string) *node {
 		c.Close()
 	})
 	return n
-}
-
-func freePort(t testing.TB) int {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
 }
 
 // start runs an agent for the node and stops it (SIGTERM) when the test ends.
@@ -167,26 +108,20 @@ func (n *node) start() *agentProc {
 		"--log-level", "debug",
 	}
 	args = append(args, n.extraArgs...)
-	a := &agentProc{cmd: exec.Command(berthBin(t), args...), log: &syncBuffer{}, exited: make(chan struct{})}
-	a.cmd.Stdout, a.cmd.Stderr = a.log, a.log
-	if err := a.cmd.Start(); err != nil {
+	proc, err := harness.Launch("berth agent", args...)
+	if err != nil {
 		t.Fatal(err)
 	}
-	go func() {
-		_ = a.cmd.Wait()
-		close(a.exited)
-	}()
+	a := &agentProc{proc}
 	t.Cleanup(func() {
 		a.stop(t)
 		if t.Failed() {
-			t.Logf("agent log:\n%s", a.log.String())
+			t.Logf("agent log:\n%s", a.Log())
 		}
 	})
 	eventually(t, time.Minute, "the agent's /healthz", func() (bool, string) {
-		select {
-		case <-a.exited:
-			t.Fatalf("the agent exited: %v\n%s", a.cmd.ProcessState, a.log.String())
-		default:
+		if a.Exited() {
+			t.Fatalf("the agent exited:\n%s", a.Log())
 		}
 		resp, err := http.Get(n.url("/healthz"))
 		if err != nil {
@@ -198,20 +133,11 @@ func (n *node) start() *agentProc {
 	return a
 }
 
-// stop ends the agent with SIGTERM (by PID) and waits for it.
+// stop ends the agent with SIGTERM (by PID) and waits for it; an agent
+// that ignores SIGTERM for 30 s is killed and fails the test.
 func (a *agentProc) stop(t testing.TB) {
-	select {
-	case <-a.exited:
-		return
-	default:
-	}
-	_ = a.cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case <-a.exited:
-	case <-time.After(30 * time.Second):
-		t.Errorf("the agent ignored SIGTERM for 30 s; killing it")
-		_ = a.cmd.Process.Kill()
-		<-a.exited
+	if !a.Stop() {
+		t.Errorf("the agent ignored SIGTERM for 30 s; killed it")
 	}
 }
 
