@@ -24,11 +24,32 @@ type Strategy struct{ base.Strategy }
 // NewStrategy returns the secrets strategy.
 func NewStrategy(typer runtime.ObjectTyper) Strategy { return Strategy{base.New(typer, true)} }
 
-// PrepareForCreate does nothing: a secret has no status.
-func (Strategy) PrepareForCreate(context.Context, runtime.Object) {}
+// PrepareForCreate merges stringData into data (a secret has no status).
+func (Strategy) PrepareForCreate(_ context.Context, obj runtime.Object) {
+	mergeStringData(obj.(*v1.Secret))
+}
 
-// PrepareForUpdate does nothing: a secret has no status.
-func (Strategy) PrepareForUpdate(context.Context, runtime.Object, runtime.Object) {}
+// PrepareForUpdate merges stringData into data (a secret has no status).
+func (Strategy) PrepareForUpdate(_ context.Context, obj, _ runtime.Object) {
+	mergeStringData(obj.(*v1.Secret))
+}
+
+// mergeStringData moves stringData into data, a key of stringData taking
+// precedence over the same key of data: stringData is write-only, as
+// upstream's v1 conversion makes it, and is never stored or returned.
+func mergeStringData(s *v1.Secret) {
+	if len(s.StringData) == 0 {
+		s.StringData = nil
+		return
+	}
+	if s.Data == nil {
+		s.Data = make(map[string][]byte, len(s.StringData))
+	}
+	for k, v := range s.StringData {
+		s.Data[k] = []byte(v)
+	}
+	s.StringData = nil
+}
 
 // Validate validates a new secret.
 func (Strategy) Validate(_ context.Context, obj runtime.Object) field.ErrorList {
