@@ -6,7 +6,12 @@ BIN      := $(CURDIR)/bin
 BERTH    := $(BIN)/berth
 TEST_TIMEOUT  ?= 28m
 
-.PHONY: all deps build vet test unit bench up clean
+.PHONY: all deps build vet test unit bench up demo clean
+
+# `berth kubectl` (k8s.io/kubectl built in) reports the Kubernetes release of
+# its k8s.io/kubectl module (v0.37.2 is v1.37.2); kubectl version needs it.
+KUBE_VERSION := $(shell PATH=/usr/local/go/bin:$$PATH go list -m -f '{{.Version}}' k8s.io/kubectl | sed 's/^v0\./v1./')
+KUBE_LDFLAGS := $(foreach p,k8s.io/component-base/version k8s.io/client-go/pkg/version,-X $(p).gitVersion=$(KUBE_VERSION) -X $(p).gitMajor=1 -X $(p).gitMinor=$(word 2,$(subst ., ,$(KUBE_VERSION))))
 
 all: build
 
@@ -16,7 +21,7 @@ deps:
 
 ## build: the berth binary and the static pause program (the sandbox image of `berth up`) in bin/
 build:
-	go build -o $(BERTH) ./cmd/berth
+	go build -ldflags '$(KUBE_LDFLAGS)' -o $(BERTH) ./cmd/berth
 	CGO_ENABLED=0 go build -trimpath -ldflags='-s -w' -o $(BIN)/pause ./cmd/pause
 
 vet:
@@ -36,8 +41,13 @@ bench: deps build
 
 ## up: a single-node cluster on this machine (embedded etcd, real containerd); Ctrl-C stops it
 DATA_DIR ?= /var/lib/berth
+# ENCRYPTION_CONFIG=FILE: encrypt what the EncryptionConfiguration lists in etcd
 up: deps build
-	$(BERTH) up --data-dir $(DATA_DIR)
+	$(BERTH) up --data-dir $(DATA_DIR) $(if $(ENCRYPTION_CONFIG),--encryption-provider-config $(ENCRYPTION_CONFIG))
+
+## demo: as root, offline: berth up, examples/ applied with berth kubectl, scaled, rolled out, deleted, stopped (hack/demo.sh)
+demo: deps build
+	BERTH=$(BERTH) ./hack/demo.sh
 
 clean:
 	rm -rf $(BIN)

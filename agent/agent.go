@@ -25,6 +25,7 @@ package agent
 import (
 	"bufio"
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"net"
@@ -49,8 +50,10 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"berth/agent/backoff"
+	"berth/agent/bootstrap"
 	"berth/agent/cgroups"
 	"berth/agent/containerconfig"
+	agentcsi "berth/agent/csi"
 	"berth/agent/dns"
 	"berth/agent/images"
 	"berth/agent/kubeletapi"
@@ -133,7 +136,7 @@ func (a *Agent) Run(ctx context.Context) error {
 		if kube, err = kubernetes.NewForConfig(restCfg); err != nil {
 			return fmt.Errorf("agent: %w", err)
 		}
-		if restCfg, kube, err = a.nodeCredential(ctx, restCfg, kube); err != nil {
+		if kube, err = a.nodeCredential(ctx, run, restCfg, kube); err != nil {
 			return err
 		}
 		cidrs := make(chan []string, 1)
@@ -204,9 +207,18 @@ func (a *Agent) Run(ctx context.Context) error {
 		if err != nil {
 			return fmt.Errorf("agent: %w", err)
 		}
-		volCfg.Objects = objects
+		// The same client also asks the TokenRequest API for projected
+		// service-account tokens.
+		volCfg.Objects, volCfg.Claims, volCfg.Tokens, volCfg.Recorder = objects, objects, objects, recorder
 		pullCreds = pullCredentials(kube, log)
 	}
+	// CSI drivers register through <root-dir>/plugins_registry (agent/csi).
+	csiPlugins, err := agentcsi.New(agentcsi.Config{RootDir: cfg.RootDir, NodeName: cfg.NodeName, Client: kube, Registerer: registry, Logger: log})
+	if err != nil {
+		return fmt.Errorf("agent: %w", err)
+	}
+	run.Go("csi plugins", csiPlugins.Run)
+	volCfg.CSI, volCfg.MountBackOffInitial, volCfg.MountBackOffMax = csiPlugins, volumes.DefaultMountBackOffInitial, volumes.DefaultMountBackOffMax
 	vols, err := volumes.New(volCfg)
 	if err != nil {
 		return fmt.Errorf("agent: %w", err)
@@ -271,7 +283,7 @@ func (a *Agent) Run(ctx context.Context) error {
 		if apiSrc, err = apisource.New(apisource.Config{Client: kube, NodeName: cfg.NodeName, Handler: handler, Logger: log}); err != nil {
 			return fmt.Errorf("agent: %w", err)
 		}
-		syncer, err := statussync.New(statussync.Config{Client: kube, Status: statuses, Pods: apiSrc.Lister(), Logger: log})
+		syncer, err := statussync.New(statussync.Config{Client: kube, Status: statuses, Pods: apiSrc.Lister(), Metrics: met, Logger: log})
 		if err != nil {
 			return fmt.Errorf("agent: %w", err)
 		}
@@ -295,6 +307,9 @@ func (a *Agent) Run(ctx context.Context) error {
 			return nil
 		})
 		run.Go("pod status sync", syncer.Run)
+		run.Go("volume resync", func(ctx context.Context) error {
+			return vols.RunResync(ctx, volumes.DefaultResyncPeriod, volumes.ListedPods(apiSrc.Lister()))
+		})
 		run.Go("graceful deletion", handler.finishDeletions)
 	}
 	run.Go("sources synced", func(ctx context.Context) error {
@@ -400,12 +415,18 @@ func (a *Agent) Run(ctx context.Context) error {
 		}
 		run.Go("agent API", func(ctx context.Context) error {
 			certFile, keyFile := cfg.TLSCertFile, cfg.TLSKeyFile
+			var rotating *bootstrap.Rotator
 			if certFile == "" {
-				certFile, keyFile = a.servingCertificate(ctx, kube, nodeIP)
+				certFile, keyFile, rotating = a.servingCertificate(ctx, kube, nodeIP)
+			}
+			var getCert func(*tls.ClientHelloInfo) (*tls.Certificate, error)
+			if rotating != nil {
+				run.Go("serving certificate rotation", rotating.Run)
+				getCert = rotating.GetCertificate
 			}
 			api, err := kubeletapi.New(kubeletapi.Config{
 				Address:  net.JoinHostPort(cfg.KubeletAddress, strconv.Itoa(cfg.KubeletPort)),
-				CertFile: certFile, KeyFile: keyFile, RootDir: cfg.RootDir,
+				CertFile: certFile, KeyFile: keyFile, GetCertificate: getCert, RootDir: cfg.RootDir,
 				NodeName: cfg.NodeName, Addresses: []net.IP{nodeIP}, ClientCAFile: caFile,
 				Pods: statuses.List, Locator: kubeletapi.CRILocator{Runtime: client}, Runtime: client,
 				PodLogDir: cfg.PodLogDir, Healthy: a.healthy, Metrics: registry, Logger: log,

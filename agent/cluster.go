@@ -56,44 +56,51 @@ func (c *Config) restConfig() (*rest.Config, error) {
 // nodeCredential trades the join token for a node client certificate
 // (CN=system:node:NAME, O=system:nodes) through the CSR API when the
 // apiserver serves it, as the kubelet's TLS bootstrap; the pair is kept
-// under RootDir/pki and reused while valid. With a kubeconfig, or when the
-// apiserver has no CSR API or the request fails, the given credential stays.
-func (a *Agent) nodeCredential(ctx context.Context, rc *rest.Config, kube kubernetes.Interface) (*rest.Config, kubernetes.Interface, error) {
+// under RootDir/pki and reused while valid, and renewed before it expires
+// (a bootstrap.Rotator run under run: the returned client presents the
+// current certificate on each handshake). With a kubeconfig, or when the
+// apiserver has no CSR API or the request fails, the given client (rc's
+// credential) stays.
+func (a *Agent) nodeCredential(ctx context.Context, run *supervisor, rc *rest.Config, kube kubernetes.Interface) (kubernetes.Interface, error) {
 	cfg, log := &a.cfg, a.cfg.Logger
 	if cfg.Kubeconfig != "" {
-		return rc, kube, nil
+		return kube, nil
 	}
 	if !bootstrap.ServesCSRs(kube) {
 		log.Info("the apiserver serves no certificates.k8s.io CSR API; keeping the join token as the node's credential")
-		return rc, kube, nil
+		return kube, nil
 	}
-	certFile, keyFile, err := bootstrap.Obtain(ctx, bootstrap.Request{Client: kube, NodeName: cfg.NodeName,
-		Dir: filepath.Join(cfg.RootDir, "pki"), Timeout: time.Minute})
+	req := bootstrap.Request{Client: kube, NodeName: cfg.NodeName, Dir: filepath.Join(cfg.RootDir, "pki"), Timeout: time.Minute}
+	certFile, _, err := bootstrap.Obtain(ctx, req)
 	if err != nil {
 		log.Warn("no node client certificate; keeping the join token", "err", err)
-		return rc, kube, nil
+		return kube, nil
 	}
-	node := rest.CopyConfig(rc)
-	node.BearerToken, node.BearerTokenFile = "", ""
-	node.TLSClientConfig.CertFile, node.TLSClientConfig.KeyFile = certFile, keyFile
+	rot, node, err := bootstrap.NewClientRotator(rc, bootstrap.RotatorConfig{Request: req, Logger: log})
+	if err != nil {
+		return nil, fmt.Errorf("agent: %w", err)
+	}
 	nodeKube, err := kubernetes.NewForConfig(node)
 	if err != nil {
-		return nil, nil, fmt.Errorf("agent: %w", err)
+		return nil, fmt.Errorf("agent: %w", err)
 	}
+	run.Go("client certificate rotation", rot.Run)
 	log.Info("authenticating with the node client certificate", "cert", certFile)
-	return node, nodeKube, nil
+	return nodeKube, nil
 }
 
 // servingCertificate obtains the agent API's serving certificate through
 // the CSR API (signer kubernetes.io/kubelet-serving; approved for a
-// registered Node's own name and addresses), once the Node is registered.
-// It returns empty paths (kubeletapi then generates a self-signed pair)
-// when the apiserver has no CSR API or the request fails.
-func (a *Agent) servingCertificate(ctx context.Context, kube kubernetes.Interface, nodeIP net.IP) (string, string) {
+// registered Node's own name and addresses), once the Node is registered,
+// and a rotator renewing it before it expires (the caller runs it and
+// serves its GetCertificate). It returns empty paths and no rotator
+// (kubeletapi then generates a self-signed pair) when the apiserver has no
+// CSR API or the request fails.
+func (a *Agent) servingCertificate(ctx context.Context, kube kubernetes.Interface, nodeIP net.IP) (string, string, *bootstrap.Rotator) {
 	cfg, log := &a.cfg, a.cfg.Logger
 	if !bootstrap.ServesCSRs(kube) {
 		log.Warn("the apiserver serves no CSR API: the agent API uses a self-signed certificate the apiserver's proxy will refuse (give --tls-cert-file)")
-		return "", ""
+		return "", "", nil
 	}
 	for ctx.Err() == nil {
 		n, err := kube.CoreV1().Nodes().Get(ctx, cfg.NodeName, metav1.GetOptions{})
@@ -105,13 +112,19 @@ func (a *Agent) servingCertificate(ctx context.Context, kube kubernetes.Interfac
 		case <-time.After(200 * time.Millisecond):
 		}
 	}
-	certFile, keyFile, err := bootstrap.Obtain(ctx, bootstrap.Request{Client: kube, NodeName: cfg.NodeName, Serving: true,
-		IPs: []net.IP{nodeIP}, Dir: filepath.Join(cfg.RootDir, "pki"), Timeout: time.Minute})
+	req := bootstrap.Request{Client: kube, NodeName: cfg.NodeName, Serving: true,
+		IPs: []net.IP{nodeIP}, Dir: filepath.Join(cfg.RootDir, "pki"), Timeout: time.Minute}
+	certFile, keyFile, err := bootstrap.Obtain(ctx, req)
 	if err != nil {
 		log.Warn("no serving certificate from the CSR API; using a self-signed one", "err", err)
-		return "", ""
+		return "", "", nil
 	}
-	return certFile, keyFile
+	rot, err := bootstrap.NewRotator(bootstrap.RotatorConfig{Request: req, Logger: log})
+	if err != nil {
+		log.Warn("the serving certificate will not be renewed", "err", err)
+		return certFile, keyFile, nil
+	}
+	return certFile, keyFile, rot
 }
 
 // clientCAFile is the file the agent API verifies client certificates

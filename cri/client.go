@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/backoff"
 	"google.golang.org/grpc/credentials/insecure"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
@@ -92,6 +93,15 @@ type Client struct {
 	version *runtimeapi.VersionResponse
 }
 
+// reconnect is how the client redials a runtime that went away, as the
+// kubelet's runtime client does: back-off from 100 ms to at most 3 s (gRPC's
+// default grows to 2 minutes), so a restarted runtime is used again within
+// seconds.
+var reconnect = grpc.ConnectParams{
+	Backoff:           backoff.Config{BaseDelay: 100 * time.Millisecond, Multiplier: 1.6, Jitter: 0.2, MaxDelay: 3 * time.Second},
+	MinConnectTimeout: 5 * time.Second,
+}
+
 // New dials the runtime and performs the Version handshake within
 // cfg.ConnectTimeout. A runtime that does not serve runtime.v1.RuntimeService
 // gives an error wrapping errdefs.ErrUnimplemented.
@@ -107,6 +117,7 @@ func New(ctx context.Context, cfg Config) (*Client, error) {
 			grpc.MaxCallSendMsgSize(MaxMessageSize),
 		),
 		grpc.WithChainUnaryInterceptor(cfg.UnaryInterceptors...),
+		grpc.WithConnectParams(reconnect),
 	)
 	if err != nil {
 		return nil, fmt.Errorf("cri: dial %s: %v: %w", cfg.Endpoint, err, errdefs.ErrInvalidArgument)

@@ -41,7 +41,8 @@ func ServesCSRs(client kubernetes.Interface) bool {
 // kubelet's TLS bootstrap and serving certificate manager do.
 type Request struct {
 	// Client talks to the apiserver: with the join token for the client
-	// certificate, with the node's client certificate for the serving one.
+	// certificate, with the node's client certificate for the serving one
+	// and for renewals.
 	Client kubernetes.Interface
 	// NodeName names the node: CN=system:node:NAME, O=system:nodes.
 	NodeName string
@@ -54,30 +55,68 @@ type Request struct {
 	Dir string
 	// Timeout bounds the wait for approval and signing; default 2 min.
 	Timeout time.Duration
+	// Expiration, when not zero, is the lifetime asked for
+	// (spec.expirationSeconds; signers honour at least 10 minutes). Zero
+	// leaves it to the signer.
+	Expiration time.Duration
+}
+
+// Files are the paths of r's certificate and key under r.Dir.
+func (r Request) Files() (certFile, keyFile string) {
+	kind := "client"
+	if r.Serving {
+		kind = "serving"
+	}
+	return filepath.Join(r.Dir, "kubelet-"+kind+".crt"), filepath.Join(r.Dir, "kubelet-"+kind+".key")
+}
+
+func (r Request) validate() error {
+	if r.Client == nil || r.NodeName == "" || r.Dir == "" {
+		return fmt.Errorf("bootstrap: Request: Client, NodeName and Dir are required: %w", errdefs.ErrInvalidArgument)
+	}
+	if r.Expiration < 0 {
+		return fmt.Errorf("bootstrap: Request.Expiration %s: must not be negative: %w", r.Expiration, errdefs.ErrInvalidArgument)
+	}
+	return nil
 }
 
 // Obtain returns the paths of the certificate and key in r.Dir: the ones
-// already there while they are valid for another hour, else a new pair
-// requested through a CertificateSigningRequest and written there.
+// already there while they are valid for another hour (or, for a shorter
+// lifetime asked for, while most of it remains), else a new pair requested
+// through a CertificateSigningRequest and written there.
 func Obtain(ctx context.Context, r Request) (certFile, keyFile string, err error) {
-	if r.Client == nil || r.NodeName == "" || r.Dir == "" {
-		return "", "", fmt.Errorf("bootstrap: Request: Client, NodeName and Dir are required: %w", errdefs.ErrInvalidArgument)
+	if err := r.validate(); err != nil {
+		return "", "", err
 	}
+	certFile, keyFile = r.Files()
+	keep := time.Hour
+	if r.Expiration > 0 {
+		keep = min(keep, r.Expiration/2)
+	}
+	if pair, err := tls.LoadX509KeyPair(certFile, keyFile); err == nil {
+		if leaf, err := x509.ParseCertificate(pair.Certificate[0]); err == nil && time.Until(leaf.NotAfter) > keep {
+			return certFile, keyFile, nil
+		}
+	}
+	if _, err := requestAndWrite(ctx, r); err != nil {
+		return "", "", err
+	}
+	return certFile, keyFile, nil
+}
+
+// requestAndWrite asks for a new certificate for r with a new key, waits
+// until it is issued, writes the pair to r's files (each replaced
+// atomically, the key first) and returns it.
+func requestAndWrite(ctx context.Context, r Request) (*tls.Certificate, error) {
 	kind, signer := "client", certificatesv1.KubeAPIServerClientKubeletSignerName
 	usages := []certificatesv1.KeyUsage{certificatesv1.UsageDigitalSignature, certificatesv1.UsageClientAuth}
 	if r.Serving {
 		kind, signer = "serving", certificatesv1.KubeletServingSignerName
 		usages = []certificatesv1.KeyUsage{certificatesv1.UsageDigitalSignature, certificatesv1.UsageServerAuth}
 	}
-	certFile, keyFile = filepath.Join(r.Dir, "kubelet-"+kind+".crt"), filepath.Join(r.Dir, "kubelet-"+kind+".key")
-	if pair, err := tls.LoadX509KeyPair(certFile, keyFile); err == nil {
-		if leaf, err := x509.ParseCertificate(pair.Certificate[0]); err == nil && time.Until(leaf.NotAfter) > time.Hour {
-			return certFile, keyFile, nil
-		}
-	}
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
-		return "", "", err
+		return nil, err
 	}
 	tmpl := &x509.CertificateRequest{Subject: pkix.Name{CommonName: "system:node:" + r.NodeName, Organization: []string{"system:nodes"}}}
 	if r.Serving {
@@ -85,7 +124,7 @@ func Obtain(ctx context.Context, r Request) (certFile, keyFile string, err error
 	}
 	der, err := x509.CreateCertificateRequest(rand.Reader, tmpl, key)
 	if err != nil {
-		return "", "", err
+		return nil, err
 	}
 	csrPEM := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE REQUEST", Bytes: der})
 	timeout := r.Timeout
@@ -94,26 +133,54 @@ func Obtain(ctx context.Context, r Request) (certFile, keyFile string, err error
 	}
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	name, uid, err := csr.RequestCertificateWithContext(ctx, r.Client, csrPEM, "", signer, nil, usages, key)
+	var duration *time.Duration
+	if r.Expiration > 0 {
+		duration = &r.Expiration
+	}
+	name, uid, err := csr.RequestCertificateWithContext(ctx, r.Client, csrPEM, "", signer, duration, usages, key)
 	if err != nil {
-		return "", "", fmt.Errorf("bootstrap: requesting the node %s certificate: %w", kind, err)
+		return nil, fmt.Errorf("bootstrap: requesting the node %s certificate: %w", kind, err)
 	}
 	certPEM, err := csr.WaitForCertificate(ctx, r.Client, name, uid)
 	if err != nil {
-		return "", "", fmt.Errorf("bootstrap: waiting for CSR %s (node %s certificate): %w", name, kind, err)
+		return nil, fmt.Errorf("bootstrap: waiting for CSR %s (node %s certificate): %w", name, kind, err)
 	}
 	keyDER, err := x509.MarshalECPrivateKey(key)
 	if err != nil {
-		return "", "", err
+		return nil, err
+	}
+	keyPEM := pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER})
+	pair, err := tls.X509KeyPair(certPEM, keyPEM)
+	if err != nil {
+		return nil, fmt.Errorf("bootstrap: CSR %s issued an unusable node %s certificate: %w", name, kind, err)
+	}
+	if pair.Leaf == nil {
+		if pair.Leaf, err = x509.ParseCertificate(pair.Certificate[0]); err != nil {
+			return nil, err
+		}
 	}
 	if err := os.MkdirAll(r.Dir, 0o700); err != nil {
-		return "", "", err
+		return nil, err
 	}
-	if err := os.WriteFile(keyFile, pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER}), 0o600); err != nil {
-		return "", "", err
+	certFile, keyFile := r.Files()
+	if err := writeAtomic(keyFile, keyPEM, 0o600); err != nil {
+		return nil, err
 	}
-	if err := os.WriteFile(certFile, certPEM, 0o644); err != nil {
-		return "", "", err
+	if err := writeAtomic(certFile, certPEM, 0o644); err != nil {
+		return nil, err
 	}
-	return certFile, keyFile, nil
+	return &pair, nil
+}
+
+// writeAtomic replaces path with data: written beside it, then renamed.
+func writeAtomic(path string, data []byte, mode os.FileMode) error {
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, data, mode); err != nil {
+		return err
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		os.Remove(tmp)
+		return err
+	}
+	return nil
 }

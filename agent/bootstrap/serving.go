@@ -8,6 +8,12 @@
 // and there is no CSR API, IssueServingCert signs the serving certificate
 // directly with DATA-DIR/ca.key, so the apiserver's node transport — which
 // accepts only serving certificates signed by the cluster CA — reaches it.
+//
+// A Rotator then keeps a certificate from the CSR API valid, as the
+// kubelet's certificate manager: a new CSR (new key) between 70 % and 84 %
+// of the certificate's lifetime, the old certificate in use until the new
+// one is issued, handed to TLS through GetClientCertificate (the node's
+// API client, NewClientRotator) or GetCertificate (the agent API's server).
 package bootstrap
 
 import (

@@ -31,6 +31,7 @@ package kubeletapi
 
 import (
 	"context"
+	"crypto/tls"
 	"fmt"
 	"log/slog"
 	"net"
@@ -98,6 +99,10 @@ type Config struct {
 	// generated into RootDir/pki/kubelet.{crt,key} (reused while it can be
 	// read), as the kubelet does.
 	CertFile, KeyFile string
+	// GetCertificate, when set, gives the serving certificate on each TLS
+	// handshake instead (a certificate renewed while serving, as
+	// agent/bootstrap's Rotator); CertFile/KeyFile are then not read.
+	GetCertificate func(*tls.ClientHelloInfo) (*tls.Certificate, error)
 	// RootDir is the agent's state directory (required when no CertFile).
 	RootDir string
 	// NodeName and Addresses go into a generated certificate's subject

@@ -33,9 +33,13 @@ func New(cfg Config) (*Server, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
-	cert, err := servingCertificate(cfg)
-	if err != nil {
-		return nil, err
+	var certs []tls.Certificate
+	if cfg.GetCertificate == nil {
+		cert, err := servingCertificate(cfg)
+		if err != nil {
+			return nil, err
+		}
+		certs = []tls.Certificate{cert}
 	}
 	caPEM, err := os.ReadFile(cfg.ClientCAFile)
 	if err != nil {
@@ -48,7 +52,8 @@ func New(cfg Config) (*Server, error) {
 	s := &Server{
 		cfg: cfg,
 		tls: &tls.Config{
-			Certificates: []tls.Certificate{cert},
+			Certificates:   certs,
+			GetCertificate: cfg.GetCertificate,
 			// Verified when given; a request without one is answered 401.
 			ClientAuth: tls.VerifyClientCertIfGiven,
 			ClientCAs:  pool,

@@ -2,9 +2,11 @@
 // labels and buckets the kubelet uses (pkg/kubelet/metrics), registered on
 // a Registerer the composition root passes in. Each metric is recorded
 // where its event happens: the pod worker (pod starts, sync durations,
-// started containers), the PLEG (relist timings, running pods and
-// containers) and the CRI client interceptor (runtime operations). A nil
-// *Metrics records nothing, so components may run without metrics.
+// started containers, image pulls), the PLEG (relist timings, running pods
+// and containers), the CRI client interceptor (runtime operations) and,
+// for the pod startup SLI (startup.go), the pod worker (pods as the watch
+// delivers them) and the status writer. A nil *Metrics records nothing, so
+// components may run without metrics.
 package metrics
 
 import (
@@ -14,6 +16,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"k8s.io/utils/clock"
 
 	"berth/internal/errdefs"
 )
@@ -43,17 +46,21 @@ type Metrics struct {
 	runningPods       prometheus.Gauge
 	runningContainers *prometheus.GaugeVec
 	podStartDuration  prometheus.Histogram
-	podWorkerDuration *prometheus.HistogramVec
-	runtimeOps        *prometheus.CounterVec
-	runtimeOpErrors   *prometheus.CounterVec
-	runtimeOpDuration *prometheus.HistogramVec
-	relistDuration    prometheus.Histogram
-	relistInterval    prometheus.Histogram
-	startedContainers *prometheus.CounterVec
-	startedPods       prometheus.Counter
-	restartedPods     *prometheus.CounterVec
-	nodeName          *prometheus.GaugeVec
-	lastRelistStart   time.Time // of the previous relist
+	// podStartSLIDuration and podStartTotalDuration are measured by startup.
+	podStartSLIDuration   prometheus.Histogram
+	podStartTotalDuration prometheus.Histogram
+	startup               *startupTracker
+	podWorkerDuration     *prometheus.HistogramVec
+	runtimeOps            *prometheus.CounterVec
+	runtimeOpErrors       *prometheus.CounterVec
+	runtimeOpDuration     *prometheus.HistogramVec
+	relistDuration        prometheus.Histogram
+	relistInterval        prometheus.Histogram
+	startedContainers     *prometheus.CounterVec
+	startedPods           prometheus.Counter
+	restartedPods         *prometheus.CounterVec
+	nodeName              *prometheus.GaugeVec
+	lastRelistStart       time.Time // of the previous relist
 }
 
 // New registers the agent's metrics on reg (required) and sets
@@ -73,6 +80,17 @@ func New(reg prometheus.Registerer, nodeName string) (*Metrics, error) {
 			Name: "kubelet_pod_start_duration_seconds", Help: "Duration in seconds from the agent seeing a pod for the first time to the pod starting to run.",
 			Buckets: podStartBuckets,
 		}),
+		podStartSLIDuration: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "kubelet_pod_start_sli_duration_seconds",
+			Help:    "Duration in seconds to start a pod, excluding time to pull images, measured from pod creation timestamp to when all its containers are reported as started and observed via watch.",
+			Buckets: podStartBuckets,
+		}),
+		podStartTotalDuration: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "kubelet_pod_start_total_duration_seconds",
+			Help:    "Duration in seconds to start a pod since creation, including time to pull images, measured to when all its containers are reported as started and observed via watch.",
+			Buckets: podStartBuckets,
+		}),
+		startup: newStartupTracker(clock.RealClock{}),
 		podWorkerDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name: "kubelet_pod_worker_duration_seconds", Help: "Duration in seconds to sync a single pod, by operation (create, sync, kill).",
 			Buckets: prometheus.DefBuckets,
@@ -109,7 +127,7 @@ func New(reg prometheus.Registerer, nodeName string) (*Metrics, error) {
 		}, []string{"node"}),
 	}
 	for _, c := range []prometheus.Collector{
-		m.runningPods, m.runningContainers, m.podStartDuration, m.podWorkerDuration,
+		m.runningPods, m.runningContainers, m.podStartDuration, m.podStartSLIDuration, m.podStartTotalDuration, m.podWorkerDuration,
 		m.runtimeOps, m.runtimeOpErrors, m.runtimeOpDuration, m.relistDuration, m.relistInterval,
 		m.startedContainers, m.startedPods, m.restartedPods, m.nodeName,
 	} {

@@ -33,8 +33,8 @@ const (
 	DefaultLeaseDuration         = 40 * time.Second
 	// DefaultRuntimeDownAfter is how long the runtime's status may fail before
 	// Ready turns false with "container runtime is down" (the kubelet's
-	// base runtime sync threshold).
-	DefaultRuntimeDownAfter = 2 * time.Minute
+	// base runtime sync threshold, maxWaitForContainerRuntime).
+	DefaultRuntimeDownAfter = 30 * time.Second
 	// LeaseNamespace holds the nodes' Leases.
 	LeaseNamespace = "kube-node-lease"
 )

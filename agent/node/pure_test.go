@@ -147,9 +147,9 @@ func TestReadyCondition(t *testing.T) {
 			"[container runtime not ready: RuntimeReady=false reason:Broken message:shim gone, container runtime network not ready: NetworkReady=false reason:NetworkPluginNotReady message:Network plugin returns error: cni plugin not initialized]"},
 		"network condition missing": {RuntimeState{Status: status(ready(runtimeapi.RuntimeReady)), LastSuccess: now},
 			v1.ConditionFalse, "KubeletNotReady", "container runtime network not ready: <nil>"},
-		"status failing, within the threshold": {RuntimeState{Status: status(ready(runtimeapi.RuntimeReady), ready(runtimeapi.NetworkReady)), LastSuccess: now.Add(-time.Minute), Err: errors.New("unavailable")},
+		"status failing, within the threshold": {RuntimeState{Status: status(ready(runtimeapi.RuntimeReady), ready(runtimeapi.NetworkReady)), LastSuccess: now.Add(-20 * time.Second), Err: errors.New("unavailable")},
 			v1.ConditionTrue, "KubeletReady", "kubelet is posting ready status"},
-		"status failing past the threshold": {RuntimeState{Status: status(ready(runtimeapi.RuntimeReady), ready(runtimeapi.NetworkReady)), LastSuccess: now.Add(-3 * time.Minute), Err: errors.New("unavailable")},
+		"status failing past the threshold": {RuntimeState{Status: status(ready(runtimeapi.RuntimeReady), ready(runtimeapi.NetworkReady)), LastSuccess: now.Add(-time.Minute), Err: errors.New("unavailable")},
 			v1.ConditionFalse, "KubeletNotReady", "container runtime is down"},
 	} {
 		t.Run(name, func(t *testing.T) {

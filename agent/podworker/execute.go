@@ -46,9 +46,13 @@ import (
 func (w *worker) execute(ctx context.Context, log *slog.Logger, pod *v1.Pod, rt *podstate.Pod, plan *lifecycle.Plan) time.Time {
 	cfg := &w.m.cfg
 	grace := gracePeriod(pod, rt)
+	if plan.CreateSandbox && plan.SandboxID != "" {
+		w.podEvent(pod, v1.EventTypeNormal, ReasonSandboxChanged, sandboxChangedMessage)
+	}
 	if plan.KillPod {
 		if err := w.killPod(ctx, pod, rt, grace); err != nil {
 			log.Warn("stopping the pod failed", "err", err)
+			w.podEvent(pod, v1.EventTypeWarning, ReasonFailedKillPod, "error killing pod: "+err.Error())
 			return cfg.Clock.Now().Add(time.Second)
 		}
 		if !plan.CreateSandbox {
@@ -75,14 +79,18 @@ func (w *worker) execute(ctx context.Context, log *slog.Logger, pod *v1.Pod, rt 
 	}
 	sbOpts := cfg.SandboxOptions
 	sbOpts.Attempt = plan.Attempt
-	sandboxCfg, err := sandboxconfig.Build(pod, sbOpts)
+	sandboxCfg, dnsWarnings, err := sandboxconfig.BuildWithWarnings(pod, sbOpts)
 	if err != nil {
 		log.Error("the pod's sandbox config cannot be built", "err", err)
+		if plan.CreateSandbox {
+			w.podEvent(pod, v1.EventTypeWarning, ReasonFailedCreatePodSandBox, "Failed to create pod sandbox: "+err.Error())
+		}
 		for _, c := range pod.Spec.Containers {
 			w.failures[c.Name] = status.Failure{Reason: ReasonCreateContainerConfigError, Message: err.Error()}
 		}
 		return time.Time{}
 	}
+	w.dnsEvents(pod, dnsWarnings)
 	var mounts *volumes.Mounts
 	if cfg.Volumes != nil {
 		if mounts, err = cfg.Volumes.SetUp(ctx, pod); err != nil {
@@ -106,6 +114,7 @@ func (w *worker) execute(ctx context.Context, log *slog.Logger, pod *v1.Pod, rt 
 		if cfg.NetworkReady != nil && !pod.Spec.HostNetwork {
 			if err := cfg.NetworkReady(); err != nil {
 				log.Warn("waiting for the pod network", "err", err)
+				w.podEvent(pod, v1.EventTypeWarning, ReasonNetworkNotReady, networkNotReadyMessage+": "+err.Error())
 				return cfg.Clock.Now().Add(time.Second)
 			}
 		}
@@ -119,14 +128,21 @@ func (w *worker) execute(ctx context.Context, log *slog.Logger, pod *v1.Pod, rt 
 		id, err := cfg.CRI.RunPodSandbox(ctx, sandboxCfg, cfg.RuntimeHandler)
 		if err != nil {
 			log.Error("creating the pod sandbox failed", "err", err)
+			if _, terminating := w.desired(); !terminating && ctx.Err() == nil {
+				w.podEvent(pod, v1.EventTypeWarning, ReasonFailedCreatePodSandBox, "Failed to create pod sandbox: "+grpcMessage(err))
+			}
 			return cfg.Clock.Now().Add(time.Second)
 		}
 		log.Debug("sandbox running", "sandbox", id, "attempt", plan.Attempt)
 		sandboxID = id
 		// The pod's IPs feed the containers' downward-API variables.
-		if st, err := cfg.CRI.PodSandboxStatus(ctx, id, false); err == nil {
-			podIPs = podstate.SandboxFromCRI(&runtimeapi.PodSandbox{Id: id}, st.GetStatus()).IPs
+		st, err := cfg.CRI.PodSandboxStatus(ctx, id, false)
+		if err != nil {
+			log.Error("reading the new sandbox's status failed", "sandbox", id, "err", err)
+			w.podEvent(pod, v1.EventTypeWarning, ReasonFailedPodSandBoxStatus, "Unable to get pod sandbox status: "+grpcMessage(err))
+			return cfg.Clock.Now().Add(time.Second)
 		}
+		podIPs = podstate.SandboxFromCRI(&runtimeapi.PodSandbox{Id: id}, st.GetStatus()).IPs
 	}
 	var retry time.Time
 	earliest := func(t time.Time) {
@@ -154,10 +170,18 @@ func (w *worker) startContainer(ctx context.Context, log *slog.Logger, pod *v1.P
 	if cfg.PullCredentials != nil {
 		auths = cfg.PullCredentials(ctx, pod, c.Image)
 	}
+	pullStart := cfg.Clock.Now()
 	res, err := cfg.Images.EnsureImage(ctx, images.Request{PodUID: pod.UID, Image: c.Image, PullPolicy: c.ImagePullPolicy, SandboxConfig: sandboxCfg, Credentials: auths})
 	for _, ev := range res.Events {
 		log.Debug(ev.Message, "event", ev.Reason)
 		w.event(pod, c.Name, ev.Type, ev.Reason, ev.Message)
+		if ev.Reason == images.EventPulling {
+			// The pull's time is left out of the pod startup SLI.
+			cfg.Metrics.ImagePullStarted(pod.UID, pullStart)
+			if err == nil {
+				cfg.Metrics.ImagePullFinished(pod.UID, cfg.Clock.Now())
+			}
+		}
 	}
 	if err != nil {
 		var ie *images.Error
@@ -165,6 +189,7 @@ func (w *worker) startContainer(ctx context.Context, log *slog.Logger, pod *v1.P
 			ie = &images.Error{Reason: "ErrImagePull", Message: err.Error()}
 		}
 		log.Warn("image not available", "image", c.Image, "reason", ie.Reason, "message", ie.Message)
+		w.failedEvent(pod, c.Name, ie.Reason)
 		w.failures[c.Name] = status.Failure{Reason: ie.Reason, Message: ie.Message}
 		// Look again when the pull back-off ends; after a failed pull, at
 		// once (a second later), to show the back-off that now runs.
@@ -189,17 +214,18 @@ func (w *worker) startContainer(ctx context.Context, log *slog.Logger, pod *v1.P
 	}
 	if err != nil {
 		log.Error("the container's config cannot be built", "err", err)
+		w.failedEvent(pod, c.Name, statusMessage(err))
 		w.failures[c.Name] = status.Failure{Reason: ReasonCreateContainerConfigError, Message: err.Error()}
 		return time.Time{}
 	}
 	id, err := cfg.CRI.CreateContainer(ctx, sandboxID, ccfg, sandboxCfg)
 	if err != nil {
 		log.Error("creating the container failed", "err", err)
-		w.event(pod, c.Name, v1.EventTypeWarning, "Failed", "Error: "+err.Error())
+		w.failedEvent(pod, c.Name, statusMessage(err))
 		w.failures[c.Name] = status.Failure{Reason: ReasonCreateContainerError, Message: err.Error()}
 		return cfg.Clock.Now().Add(time.Second)
 	}
-	w.event(pod, c.Name, v1.EventTypeNormal, "Created", "Created container: "+c.Name)
+	w.event(pod, c.Name, v1.EventTypeNormal, ReasonCreated, "Created container: "+c.Name)
 	if !s.BackOffSince.IsZero() {
 		cfg.BackOff.Next(s.BackOffKey, s.BackOffSince)
 	}
@@ -210,13 +236,13 @@ func (w *worker) startContainer(ctx context.Context, log *slog.Logger, pod *v1.P
 	cfg.Metrics.ContainerStarted(containerType) // as the kubelet: counted when attempted
 	if err := cfg.CRI.StartContainer(ctx, id); err != nil {
 		log.Error("starting the container failed", "id", id, "err", err)
-		w.event(pod, c.Name, v1.EventTypeWarning, "Failed", "Error: "+err.Error())
+		w.failedEvent(pod, c.Name, statusMessage(err))
 		w.failures[c.Name] = status.Failure{Reason: ReasonRunContainerError, Message: err.Error()}
 		return time.Time{}
 	}
 	// As the kubelet: Started is recorded when the runtime started the
 	// container, before its postStart hook runs.
-	w.event(pod, c.Name, v1.EventTypeNormal, "Started", "Started container "+c.Name)
+	w.event(pod, c.Name, v1.EventTypeNormal, ReasonStarted, "Started container "+c.Name)
 	if msg, ok := w.postStart(ctx, log, pod, c, id, podIPs); !ok {
 		w.failures[c.Name] = status.Failure{Reason: ReasonPostStartHookError, Message: msg}
 		return time.Time{}

@@ -3,6 +3,7 @@ package podworker
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -12,6 +13,7 @@ import (
 	"google.golang.org/grpc/codes"
 	grpcstatus "google.golang.org/grpc/status"
 	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
 	"berth/agent/metrics"
@@ -239,5 +241,63 @@ func TestMetricsCountPodsRestartedWithTheSameUID(t *testing.T) {
 	}
 	if got, _ := metricValue(t, reg, "kubelet_pod_worker_duration_seconds", map[string]string{"operation": "create"}); got != 2 {
 		t.Errorf("kubelet_pod_worker_duration_seconds{operation=create} has %v samples, want 2 (each run's first sync)", got)
+	}
+}
+
+// histogramSum is the sample sum of the histogram name.
+func histogramSum(t *testing.T, reg prometheus.Gatherer, name string) float64 {
+	t.Helper()
+	families, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range families {
+		if f.GetName() == name {
+			return f.GetMetric()[0].GetHistogram().GetSampleSum()
+		}
+	}
+	t.Fatalf("no %s", name)
+	return 0
+}
+
+// The pod startup SLI leaves out the time the worker spent pulling the
+// pod's images; with the images present nothing is left out.
+func TestPodStartSLILeavesOutImagePulls(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		policy v1.PullPolicy
+		pulled bool
+	}{
+		{"pulled", v1.PullAlways, true},
+		{"present", v1.PullIfNotPresent, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			srv := critest.NewServer(t)
+			srv.PreloadImage("busybox")
+			h, met, reg := newMetricsHarness(t, srv)
+			pod := testPod("web", v1.RestartPolicyAlways, nil, "app")
+			pod.CreationTimestamp = metav1.Now()
+			pod.Spec.Containers[0].ImagePullPolicy = tc.policy
+			h.m.Update(pod) // as the watch delivers it: tracked
+			eventually(t, "app running", func() (bool, string) {
+				st := h.podStatus(pod.UID)
+				return len(st.ContainerStatuses) == 1 && st.ContainerStatuses[0].State.Running != nil, fmt.Sprintf("%+v", st)
+			})
+			observed := pod.DeepCopy()
+			observed.Status = h.podStatus(pod.UID)
+			met.PodStatusWritten(observed) // as statussync does once written
+			h.m.Update(observed)           // and as the watch then delivers it
+			if n, _ := metricValue(t, reg, "kubelet_pod_start_sli_duration_seconds", nil); n != 1 {
+				t.Fatalf("SLI samples %v, want 1", n)
+			}
+			sli := histogramSum(t, reg, "kubelet_pod_start_sli_duration_seconds")
+			total := histogramSum(t, reg, "kubelet_pod_start_total_duration_seconds")
+			if pulls := srv.Calls("PullImage"); (pulls > 0) != tc.pulled {
+				t.Fatalf("%d pulls, want pulled=%t", pulls, tc.pulled)
+			}
+			if tc.pulled && !(sli < total) || !tc.pulled && sli != total || sli <= 0 {
+				t.Errorf("SLI %vs, total %vs: want the SLI below the total exactly when an image was pulled", sli, total)
+			}
+		})
 	}
 }

@@ -16,6 +16,11 @@
 // and a failed hook kills it (FailedPostStartHook) — and its preStop hook
 // runs before every stop, its time taken from the grace period (hooks.go).
 //
+// With an event recorder (Config.Recorder) the worker records the events
+// the kubelet records, with its reasons and messages (events.go). With
+// metrics it feeds the pod startup SLI: the pods as the watch delivers them
+// (Update) and its pods' image pulls.
+//
 // The worker alone decides whether a pod's containers may run; sandbox
 // creation is bounded across pods, first come first served.
 package podworker
@@ -93,8 +98,10 @@ type Config struct {
 	Probes *probes.Manager
 	// Hooks runs postStart and preStop handlers; nil: hooks are not run.
 	Hooks *probes.HookRunner
-	// Recorder receives the Killing, FailedPostStartHook and
-	// FailedPreStopHook events; nil: none (standalone).
+	// Recorder receives the events the kubelet records for its pods
+	// (events.go: image, Created, Started, Failed, BackOff, Killing,
+	// SandboxChanged, FailedCreatePodSandBox, NetworkNotReady, DNS
+	// warnings, the hooks'); nil: none (standalone).
 	Recorder probes.EventRecorder
 
 	// RootDir holds per-pod files (termination message files) under
@@ -210,6 +217,7 @@ func (m *Manager) Run(ctx context.Context) error {
 // spec. It does not wait for the pod's sync (but, called before Run, it
 // waits for Run to start).
 func (m *Manager) Update(pod *v1.Pod) {
+	m.cfg.Metrics.PodObservedOnWatch(pod, m.cfg.Clock.Now())
 	for {
 		w := m.worker(pod.UID, true)
 		if w == nil {

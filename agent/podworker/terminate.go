@@ -38,6 +38,7 @@ func (w *worker) terminate(ctx context.Context, pod *v1.Pod) bool {
 	}
 	if err := w.killPod(ctx, pod, rt, grace); err != nil {
 		log.Warn("stopping the pod failed", "err", err)
+		w.podEvent(pod, v1.EventTypeWarning, ReasonFailedKillPod, "error killing pod: "+err.Error())
 		return false
 	}
 	var errs []error
@@ -75,6 +76,7 @@ func (w *worker) terminate(ctx context.Context, pod *v1.Pod) bool {
 		}
 	}
 	cfg.Status.Delete(w.uid)
+	cfg.Metrics.ForgetPodStartup(w.uid)
 	w.forgetProbes()
 	log.Info("pod removed")
 	return true

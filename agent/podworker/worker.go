@@ -169,6 +169,9 @@ func (w *worker) sync(ctx context.Context, pod *v1.Pod) time.Duration {
 	}
 	for name, wait := range plan.Waiting {
 		w.failures[name] = status.Failure{Reason: wait.Reason, Message: wait.Message}
+		if wait.Reason == lifecycle.ReasonCrashLoopBackOff {
+			w.backOffEvent(pod, name)
+		}
 	}
 	if !plan.RetryAt.IsZero() {
 		next = min(next, max(plan.RetryAt.Sub(now), 10*time.Millisecond))

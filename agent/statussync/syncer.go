@@ -5,7 +5,8 @@
 // write (the status manager versions each pod's status) and differs from
 // the apiserver's, as a merge patch carrying the pod's UID so a write never
 // lands on a pod recreated under the same name. Conditions the agent does
-// not own (PodScheduled, readiness gates, …) are kept.
+// not own (PodScheduled, readiness gates, …) are kept. Each status written
+// is handed to the metrics' pod startup tracker (Config.Metrics).
 package statussync
 
 import (
@@ -23,6 +24,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	corelisters "k8s.io/client-go/listers/core/v1"
 
+	"berth/agent/metrics"
 	"berth/agent/status"
 	"berth/internal/errdefs"
 )
@@ -46,6 +48,9 @@ type Config struct {
 	// Period; default DefaultPeriod.
 	Period time.Duration
 	Logger *slog.Logger
+	// Metrics is told each status written (the pod startup SLI counts
+	// from the write of a status with every container started); optional.
+	Metrics *metrics.Metrics
 }
 
 // Syncer writes pod statuses to the apiserver.
@@ -125,7 +130,9 @@ func (s *Syncer) SyncAll(ctx context.Context) {
 // agent does not own) unless it already is that.
 func (s *Syncer) syncPod(ctx context.Context, remote *v1.Pod, st v1.PodStatus) error {
 	merged := Merge(remote.Status, st)
+	written := &v1.Pod{ObjectMeta: remote.ObjectMeta, Status: merged}
 	if equality.Semantic.DeepEqual(remote.Status, merged) {
+		s.cfg.Metrics.PodStatusWritten(written)
 		return nil
 	}
 	patch, err := json.Marshal(map[string]any{
@@ -135,8 +142,11 @@ func (s *Syncer) syncPod(ctx context.Context, remote *v1.Pod, st v1.PodStatus) e
 	if err != nil {
 		return err
 	}
-	_, err = s.cfg.Client.CoreV1().Pods(remote.Namespace).Patch(ctx, remote.Name, types.MergePatchType, patch, metav1.PatchOptions{}, "status")
-	return err
+	if _, err = s.cfg.Client.CoreV1().Pods(remote.Namespace).Patch(ctx, remote.Name, types.MergePatchType, patch, metav1.PatchOptions{}, "status"); err != nil {
+		return err
+	}
+	s.cfg.Metrics.PodStatusWritten(written)
+	return nil
 }
 
 // Merge returns the agent's status st with the conditions of old the agent

@@ -9,7 +9,9 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
@@ -17,6 +19,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 
+	"berth/agent/metrics"
 	"berth/agent/status"
 )
 
@@ -103,4 +106,66 @@ func TestNewRequiresFields(t *testing.T) {
 	if _, err := New(Config{}); err == nil || !strings.Contains(err.Error(), "Client") {
 		t.Fatalf("New(Config{}) = %v, want an error naming Client", err)
 	}
+}
+
+// The pod startup SLI counts from the write of a status with every
+// container started: a pod observed running on the watch is measured only
+// once the syncer wrote that status.
+func TestSyncerTellsMetricsOfWrittenStatuses(t *testing.T) {
+	rec := &patches{}
+	srv := httptest.NewServer(http.HandlerFunc(rec.serve))
+	defer srv.Close()
+	client, err := kubernetes.NewForConfig(&rest.Config{Host: srv.URL})
+	if err != nil {
+		t.Fatal(err)
+	}
+	indexer := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc})
+	remote := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "default", UID: "uid-1",
+		CreationTimestamp: metav1.NewTime(time.Now().Add(-time.Second))}}
+	if err := indexer.Add(remote); err != nil {
+		t.Fatal(err)
+	}
+	reg := prometheus.NewRegistry()
+	met, err := metrics.New(reg, "node1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	statuses := status.NewManager()
+	s, err := New(Config{Client: client, Status: statuses, Pods: corelisters.NewPodLister(indexer), Metrics: met})
+	if err != nil {
+		t.Fatal(err)
+	}
+	met.PodObservedOnWatch(remote, time.Now()) // seen before acknowledged: tracked
+	running := v1.PodStatus{Phase: v1.PodRunning, StartTime: &metav1.Time{Time: time.Now()}, ContainerStatuses: []v1.ContainerStatus{
+		{Name: "app", State: v1.ContainerState{Running: &v1.ContainerStateRunning{StartedAt: metav1.Now()}}}}}
+	observed := remote.DeepCopy()
+	observed.Status = running
+	met.PodObservedOnWatch(observed, time.Now()) // not written by the agent: not measured
+	if n := sliSamples(t, reg); n != 0 {
+		t.Fatalf("SLI samples before the write: %d, want 0", n)
+	}
+	statuses.Set(remote, running, 1)
+	s.SyncAll(context.Background())
+	if len(rec.list()) != 1 {
+		t.Fatalf("patches %q, want one", rec.list())
+	}
+	met.PodObservedOnWatch(observed, time.Now())
+	if n := sliSamples(t, reg); n != 1 {
+		t.Errorf("SLI samples after the write: %d, want 1", n)
+	}
+}
+
+func sliSamples(t *testing.T, reg *prometheus.Registry) uint64 {
+	t.Helper()
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() == "kubelet_pod_start_sli_duration_seconds" {
+			return mf.GetMetric()[0].GetHistogram().GetSampleCount()
+		}
+	}
+	t.Fatal("no kubelet_pod_start_sli_duration_seconds")
+	return 0
 }

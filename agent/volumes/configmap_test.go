@@ -237,10 +237,10 @@ func TestNoObjectSource(t *testing.T) {
 
 func TestUnsupportedVolumeType(t *testing.T) {
 	e := newTestEnv(t)
-	pod := testPod("uid-pvc", []v1.Volume{{Name: "claim", VolumeSource: v1.VolumeSource{PersistentVolumeClaim: &v1.PersistentVolumeClaimVolumeSource{ClaimName: "c"}}}})
+	pod := testPod("uid-image", []v1.Volume{{Name: "img", VolumeSource: v1.VolumeSource{Image: &v1.ImageVolumeSource{Reference: "busybox"}}}})
 	_, err := e.mgr.SetUp(ctx, pod)
-	if !errors.Is(err, errdefs.ErrUnimplemented) || !strings.Contains(err.Error(), `volume "claim"`) {
-		t.Fatalf("SetUp(pvc) = %v, want ErrUnimplemented naming the volume", err)
+	if !errors.Is(err, errdefs.ErrUnimplemented) || !strings.Contains(err.Error(), `volume "img"`) {
+		t.Fatalf("SetUp(image) = %v, want ErrUnimplemented naming the volume", err)
 	}
 }
 

@@ -11,18 +11,27 @@
 // secret and projected volumes live on a tmpfs, as upstream keeps them off
 // the node's disks.
 //
+// persistentVolumeClaim (a bound CSI PersistentVolume), generic ephemeral
+// and CSI inline volumes go through the node's registered CSI drivers
+// (csi.go): staged at <root-dir>/plugins/kubernetes.io/csi/<driver>/
+// <sha256(handle)>/globalmount, published at
+// <root-dir>/pods/<uid>/volumes/kubernetes.io~csi/<name>/mount. SetUp
+// records a FailedMount event for each volume that fails and, with a
+// configured back-off, does not retry it before the back-off has passed
+// (failedmount.go).
+//
 // Every method is safe for concurrent use; calls for one pod are serialised.
 // SetUp and TearDown are idempotent, and TearDown is always safe to call,
 // also for a pod whose SetUp never ran or failed half way.
 //
 // The agent uses a Manager like this:
 //
-//	at start:        MakeRootShared; Reconstruct, then CleanupOrphans(active UIDs) once the pod sources have synced
+//	at start:        Reconstruct, then CleanupOrphans(active UIDs) once the pod sources have synced
 //	before a pod's sandbox and containers: ms, err := SetUp(ctx, pod)
-//	                 (each *MountError → a FailedMount event with its message; retry with back-off)
+//	                 (each *MountError was recorded as a FailedMount event; retry until it succeeds)
 //	for each container created: mounts, err := ms.Container(c, env)
 //	                 (err → CreateContainerConfigError; mounts → the container config's mounts)
-//	every sync period of a running pod: Resync(ctx, pod)
+//	in the background: RunResync(ctx, DefaultResyncPeriod, pods) (Resync for every pod, every period)
 //	after the pod's containers and sandbox are gone: TearDown(ctx, uid), before removing the pod directory
 package volumes
 
@@ -34,6 +43,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"time"
 
 	authenticationv1 "k8s.io/api/authentication/v1"
 	v1 "k8s.io/api/core/v1"
@@ -83,6 +93,23 @@ type Config struct {
 	// unset container limits in downwardAPI resourceFieldRefs and the
 	// upper bound of memory-backed emptyDir sizes. May be empty.
 	NodeAllocatable v1.ResourceList
+	// Claims reads PersistentVolumeClaims, PersistentVolumes and CSIDriver
+	// objects for persistentVolumeClaim, ephemeral and csi volumes (csi.go).
+	// Nil: claims fail with errdefs.ErrUnavailable, and inline CSI volumes
+	// are set up without a CSIDriver object, as on a standalone node.
+	Claims ClaimSource
+	// CSI finds the node clients of the registered CSI drivers. Nil: CSI
+	// volumes fail with errdefs.ErrUnavailable.
+	CSI CSIDrivers
+	// Recorder, if set, gets a FailedMount Warning event on the pod for
+	// each failed volume set-up (failedmount.go).
+	Recorder EventRecorder
+	// MountBackOffInitial and MountBackOffMax: after a volume's set-up
+	// failed, SetUp does not try it again before MountBackOffInitial has
+	// passed, doubling after each further failure up to MountBackOffMax
+	// (the agent uses DefaultMountBackOffInitial and DefaultMountBackOffMax,
+	// as the kubelet). Zero: every SetUp tries again at once.
+	MountBackOffInitial, MountBackOffMax time.Duration
 	// RecursiveReadOnly reports that the runtime supports recursive
 	// read-only mounts (its RuntimeHandler features say so; containerd 1.6
 	// does not). Without it a volumeMount with recursiveReadOnly Enabled
@@ -103,6 +130,12 @@ func (c *Config) validate() error {
 	if c.Clock == nil {
 		c.Clock = clock.RealClock{}
 	}
+	if c.MountBackOffInitial < 0 || c.MountBackOffMax < 0 {
+		return fmt.Errorf("volumes: Config.MountBackOffInitial and MountBackOffMax must not be negative: %w", errdefs.ErrInvalidArgument)
+	}
+	if c.MountBackOffMax < c.MountBackOffInitial {
+		c.MountBackOffMax = max(c.MountBackOffInitial, DefaultMountBackOffMax)
+	}
 	return nil
 }
 
@@ -114,6 +147,8 @@ type Manager struct {
 
 	mu   sync.Mutex
 	pods map[types.UID]*podLock
+
+	csi csiState // CSI handle locks and the mount back-off (csi.go, failedmount.go)
 }
 
 type podLock struct {
@@ -139,24 +174,6 @@ func New(cfg Config) (*Manager, error) {
 		tokens: newTokenCache(cfg.Clock),
 		pods:   map[types.UID]*podLock{},
 	}, nil
-}
-
-// MakeRootShared makes RootDir a shared mount, as the kubelet does at
-// start: RootDir is bind-mounted onto itself when it is not a mount point,
-// then made rshared. Without it the runtime refuses volumeMounts with
-// mountPropagation HostToContainer or Bidirectional of volumes under
-// RootDir when the filesystem holding it is private (as / is on this
-// project's machines). Nothing happens when RootDir is on a shared mount
-// already; the mount is left in place when the agent stops.
-func (m *Manager) MakeRootShared() error {
-	changed, err := makeRShared(m.root)
-	if err != nil {
-		return fmt.Errorf("volumes: %w", err)
-	}
-	if changed {
-		m.cfg.Logger.Info("made the root directory a shared mount", "dir", m.root)
-	}
-	return nil
 }
 
 // lockPod serialises the calls for one pod; the returned func unlocks.
@@ -185,14 +202,22 @@ func (m *Manager) lockPod(uid types.UID) func() {
 // "<name>" : <cause>`; the pod stays in ContainerCreating and SetUp is to be
 // retried with back-off.
 type MountError struct {
-	// Volume is the pod volume's name.
+	// Volume is the pod volume's name (for a claim, its PersistentVolume's,
+	// as the kubelet reports it).
 	Volume string
+	// Op is the step that failed: "SetUp" (also when empty) or, for a CSI
+	// volume the driver stages, "MountDevice".
+	Op string
 	// Err is the cause, classified with errdefs.
 	Err error
 }
 
 func (e *MountError) Error() string {
-	return fmt.Sprintf("MountVolume.SetUp failed for volume %q : %v", e.Volume, e.Err)
+	op := e.Op
+	if op == "" {
+		op = "SetUp"
+	}
+	return fmt.Sprintf("MountVolume.%s failed for volume %q : %v", op, e.Volume, e.Err)
 }
 
 func (e *MountError) Unwrap() error { return e.Err }
@@ -214,10 +239,9 @@ func (m *Manager) SetUp(ctx context.Context, pod *v1.Pod) (*Mounts, error) {
 	var errs []error
 	for i := range pod.Spec.Volumes {
 		vol := &pod.Spec.Volumes[i]
-		mv, err := m.setUpVolume(ctx, pod, vol, false)
+		mv, err := m.setUpWithBackOff(ctx, pod, vol) // a *MountError; FailedMount event
 		if err != nil {
-			m.cfg.Logger.Debug("volume set-up failed", "pod", pod.Namespace+"/"+pod.Name, "uid", pod.UID, "volume", vol.Name, "err", err)
-			errs = append(errs, &MountError{Volume: vol.Name, Err: err})
+			errs = append(errs, err)
 			continue
 		}
 		ms.volumes[vol.Name] = mv

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"berth/internal/errdefs"
@@ -35,7 +36,9 @@ func (ms *Mounts) HostPath(volume string) (string, bool) {
 //     recursiveReadOnly and Config.RecursiveReadOnly;
 //   - mountPropagation None (or unset) → PRIVATE, HostToContainer →
 //     HOST_TO_CONTAINER, Bidirectional → BIDIRECTIONAL (privileged
-//     containers only);
+//     containers only); a volume under the pod's directory that is mounted
+//     with propagation becomes a shared mount first (see shareVolume), as
+//     the runtime requires;
 //   - subPath (or subPathExpr expanded with env, the container's resolved
 //     environment; a reference to a missing or empty variable is an error)
 //     must stay within the volume, also through symlinks; it is created as a
@@ -77,6 +80,11 @@ func (ms *Mounts) Container(c *v1.Container, env map[string]string) ([]*runtimea
 		rro, err := recursiveReadOnly(vm, readOnly, ms.m.cfg.RecursiveReadOnly)
 		if err != nil {
 			return nil, fmt.Errorf("%s.recursiveReadOnly: %w", field, err)
+		}
+		if propagation != runtimeapi.MountPropagation_PROPAGATION_PRIVATE {
+			if err := ms.m.shareVolume(ms.pod.UID, vol.path); err != nil {
+				return nil, fmt.Errorf("%s.mountPropagation: %w", field, err)
+			}
 		}
 		hostPath := vol.path
 		if subPath != "" {
@@ -182,6 +190,28 @@ func checkSubPath(p string) error {
 		if item == ".." {
 			return fmt.Errorf("must not contain '..': %w", errdefs.ErrInvalidArgument)
 		}
+	}
+	return nil
+}
+
+// shareVolume makes the volume directory path, when it is in the pod's
+// directory (emptyDir, configMap, secret, downwardAPI, projected and CSI
+// volumes; not hostPath), the root of a shared mount subtree — bound onto
+// itself first when it is not a mount point — unless the mount it is on is
+// shared already. The runtime refuses HostToContainer and Bidirectional
+// mounts of a path on a private mount; the kubelet avoids this by making its
+// whole root dir rshared, which would leave a mount behind on every node
+// the agent stops on. TearDown unmounts the volume's mounts, this one too.
+func (m *Manager) shareVolume(uid types.UID, path string) error {
+	if !strings.HasPrefix(path, m.podDir(uid)+string(filepath.Separator)) {
+		return nil
+	}
+	changed, err := makeRShared(path)
+	if err != nil {
+		return err
+	}
+	if changed {
+		m.cfg.Logger.Debug("made the volume a shared mount for mount propagation", "uid", uid, "path", path)
 	}
 	return nil
 }

@@ -84,6 +84,8 @@ func (m *Manager) setUpVolume(ctx context.Context, pod *v1.Pod, vol *v1.Volume, 
 		return mountedVolume{path: vol.HostPath.Path}, nil
 	case vol.EmptyDir != nil:
 		return m.setUpEmptyDir(pod, vol)
+	case isCSI(vol):
+		return m.setUpCSI(ctx, pod, vol) // csi.go
 	}
 	k := kindOf(vol)
 	if !k.atomic {

@@ -15,8 +15,10 @@ import (
 )
 
 // TearDown unmounts and removes the pod's volumes: first its subPath bind
-// mounts (<pod>/volume-subpaths), then every mount under its volume
-// directories (tmpfs), then the directories. It is idempotent and safe for
+// mounts (<pod>/volume-subpaths), then its CSI volumes through their
+// drivers (unpublished, and unstaged when no other pod uses them; see
+// csi.go), then every mount under its volume directories (tmpfs), then the
+// directories. It is idempotent and safe for
 // a pod whose SetUp never ran or failed half way; deletion never crosses
 // into a filesystem still mounted and never follows symlinks, so nothing
 // outside the pod directory is touched. hostPath volumes are not under the
@@ -28,9 +30,18 @@ func (m *Manager) TearDown(ctx context.Context, podUID types.UID) error {
 	}
 	defer m.lockPod(podUID)()
 	m.tokens.forget(podUID)
+	m.forgetBackOff(string(podUID))
 	podDir := m.podDir(podUID)
 	var errs []error
 	for _, sub := range []string{"volume-subpaths", "volumes"} {
+		if sub == "volumes" {
+			// CSI volumes through their drivers first (csi.go): never
+			// unmounted behind a driver's back.
+			if err := m.tearDownCSI(ctx, podUID); err != nil {
+				errs = append(errs, err)
+				break
+			}
+		}
 		if err := m.tearDownTree(filepath.Join(podDir, sub)); err != nil {
 			errs = append(errs, err)
 		}

@@ -30,6 +30,7 @@ func newRootCommand() *cobra.Command {
 	root.AddCommand(newSchedulerCommand())
 	root.AddCommand(newCSILocalCommand())
 	root.AddCommand(newUpCommand())
+	root.AddCommand(newKubectlCommand())
 	return root
 }
 

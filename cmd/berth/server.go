@@ -32,7 +32,8 @@ etcd. --disable scheduler leaves scheduling to a separate ` + "`berth scheduler`
 
 On first start it generates into DATA-DIR a cluster CA, the serving
 certificate, an admin client certificate with DATA-DIR/admin.kubeconfig, and
-the agents' join token DATA-DIR/agent-token; later starts reuse them. Once
+the agents' join token DATA-DIR/agent-token (a bootstrap token <id>.<secret>,
+kept as the kube-system secret bootstrap-token-<id>); later starts reuse them. Once
 serving, it writes the address local clients reach it at to
 DATA-DIR/listen-address.
 
@@ -71,6 +72,9 @@ DATA-DIR/listen-address.
 	f.DurationVar(&cfg.NodeLifecycle.MonitorPeriod, "node-monitor-period", nodelifecycle.DefaultMonitorPeriod, "how often the nodes are checked")
 	f.StringSliceVar(&cfg.EnableAdmissionPlugins, "enable-admission-plugins", nil, "admission plugins to enable beside the defaults ("+strings.Join(server.DefaultAdmissionPlugins, ", ")+"), comma-separated; known: "+strings.Join(server.AdmissionPlugins, ", "))
 	f.StringSliceVar(&cfg.DisableAdmissionPlugins, "disable-admission-plugins", nil, "admission plugins to disable, comma-separated (order does not matter: they run in upstream's order)")
+	f.StringVar(&cfg.EncryptionProviderConfig, "encryption-provider-config", "", "EncryptionConfiguration file (apiserver.config.k8s.io/v1): the resources it lists are encrypted in etcd (aescbc, aesgcm, secretbox, identity; the first provider encrypts, all decrypt)")
+	f.StringVar(&cfg.TokenAuthFile, "token-auth-file", "", `static bearer tokens: a CSV file of token,user,uid[,"group1,group2"] lines`)
+	f.BoolVar(&cfg.AnonymousAuth, "anonymous-auth", false, "let requests without credentials through as system:anonymous (group system:unauthenticated), for RBAC to decide; off, they get 401")
 	_ = cmd.MarkFlagRequired("data-dir")
 	return cmd
 }

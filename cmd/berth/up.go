@@ -88,6 +88,7 @@ DATA-DIR and come back on the next start.
 	f.StringVar(&cfg.CNIConfDir, "cni-conf-dir", "", "CNI conf dir (default DATA-DIR/cni/net.d; with --container-runtime-endpoint, the runtime's: /etc/cni/net.d)")
 	f.StringVar(&cfg.CNIBinDir, "cni-bin-dir", "", "directory of the CNI plugins (default /usr/lib/cni or /opt/cni/bin)")
 	f.StringVar(&cfg.Listen, "listen", "", "apiserver listen address host:port (default 0.0.0.0:6443; port 0 picks a free one)")
+	f.StringVar(&cfg.EncryptionProviderConfig, "encryption-provider-config", "", "EncryptionConfiguration file: encrypt the resources it lists in etcd (see berth server --help)")
 	f.StringVar(&cfg.NodeName, "node-name", "", "name of the node (default: the host name)")
 	f.IntVar(&cfg.KubeletPort, "kubelet-port", 10250, "port of the agent's authenticated API (kubectl logs, exec and port-forward go through it)")
 	f.IntVar(&cfg.ReadOnlyPort, "read-only-port", 10255, "port of the agent's read-only API on 127.0.0.1 (GET /pods, /healthz); 0 disables it")

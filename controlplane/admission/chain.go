@@ -26,7 +26,8 @@ type ChainConfig struct {
 
 // ConfigFromInformers fills a ChainConfig from a shared informer factory
 // (listers of namespaces, pods, service accounts, limit ranges, resource
-// quotas and webhook configurations) and a client for live lookups and
+// quotas, webhook configurations, and the services and endpoint slices
+// webhooks' clientConfig.service resolve through) and a client for live lookups and
 // quota status writes. Call it before factory.Start; the apiserver must
 // serve every listed resource, or the informers never sync.
 func ConfigFromInformers(factory informers.SharedInformerFactory, client kubernetes.Interface) ChainConfig {
@@ -42,6 +43,9 @@ func ConfigFromInformers(factory informers.SharedInformerFactory, client kuberne
 			Mutating:   reg.MutatingWebhookConfigurations().Lister(),
 			Validating: reg.ValidatingWebhookConfigurations().Lister(),
 			Namespaces: core.Namespaces().Lister(),
+			Client:     client,
+			ResolveService: EndpointServiceResolver(core.Services().Lister(),
+				factory.Discovery().V1().EndpointSlices().Lister()),
 		},
 		ResourceQuota: ResourceQuotaConfig{Quotas: core.ResourceQuotas().Lister(), Client: client},
 	}
@@ -50,7 +54,8 @@ func ConfigFromInformers(factory informers.SharedInformerFactory, client kuberne
 // NewChain builds the plugins in upstream's order — NamespaceLifecycle,
 // LimitRanger, ServiceAccount, NodeRestriction, PodSecurity,
 // DefaultTolerationSeconds, MutatingAdmissionWebhook,
-// ValidatingAdmissionWebhook, ResourceQuota — and chains them.
+// ValidatingAdmissionWebhook, ResourceQuota — and chains them, with
+// upstream's reinvocation (NewReinvocationHandler).
 func NewChain(cfg ChainConfig) (Chain, error) {
 	lifecycle, err := NewNamespaceLifecycle(cfg.NamespaceLifecycle)
 	if err != nil {
@@ -84,7 +89,7 @@ func NewChain(cfg ChainConfig) (Chain, error) {
 	if err != nil {
 		return nil, err
 	}
-	return admission.NewChainHandler(
+	return NewReinvocationHandler(admission.NewChainHandler(
 		lifecycle, limits, sa, nodes, pss, NewDefaultTolerationSeconds(), mutating, validating, rq,
-	), nil
+	)), nil
 }

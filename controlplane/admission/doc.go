@@ -14,6 +14,7 @@ var (
 	podsResource       = corev1.SchemeGroupVersion.WithResource("pods")
 	namespacesResource = corev1.SchemeGroupVersion.WithResource("namespaces")
 	nodesResource      = corev1.SchemeGroupVersion.WithResource("nodes")
+	claimsResource     = corev1.SchemeGroupVersion.WithResource("persistentvolumeclaims")
 	namespaceKind      = schema.GroupKind{Kind: "Namespace"}
 )
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -46,7 +47,20 @@ type ServiceAccountConfig struct {
 	// GenerateName returns the token volume's name for a prefix; nil means
 	// prefix plus five random characters.
 	GenerateName func(prefix string) string
+	// RetryInterval separates the live lookups of a "default" service
+	// account that neither the lister nor Client has yet: the controller
+	// creates it just after its namespace, so, as upstream, the plugin asks
+	// DefaultAccountAttempts times before refusing the pod. 0 means
+	// DefaultRetryInterval.
+	RetryInterval time.Duration
 }
+
+// Waiting for a namespace's "default" service account, as upstream (ten
+// lookups 100-200 ms apart).
+const (
+	DefaultAccountAttempts = 10
+	DefaultRetryInterval   = 150 * time.Millisecond
+)
 
 // ServiceAccount gives new pods a service account ("default" unless named),
 // refuses pods whose service account does not exist, projects a bound token
@@ -66,6 +80,12 @@ var (
 func NewServiceAccount(cfg ServiceAccountConfig) (*ServiceAccount, error) {
 	if cfg.ServiceAccounts == nil {
 		return nil, fmt.Errorf("%s: Config.ServiceAccounts must be set: %w", ServiceAccountName, errdefs.ErrInvalidArgument)
+	}
+	if cfg.RetryInterval < 0 {
+		return nil, fmt.Errorf("%s: Config.RetryInterval %s is negative: %w", ServiceAccountName, cfg.RetryInterval, errdefs.ErrInvalidArgument)
+	}
+	if cfg.RetryInterval == 0 {
+		cfg.RetryInterval = DefaultRetryInterval
 	}
 	if cfg.GenerateName == nil {
 		cfg.GenerateName = func(prefix string) string { return prefix + utilrand.String(5) }
@@ -155,12 +175,33 @@ func validateMirrorPod(a admission.Attributes, pod *corev1.Pod) error {
 	return nil
 }
 
+// get finds a service account in the lister, else asks Client (several
+// times for "default", which its controller is about to create).
 func (s *ServiceAccount) get(ctx context.Context, ns, name string) (*corev1.ServiceAccount, error) {
 	sa, err := s.cfg.ServiceAccounts.ServiceAccounts(ns).Get(name)
-	if apierrors.IsNotFound(err) && s.cfg.Client != nil {
-		return s.cfg.Client.CoreV1().ServiceAccounts(ns).Get(ctx, name, metav1.GetOptions{})
+	if !apierrors.IsNotFound(err) || s.cfg.Client == nil {
+		return sa, err
 	}
-	return sa, err
+	attempts := 1
+	if name == DefaultServiceAccountName {
+		attempts = DefaultAccountAttempts
+	}
+	for i := range attempts {
+		if i > 0 {
+			t := time.NewTimer(s.cfg.RetryInterval)
+			select {
+			case <-ctx.Done():
+				t.Stop()
+				return nil, err
+			case <-t.C:
+			}
+		}
+		sa, err = s.cfg.Client.CoreV1().ServiceAccounts(ns).Get(ctx, name, metav1.GetOptions{})
+		if !apierrors.IsNotFound(err) {
+			return sa, err
+		}
+	}
+	return nil, err
 }
 
 // automount: the pod's automountServiceAccountToken wins, then the service

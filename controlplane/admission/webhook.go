@@ -1,9 +1,9 @@
 package admission
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"reflect"
@@ -13,11 +13,18 @@ import (
 	jsonpatch "gopkg.in/evanphx/json-patch.v4"
 	admissionv1 "k8s.io/api/admission/v1"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	corev1 "k8s.io/api/core/v1"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/apiserver/pkg/admission"
+	webhookerrors "k8s.io/apiserver/pkg/admission/plugin/webhook/errors"
+	webhookrequest "k8s.io/apiserver/pkg/admission/plugin/webhook/request"
 	"k8s.io/apiserver/pkg/warning"
+	"k8s.io/client-go/kubernetes"
 	admissionlisters "k8s.io/client-go/listers/admissionregistration/v1"
 	corelisters "k8s.io/client-go/listers/core/v1"
 
@@ -38,10 +45,15 @@ type WebhookConfig struct {
 	// admissionregistration.k8s.io/v1.
 	Mutating   admissionlisters.MutatingWebhookConfigurationLister
 	Validating admissionlisters.ValidatingWebhookConfigurationLister
-	// Namespaces gives namespace labels to namespaceSelectors.
+	// Namespaces gives namespace labels to namespaceSelectors; Client,
+	// when set, looks up namespaces the lister does not know yet (a
+	// namespace created an instant before the request).
 	Namespaces corelisters.NamespaceLister
-	// ResolveService maps clientConfig.service to a URL; nil means
+	Client     kubernetes.Interface
+	// ResolveService maps clientConfig.service to a URL (the serving
+	// certificate must name NAME.NAMESPACE.svc whatever the URL); nil means
 	// DefaultServiceResolver (https://NAME.NAMESPACE.svc:PORT).
+	// ConfigFromInformers sets EndpointServiceResolver.
 	ResolveService ServiceResolver
 	// Logger records calls that failed under failurePolicy Ignore; nil discards.
 	Logger *slog.Logger
@@ -49,8 +61,10 @@ type WebhookConfig struct {
 
 type webhookBase struct {
 	namespaces corelisters.NamespaceLister
+	client     kubernetes.Interface
 	resolve    ServiceResolver
 	clients    *webhookClients
+	conditions *conditionMatchers
 	log        *slog.Logger
 }
 
@@ -58,7 +72,7 @@ func newWebhookBase(cfg WebhookConfig) (webhookBase, error) {
 	if cfg.Namespaces == nil {
 		return webhookBase{}, fmt.Errorf("webhook admission: Config.Namespaces must be set: %w", errdefs.ErrInvalidArgument)
 	}
-	b := webhookBase{namespaces: cfg.Namespaces, resolve: cfg.ResolveService, clients: &webhookClients{}, log: cfg.Logger}
+	b := webhookBase{namespaces: cfg.Namespaces, client: cfg.Client, resolve: cfg.ResolveService, clients: &webhookClients{}, conditions: &conditionMatchers{}, log: cfg.Logger}
 	if b.resolve == nil {
 		b.resolve = DefaultServiceResolver
 	}
@@ -68,49 +82,92 @@ func newWebhookBase(cfg WebhookConfig) (webhookBase, error) {
 	return b, nil
 }
 
-// dryRunRefused is set when a dry-run request meets a webhook with side effects.
-func dryRunRefused(a admission.Attributes, w *webhookSpec) error {
-	if !a.IsDryRun() || w.sideEffects == nil {
+// namespace finds a namespace in the lister, else (the cache may lag) through the client.
+func (b *webhookBase) namespace(ctx context.Context, name string) (*corev1.Namespace, error) {
+	ns, err := b.namespaces.Get(name)
+	if apierrors.IsNotFound(err) && b.client != nil {
+		ns, err = b.client.CoreV1().Namespaces().Get(ctx, name, metav1.GetOptions{})
+	}
+	return ns, err
+}
+
+// matchError is the API error for a failure to match a request: an API
+// status (a missing namespace's 404) as is, anything else a 500.
+func matchError(err error) error {
+	if _, ok := err.(apierrors.APIStatus); ok {
+		return err
+	}
+	return apierrors.NewInternalError(err)
+}
+
+// checkDryRun refuses a dry-run request to a webhook that may have side
+// effects, as upstream: sideEffects None or NoneOnDryRun are required.
+func checkDryRun(a admission.Attributes, w *webhookSpec) error {
+	if !a.IsDryRun() {
 		return nil
+	}
+	if w.sideEffects == nil {
+		return &callFailure{webhook: w.name, reason: errors.New("webhook sideEffects is not set")}
 	}
 	switch *w.sideEffects {
 	case admissionregistrationv1.SideEffectClassNone, admissionregistrationv1.SideEffectClassNoneOnDryRun:
 		return nil
 	}
-	return apierrors.NewBadRequest(fmt.Sprintf("admission webhook %q has side effects and does not support dry run", w.name))
+	return webhookerrors.NewDryRunUnsupportedErr(w.name)
 }
 
-// call invokes one matching webhook and applies its failure policy: a nil
-// response with a nil error means the failure was ignored.
-func (b *webhookBase) call(ctx context.Context, w *webhookSpec, a admission.Attributes) (*admissionv1.AdmissionResponse, error) {
-	if err := dryRunRefused(a, w); err != nil {
+// call invokes one matching webhook: its warnings go to the client, its
+// audit annotations to the request, and a refusal becomes the API error
+// kube-apiserver returns. Call failures are *callFailure, left to
+// failurePolicy (see outcome).
+func (b *webhookBase) call(ctx context.Context, w *webhookSpec, a admission.Attributes, mutating bool) (*webhookrequest.AdmissionResponse, error) {
+	if err := checkDryRun(a, w); err != nil {
 		return nil, err
 	}
-	resp, err := callWebhook(ctx, w, a, b.clients, b.resolve)
+	resp, err := callWebhook(ctx, w, a, b.clients, b.resolve, mutating)
 	if err != nil {
-		if w.failOpen() {
-			b.log.Warn("webhook call failed; failurePolicy Ignore", "configuration", w.config, "webhook", w.name, "err", err)
-			return nil, nil
-		}
-		return nil, callFailed(w.name, err)
-	}
-	for _, warn := range resp.Warnings {
-		warning.AddWarning(ctx, "", warn)
+		return nil, err
 	}
 	for k, v := range resp.AuditAnnotations {
 		_ = a.AddAnnotation(w.name+"/"+k, v)
 	}
+	for _, warn := range resp.Warnings {
+		warning.AddWarning(ctx, "", warn)
+	}
 	if !resp.Allowed {
-		return nil, denied(w.name, resp.Result)
+		return nil, webhookerrors.ToStatusErr(w.name, resp.Result)
 	}
 	return resp, nil
 }
 
+// outcome applies failurePolicy to a webhook's error: nil when the
+// failure is ignored (Ignore), a 500 for a failed call under Fail, the
+// error itself (a refusal, a dry-run refusal) otherwise.
+func (b *webhookBase) outcome(ctx context.Context, w *webhookSpec, err error) error {
+	var cf *callFailure
+	if !errors.As(err, &cf) {
+		return err
+	}
+	if !w.failOpen() {
+		return failedCall(err)
+	}
+	b.log.Warn("webhook call failed; failurePolicy Ignore", "configuration", w.config, "webhook", w.name, "err", err)
+	if ctx.Err() != nil {
+		// The request itself ran out of time, not just this webhook.
+		return apierrors.NewTimeoutError("request did not complete within requested timeout", 0)
+	}
+	return nil
+}
+
 // MutatingWebhook calls the MutatingWebhookConfigurations' webhooks in
 // order (configurations by name, webhooks in listed order) and applies
-// their JSONPatch responses. Webhooks with reinvocationPolicy IfNeeded are
-// called once more when a later webhook (or, when the apiserver reinvokes
-// the chain, a later plugin) changed the object after them.
+// their JSONPatch responses, defaulting the patched object.
+//
+// Reinvocation is upstream's: a webhook that changes the object asks the
+// apiserver to run the mutating chain once more (wrap the chain in
+// admission.NewReinvocationHandler); in that second round the in-tree
+// plugins run again and only the webhooks with reinvocationPolicy IfNeeded
+// that ran before a later change are called again.
 type MutatingWebhook struct {
 	*admission.Handler
 	webhookBase
@@ -147,7 +204,7 @@ func (m *MutatingWebhook) webhooks() ([]webhookSpec, error) {
 			s := webhookSpec{config: c.Name, name: w.Name, clientConfig: w.ClientConfig, rules: w.Rules,
 				failurePolicy: admissionregistrationv1.Fail, namespaceSelector: w.NamespaceSelector, objectSelector: w.ObjectSelector,
 				sideEffects: w.SideEffects, timeoutSeconds: w.TimeoutSeconds, reviewVersions: w.AdmissionReviewVersions,
-				reinvocationPolicy: admissionregistrationv1.NeverReinvocationPolicy}
+				reinvocationPolicy: admissionregistrationv1.NeverReinvocationPolicy, matchConditions: w.MatchConditions}
 			if w.FailurePolicy != nil {
 				s.failurePolicy = *w.FailurePolicy
 			}
@@ -160,140 +217,130 @@ func (m *MutatingWebhook) webhooks() ([]webhookSpec, error) {
 	return out, nil
 }
 
+// reinvocation is the plugin's state across the rounds of one request.
+type reinvocation struct {
+	// lastOutput is the object as the plugin's last round left it.
+	lastOutput runtime.Object
+	// invoked are the IfNeeded webhooks called since the last change.
+	invoked sets.Set[string]
+	// again are the webhooks to call in the reinvocation round.
+	again sets.Set[string]
+}
+
+// changed marks every IfNeeded webhook called so far for the second round.
+func (r *reinvocation) changed() {
+	r.again = r.again.Union(r.invoked)
+	r.invoked = nil
+}
+
 // Admit runs the mutating webhooks.
 func (m *MutatingWebhook) Admit(ctx context.Context, a admission.Attributes, o admission.ObjectInterfaces) error {
 	hooks, err := m.webhooks()
 	if err != nil {
 		return apierrors.NewInternalError(err)
 	}
-	var matching []*webhookSpec
+	rc := a.GetReinvocationContext()
+	state := &reinvocation{}
+	reinvoke := false
+	if rc != nil {
+		if st, ok := rc.Value(MutatingWebhookName).(*reinvocation); ok {
+			state = st
+		} else {
+			rc.SetValue(MutatingWebhookName, state)
+		}
+		reinvoke = rc.IsReinvoke()
+	}
+	if reinvoke && !apiequality.Semantic.DeepEqual(state.lastOutput, a.GetObject()) {
+		// An in-tree plugin changed the object in this round.
+		state.changed()
+	}
+	defer func() {
+		if obj := a.GetObject(); obj != nil {
+			state.lastOutput = obj.DeepCopyObject()
+		}
+	}()
 	for i := range hooks {
-		ok, err := webhookMatches(&hooks[i], a, m.namespaces)
+		w := &hooks[i]
+		ok, err := webhookMatches(ctx, w, a, m.namespace)
 		if err != nil {
-			return apierrors.NewInternalError(err)
+			return matchError(err)
 		}
 		if ok {
-			matching = append(matching, &hooks[i])
-		}
-	}
-	if len(matching) == 0 {
-		return nil
-	}
-	rc := a.GetReinvocationContext()
-	if rc != nil && rc.IsReinvoke() {
-		// The chain is being reinvoked: call the IfNeeded webhooks once more
-		// if some plugin changed the object after this one last ran.
-		last, _ := rc.Value(MutatingWebhookName).([]byte)
-		now, _ := encodeObject(a.GetObject(), a)
-		if last != nil && bytes.Equal(last, now) {
-			return nil
-		}
-		var again []*webhookSpec
-		for _, w := range matching {
-			if w.reinvocationPolicy == admissionregistrationv1.IfNeededReinvocationPolicy {
-				again = append(again, w)
+			if ok, err = m.conditions.matches(ctx, w, a, "admit"); err != nil {
+				return err
 			}
 		}
-		_, err := m.runAll(ctx, again, a, o)
-		return err
-	}
-
-	changedAfter, err := m.runAll(ctx, matching, a, o)
-	if err != nil {
-		return err
-	}
-	var again []*webhookSpec
-	for i, w := range matching {
-		if w.reinvocationPolicy == admissionregistrationv1.IfNeededReinvocationPolicy && changedAfter[i] {
-			again = append(again, w)
+		key := w.config + "/" + w.name
+		if !ok || (reinvoke && !state.again.Has(key)) {
+			continue
 		}
-	}
-	if len(again) > 0 {
-		if _, err := m.runAll(ctx, again, a, o); err != nil {
-			return err
+		changed, err := m.mutate(ctx, w, a, o)
+		if changed {
+			state.changed()
+			if rc != nil {
+				rc.SetShouldReinvoke()
+			}
 		}
-	}
-	if rc != nil {
-		snap, _ := encodeObject(a.GetObject(), a)
-		rc.SetValue(MutatingWebhookName, snap)
+		if w.reinvocationPolicy == admissionregistrationv1.IfNeededReinvocationPolicy {
+			if state.invoked == nil {
+				state.invoked = sets.New[string]()
+			}
+			state.invoked.Insert(key)
+		}
+		if err != nil {
+			if err := m.outcome(ctx, w, err); err != nil {
+				return err
+			}
+		}
 	}
 	return nil
 }
 
-// runAll calls the webhooks in order, applying patches (and, as upstream,
-// defaulting the patched object with o's defaulter when o is given);
-// changedAfter[i] reports whether a later webhook in this run changed the object.
-func (m *MutatingWebhook) runAll(ctx context.Context, hooks []*webhookSpec, a admission.Attributes, o admission.ObjectInterfaces) ([]bool, error) {
-	changedAfter := make([]bool, len(hooks))
-	for i, w := range hooks {
-		resp, err := m.call(ctx, w, a)
-		if err != nil {
-			return nil, err
-		}
-		if resp == nil || len(resp.Patch) == 0 {
-			continue
-		}
-		changed, err := applyPatch(a, resp)
-		if err != nil {
-			if w.failOpen() {
-				m.log.Warn("webhook patch failed; failurePolicy Ignore", "configuration", w.config, "webhook", w.name, "err", err)
-				continue
-			}
-			return nil, callFailed(w.name, err)
-		}
-		if changed && o != nil && o.GetObjectDefaulter() != nil {
-			o.GetObjectDefaulter().Default(a.GetObject())
-		}
-		if changed {
-			for j := 0; j < i; j++ {
-				changedAfter[j] = true
-			}
-		}
-	}
-	return changedAfter, nil
-}
-
-// applyPatch applies a JSONPatch response to the request's object in place
-// and reports whether it changed anything.
-func applyPatch(a admission.Attributes, resp *admissionv1.AdmissionResponse) (bool, error) {
-	if resp.PatchType == nil || *resp.PatchType != admissionv1.PatchTypeJSONPatch {
-		return false, fmt.Errorf("unsupported patch type %v", resp.PatchType)
-	}
-	obj := a.GetObject()
-	if obj == nil {
-		return false, fmt.Errorf("webhook returned a patch for a request without an object")
+// mutate calls one webhook and applies its patch to the request's object
+// in place (defaulting it with o's defaulter, as upstream); it reports
+// whether the object changed.
+func (m *MutatingWebhook) mutate(ctx context.Context, w *webhookSpec, a admission.Attributes, o admission.ObjectInterfaces) (bool, error) {
+	resp, err := m.call(ctx, w, a, true)
+	if err != nil || len(resp.Patch) == 0 {
+		return false, err
 	}
 	patch, err := jsonpatch.DecodePatch(resp.Patch)
 	if err != nil {
-		return false, fmt.Errorf("decode patch: %w", err)
+		return false, &callFailure{webhook: w.name, reason: fmt.Errorf("received undecodable patch in webhook response: %w", err)}
 	}
-	before, err := encodeObject(obj, a)
+	if len(patch) == 0 {
+		return false, nil
+	}
+	obj := a.GetObject()
+	if obj == nil {
+		return false, apierrors.NewInternalError(fmt.Errorf("admission webhook %q attempted to modify the object, which is not supported for this operation", w.name))
+	}
+	if resp.PatchType != admissionv1.PatchTypeJSONPatch {
+		return false, &callFailure{webhook: w.name, reason: fmt.Errorf("unsupported patch type %q", resp.PatchType)}
+	}
+	before, err := requestObject(obj, a)
 	if err != nil {
-		return false, err
+		return false, apierrors.NewInternalError(err)
 	}
 	after, err := patch.Apply(before)
 	if err != nil {
-		return false, fmt.Errorf("apply patch: %w", err)
+		return false, apierrors.NewInternalError(fmt.Errorf("admission webhook %q: apply patch: %w", w.name, err))
 	}
-	if bytes.Equal(before, after) {
-		return false, nil
+	patched, ok := reflect.New(reflect.TypeOf(obj).Elem()).Interface().(runtime.Object)
+	if !ok {
+		return false, apierrors.NewInternalError(fmt.Errorf("cannot patch a %T", obj))
 	}
-	if err := decodeInto(obj, after); err != nil {
-		return false, err
+	if err := json.Unmarshal(after, patched); err != nil {
+		return false, apierrors.NewInternalError(fmt.Errorf("admission webhook %q: decode patched object: %w", w.name, err))
 	}
-	return true, nil
-}
-
-// decodeInto replaces *obj with the decoded JSON, keeping obj's TypeMeta.
-func decodeInto(obj runtime.Object, data []byte) error {
-	gvk := obj.GetObjectKind().GroupVersionKind()
-	fresh := reflect.New(reflect.TypeOf(obj).Elem()).Interface()
-	if err := json.Unmarshal(data, fresh); err != nil {
-		return fmt.Errorf("decode patched object: %w", err)
+	patched.GetObjectKind().SetGroupVersionKind(obj.GetObjectKind().GroupVersionKind())
+	if o != nil && o.GetObjectDefaulter() != nil {
+		o.GetObjectDefaulter().Default(patched)
 	}
-	reflect.ValueOf(obj).Elem().Set(reflect.ValueOf(fresh).Elem())
-	obj.GetObjectKind().SetGroupVersionKind(gvk)
-	return nil
+	changed := !apiequality.Semantic.DeepEqual(obj, patched)
+	// The apiserver holds obj: replace its content in place.
+	reflect.ValueOf(obj).Elem().Set(reflect.ValueOf(patched).Elem())
+	return changed, nil
 }
 
 // ValidatingWebhook calls the ValidatingWebhookConfigurations' matching
@@ -336,13 +383,19 @@ func (v *ValidatingWebhook) Validate(ctx context.Context, a admission.Attributes
 		for _, w := range c.Webhooks {
 			s := &webhookSpec{config: c.Name, name: w.Name, clientConfig: w.ClientConfig, rules: w.Rules,
 				failurePolicy: admissionregistrationv1.Fail, namespaceSelector: w.NamespaceSelector, objectSelector: w.ObjectSelector,
-				sideEffects: w.SideEffects, timeoutSeconds: w.TimeoutSeconds, reviewVersions: w.AdmissionReviewVersions}
+				sideEffects: w.SideEffects, timeoutSeconds: w.TimeoutSeconds, reviewVersions: w.AdmissionReviewVersions,
+				matchConditions: w.MatchConditions}
 			if w.FailurePolicy != nil {
 				s.failurePolicy = *w.FailurePolicy
 			}
-			ok, err := webhookMatches(s, a, v.namespaces)
+			ok, err := webhookMatches(ctx, s, a, v.namespace)
 			if err != nil {
-				return apierrors.NewInternalError(err)
+				return matchError(err)
+			}
+			if ok {
+				if ok, err = v.conditions.matches(ctx, s, a, "validate"); err != nil {
+					return err
+				}
 			}
 			if ok {
 				hooks = append(hooks, s)
@@ -355,7 +408,9 @@ func (v *ValidatingWebhook) Validate(ctx context.Context, a admission.Attributes
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			_, errs[i] = v.call(ctx, w, a)
+			if _, err := v.call(ctx, w, a, false); err != nil {
+				errs[i] = v.outcome(ctx, w, err)
+			}
 		}()
 	}
 	wg.Wait()

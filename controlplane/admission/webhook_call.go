@@ -11,6 +11,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"reflect"
 	"strconv"
 	"sync"
 	"time"
@@ -23,33 +24,65 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/uuid"
 	"k8s.io/apiserver/pkg/admission"
+	webhookrequest "k8s.io/apiserver/pkg/admission/plugin/webhook/request"
+	"k8s.io/apiserver/pkg/util/proxy"
+	corelisters "k8s.io/client-go/listers/core/v1"
+	discoverylisters "k8s.io/client-go/listers/discovery/v1"
 )
 
 // defaultWebhookTimeout applies when a webhook sets no timeoutSeconds.
 const defaultWebhookTimeout = 10 * time.Second
 
-// ServiceResolver turns a webhook's service reference into a URL.
+// maxResponseSize bounds a webhook's response body.
+const maxResponseSize = 3 << 20
+
+// ServiceResolver turns a webhook's clientConfig.service into the URL
+// (scheme and host:port) to call.
 type ServiceResolver func(namespace, name string, port int32) (*url.URL, error)
 
-// DefaultServiceResolver resolves to https://NAME.NAMESPACE.svc:PORT.
+// DefaultServiceResolver resolves to https://NAME.NAMESPACE.svc:PORT,
+// for clusters whose DNS names Services on the server's host.
 func DefaultServiceResolver(namespace, name string, port int32) (*url.URL, error) {
 	return &url.URL{Scheme: "https", Host: name + "." + namespace + ".svc:" + strconv.Itoa(int(port))}, nil
 }
 
-// webhookClients caches one HTTP client per CA bundle.
+// EndpointServiceResolver resolves a Service to one of its ready
+// endpoints, found through its EndpointSlices (the service port's name
+// picks the endpoint port), as kube-apiserver does with
+// --enable-aggregator-routing. berth runs no service proxy on the server's
+// host, so a cluster IP would not route from there.
+func EndpointServiceResolver(services corelisters.ServiceLister, slices discoverylisters.EndpointSliceLister) ServiceResolver {
+	return func(namespace, name string, port int32) (*url.URL, error) {
+		getter, err := proxy.NewEndpointSliceListerGetter(slices)
+		if err != nil {
+			return nil, err
+		}
+		return proxy.ResolveEndpoint(services, getter, namespace, name, port)
+	}
+}
+
+// webhookTarget is where and how one webhook is called.
+type webhookTarget struct {
+	url *url.URL
+	// serverName is what the serving certificate must name: the URL's
+	// host, or NAME.NAMESPACE.svc for a service reference.
+	serverName string
+}
+
+// webhookClients caches one HTTP client per CA bundle and server name.
 type webhookClients struct {
 	mu      sync.Mutex
 	clients map[[32]byte]*http.Client
 }
 
-func (c *webhookClients) get(caBundle []byte) (*http.Client, error) {
-	key := sha256.Sum256(caBundle)
+func (c *webhookClients) get(caBundle []byte, serverName string) (*http.Client, error) {
+	key := sha256.Sum256(append(append([]byte(serverName), 0), caBundle...))
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if cl, ok := c.clients[key]; ok {
 		return cl, nil
 	}
-	tlsConfig := &tls.Config{MinVersion: tls.VersionTLS12}
+	tlsConfig := &tls.Config{MinVersion: tls.VersionTLS12, ServerName: serverName}
 	if len(caBundle) > 0 {
 		pool := x509.NewCertPool()
 		if !pool.AppendCertsFromPEM(caBundle) {
@@ -57,7 +90,7 @@ func (c *webhookClients) get(caBundle []byte) (*http.Client, error) {
 		}
 		tlsConfig.RootCAs = pool
 	}
-	cl := &http.Client{Transport: &http.Transport{TLSClientConfig: tlsConfig, ForceAttemptHTTP2: true, MaxIdleConnsPerHost: 16}}
+	cl := &http.Client{Transport: &http.Transport{TLSClientConfig: tlsConfig, ForceAttemptHTTP2: true, MaxIdleConnsPerHost: 16, Proxy: nil}}
 	if c.clients == nil {
 		c.clients = map[[32]byte]*http.Client{}
 	}
@@ -65,8 +98,9 @@ func (c *webhookClients) get(caBundle []byte) (*http.Client, error) {
 	return cl, nil
 }
 
-// webhookURL is the URL a webhook is called at.
-func webhookURL(w *webhookSpec, resolve ServiceResolver) (*url.URL, error) {
+// target is where a webhook is called: clientConfig.url as given, or
+// clientConfig.service resolved (port default 443, path appended).
+func target(w *webhookSpec, resolve ServiceResolver) (*webhookTarget, error) {
 	cc := w.clientConfig
 	switch {
 	case cc.URL != nil:
@@ -77,7 +111,7 @@ func webhookURL(w *webhookSpec, resolve ServiceResolver) (*url.URL, error) {
 		if u.Scheme != "https" {
 			return nil, fmt.Errorf("clientConfig.url: scheme must be https, got %q", u.Scheme)
 		}
-		return u, nil
+		return &webhookTarget{url: u, serverName: u.Hostname()}, nil
 	case cc.Service != nil:
 		port := int32(443)
 		if cc.Service.Port != nil {
@@ -85,43 +119,58 @@ func webhookURL(w *webhookSpec, resolve ServiceResolver) (*url.URL, error) {
 		}
 		u, err := resolve(cc.Service.Namespace, cc.Service.Name, port)
 		if err != nil {
-			return nil, fmt.Errorf("resolve service %s/%s: %w", cc.Service.Namespace, cc.Service.Name, err)
+			return nil, fmt.Errorf("clientConfig.service %s/%s port %d: %w", cc.Service.Namespace, cc.Service.Name, port, err)
 		}
 		if cc.Service.Path != nil {
 			u.Path = *cc.Service.Path
 		}
-		return u, nil
+		return &webhookTarget{url: u, serverName: cc.Service.Name + "." + cc.Service.Namespace + ".svc"}, nil
 	default:
 		return nil, fmt.Errorf("clientConfig needs url or service")
 	}
 }
 
 // encodeObject renders an object as the webhook sees it, with apiVersion
-// and kind set.
-func encodeObject(obj runtime.Object, a admission.Attributes) ([]byte, error) {
-	if obj == nil {
+// and kind set (gvk when the object has none).
+func encodeObject(obj runtime.Object, gvkOf func() (string, string)) ([]byte, error) {
+	if obj == nil || (reflect.ValueOf(obj).Kind() == reflect.Pointer && reflect.ValueOf(obj).IsNil()) {
 		return nil, nil
 	}
 	c := obj.DeepCopyObject()
-	c.GetObjectKind().SetGroupVersionKind(a.GetKind())
+	if c.GetObjectKind().GroupVersionKind().Empty() {
+		apiVersion, kind := gvkOf()
+		tm := metav1.TypeMeta{APIVersion: apiVersion, Kind: kind}
+		c.GetObjectKind().SetGroupVersionKind(tm.GroupVersionKind())
+	}
 	return json.Marshal(c)
+}
+
+// requestObject encodes the request's object (or old object) as of kind a.GetKind().
+func requestObject(obj runtime.Object, a admission.Attributes) ([]byte, error) {
+	return encodeObject(obj, func() (string, string) { return a.GetKind().GroupVersion().String(), a.GetKind().Kind })
+}
+
+// optionsObject encodes the operation's options (CreateOptions,
+// UpdateOptions, DeleteOptions, ...) as meta.k8s.io/v1 objects.
+func optionsObject(opts runtime.Object) ([]byte, error) {
+	return encodeObject(opts, func() (string, string) {
+		return metav1.SchemeGroupVersion.String(), reflect.Indirect(reflect.ValueOf(opts)).Type().Name()
+	})
 }
 
 // newReview builds the AdmissionReview v1 request for a.
 func newReview(a admission.Attributes) (*admissionv1.AdmissionReview, error) {
-	obj, err := encodeObject(a.GetObject(), a)
+	obj, err := requestObject(a.GetObject(), a)
 	if err != nil {
 		return nil, fmt.Errorf("encode object: %w", err)
 	}
-	old, err := encodeObject(a.GetOldObject(), a)
+	old, err := requestObject(a.GetOldObject(), a)
 	if err != nil {
 		return nil, fmt.Errorf("encode old object: %w", err)
 	}
-	var opts []byte
-	if o := a.GetOperationOptions(); o != nil {
-		if opts, err = json.Marshal(o); err != nil {
-			return nil, fmt.Errorf("encode options: %w", err)
-		}
+	opts, err := optionsObject(a.GetOperationOptions())
+	if err != nil {
+		return nil, fmt.Errorf("encode options: %w", err)
 	}
 	kind := metav1.GroupVersionKind{Group: a.GetKind().Group, Version: a.GetKind().Version, Kind: a.GetKind().Kind}
 	res := metav1.GroupVersionResource{Group: a.GetResource().Group, Version: a.GetResource().Version, Resource: a.GetResource().Resource}
@@ -157,98 +206,98 @@ func newReview(a admission.Attributes) (*admissionv1.AdmissionReview, error) {
 	}, nil
 }
 
-// callWebhook sends the review and returns the webhook's response. Any
-// error here is a call failure, subject to the webhook's failurePolicy.
-func callWebhook(ctx context.Context, w *webhookSpec, a admission.Attributes, clients *webhookClients, resolve ServiceResolver) (*admissionv1.AdmissionResponse, error) {
+// callFailure is a webhook call that did not produce a usable answer
+// (unreachable, timed out, an error status, an invalid response): the
+// webhook's failurePolicy decides whether it refuses the request.
+type callFailure struct {
+	webhook string
+	reason  error
+}
+
+func (e *callFailure) Error() string {
+	return fmt.Sprintf("failed calling webhook %q: %v", e.webhook, e.reason)
+}
+
+func (e *callFailure) Unwrap() error { return e.reason }
+
+// callWebhook sends the review and returns the webhook's verified
+// response. Errors are *callFailure.
+func callWebhook(ctx context.Context, w *webhookSpec, a admission.Attributes, clients *webhookClients, resolve ServiceResolver, mutating bool) (*webhookrequest.AdmissionResponse, error) {
+	fail := func(format string, args ...any) error {
+		return &callFailure{webhook: w.name, reason: fmt.Errorf(format, args...)}
+	}
 	v1OK := false
 	for _, v := range w.reviewVersions {
 		v1OK = v1OK || v == "v1"
 	}
 	if !v1OK {
-		return nil, fmt.Errorf("webhook does not accept v1 AdmissionReview (admissionReviewVersions %v)", w.reviewVersions)
+		return nil, fail("webhook does not accept v1 AdmissionReview (admissionReviewVersions %v)", w.reviewVersions)
 	}
-	u, err := webhookURL(w, resolve)
+	tgt, err := target(w, resolve)
 	if err != nil {
-		return nil, err
+		return nil, fail("%w", err)
 	}
-	client, err := clients.get(w.clientConfig.CABundle)
+	client, err := clients.get(w.clientConfig.CABundle, tgt.serverName)
 	if err != nil {
-		return nil, err
+		return nil, fail("%w", err)
 	}
 	timeout := defaultWebhookTimeout
 	if w.timeoutSeconds != nil && *w.timeoutSeconds > 0 {
 		timeout = time.Duration(*w.timeoutSeconds) * time.Second
 	}
-	q := u.Query()
-	q.Set("timeout", timeout.String())
-	u.RawQuery = q.Encode()
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
+	// As upstream, the webhook learns its deadline (whole seconds, rounded up).
+	if deadline, ok := ctx.Deadline(); ok {
+		if left := time.Until(deadline); left > 0 {
+			if whole := left.Truncate(time.Second); whole != left {
+				left = whole + time.Second
+			}
+			q := tgt.url.Query()
+			q.Set("timeout", left.String())
+			tgt.url.RawQuery = q.Encode()
+		}
+	}
 
 	review, err := newReview(a)
 	if err != nil {
-		return nil, err
+		return nil, fail("could not create admission objects: %w", err)
 	}
 	body, err := json.Marshal(review)
 	if err != nil {
-		return nil, err
+		return nil, fail("could not create admission objects: %w", err)
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, u.String(), bytes.NewReader(body))
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, tgt.url.String(), bytes.NewReader(body))
 	if err != nil {
-		return nil, err
+		return nil, fail("%w", err)
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "application/json")
 	resp, err := client.Do(req)
 	if err != nil {
-		return nil, fmt.Errorf("failed to call webhook: %w", err)
+		return nil, fail("failed to call webhook: %w", err)
 	}
 	defer resp.Body.Close()
-	raw, err := io.ReadAll(io.LimitReader(resp.Body, 3<<20))
+	raw, err := io.ReadAll(io.LimitReader(resp.Body, maxResponseSize))
 	if err != nil {
-		return nil, fmt.Errorf("failed to read webhook response: %w", err)
+		return nil, fail("failed to call webhook: %w", err)
 	}
 	if resp.StatusCode != http.StatusOK {
-		return nil, fmt.Errorf("failed to call webhook: the server responded with status %d: %s", resp.StatusCode, bytes.TrimSpace(raw))
+		return nil, fail("failed to call webhook: the server responded with status %d: %s", resp.StatusCode, bytes.TrimSpace(raw))
 	}
 	var out admissionv1.AdmissionReview
 	if err := json.Unmarshal(raw, &out); err != nil {
-		return nil, fmt.Errorf("received invalid webhook response: %w", err)
+		return nil, fail("received invalid webhook response: %w", err)
 	}
-	if out.Response == nil {
-		return nil, fmt.Errorf("webhook response was absent")
+	verified, err := webhookrequest.VerifyAdmissionResponse(review.Request.UID, mutating, &out)
+	if err != nil {
+		return nil, fail("received invalid webhook response: %w", err)
 	}
-	if out.Response.UID != review.Request.UID {
-		return nil, fmt.Errorf("expected response.uid=%q, got %q", review.Request.UID, out.Response.UID)
-	}
-	return out.Response, nil
+	return verified, nil
 }
 
-// denied turns a webhook's refusal into the API error upstream returns.
-func denied(webhook string, result *metav1.Status) error {
-	st := metav1.Status{Status: metav1.StatusFailure}
-	if result != nil {
-		st = *result.DeepCopy()
-	}
-	if st.Code < http.StatusBadRequest {
-		st.Code = http.StatusBadRequest
-	}
-	if st.Status == "" || st.Status == metav1.StatusSuccess {
-		st.Status = metav1.StatusFailure
-	}
-	prefix := fmt.Sprintf("admission webhook %q denied the request", webhook)
-	switch {
-	case st.Message != "":
-		st.Message = prefix + ": " + st.Message
-	case st.Reason != "":
-		st.Message = prefix + ": " + string(st.Reason)
-	default:
-		st.Message = prefix + " without explanation"
-	}
-	return &apierrors.StatusError{ErrStatus: st}
-}
-
-// callFailed is the error for a call that failed under failurePolicy Fail.
-func callFailed(webhook string, err error) error {
-	return apierrors.NewInternalError(fmt.Errorf("failed calling webhook %q: %w", webhook, err))
+// failedCall is the error of a failed call under failurePolicy Fail: 500,
+// "failed calling webhook ...", as kube-apiserver answers.
+func failedCall(err error) error {
+	return apierrors.NewInternalError(err)
 }

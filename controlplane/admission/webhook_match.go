@@ -1,16 +1,16 @@
 package admission
 
 import (
+	"context"
 	"fmt"
-	"strings"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apiserver/pkg/admission"
-	corelisters "k8s.io/client-go/listers/core/v1"
+	"k8s.io/apiserver/pkg/admission/plugin/webhook/predicates/rules"
 )
 
 // webhookSpec is what matching and calling need from a Mutating or
@@ -27,71 +27,27 @@ type webhookSpec struct {
 	timeoutSeconds     *int32
 	reviewVersions     []string
 	reinvocationPolicy admissionregistrationv1.ReinvocationPolicyType
+	matchConditions    []admissionregistrationv1.MatchCondition
 }
 
 func (w *webhookSpec) failOpen() bool {
 	return w.failurePolicy == admissionregistrationv1.Ignore
 }
 
-// ruleMatches reports whether one rule covers the request: operation,
-// group, version, resource ("*" is every resource, "pods/*" every
-// subresource of pods, "*/*" everything) and scope.
-func ruleMatches(r *admissionregistrationv1.RuleWithOperations, a admission.Attributes) bool {
-	opOK := false
-	for _, op := range r.Operations {
-		if op == admissionregistrationv1.OperationAll || string(op) == string(a.GetOperation()) {
-			opOK = true
-			break
-		}
-	}
-	if !opOK {
-		return false
-	}
-	gvr := a.GetResource()
-	if !containsOrStar(r.APIGroups, gvr.Group) || !containsOrStar(r.APIVersions, gvr.Version) {
-		return false
-	}
-	resOK := false
-	for _, res := range r.Resources {
-		name, sub, _ := strings.Cut(res, "/")
-		if (name == "*" || name == gvr.Resource) && (sub == "*" || sub == a.GetSubresource()) {
-			resOK = true
-			break
-		}
-	}
-	if !resOK {
-		return false
-	}
-	if r.Scope == nil || *r.Scope == admissionregistrationv1.AllScopes {
-		return true
-	}
-	namespaced := a.GetNamespace() != ""
-	if isResource(a, namespacesResource, "-") {
-		namespaced = false
-	}
-	return (*r.Scope == admissionregistrationv1.NamespacedScope) == namespaced
-}
-
-func containsOrStar(list []string, v string) bool {
-	for _, s := range list {
-		if s == "*" || s == v {
-			return true
-		}
-	}
-	return false
-}
-
-// webhookMatches applies rules, namespaceSelector and objectSelector.
-// Requests about webhook configurations themselves are never sent to
-// webhooks, so a broken webhook cannot lock its own fix out.
-func webhookMatches(w *webhookSpec, a admission.Attributes, namespaces corelisters.NamespaceLister) (bool, error) {
-	if gr := a.GetResource().GroupResource(); gr.Group == admissionregistrationv1.GroupName &&
-		(gr.Resource == "mutatingwebhookconfigurations" || gr.Resource == "validatingwebhookconfigurations") {
+// webhookMatches applies rules (upstream's matcher), namespaceSelector and
+// objectSelector. Requests about webhook configurations and admission
+// policies are never sent to webhooks, so a broken webhook cannot lock its
+// own fix out.
+func webhookMatches(ctx context.Context, w *webhookSpec, a admission.Attributes, namespace webhookNamespaceFunc) (bool, error) {
+	if rules.IsExemptAdmissionConfigurationResource(a) {
 		return false, nil
 	}
 	ruleOK := false
-	for i := range w.rules {
-		if ruleMatches(&w.rules[i], a) {
+	for _, r := range w.rules {
+		// Operation, group, version, resource ("*" every resource, "pods/*"
+		// every subresource of pods, "*/*" everything) and scope.
+		m := rules.Matcher{Rule: r, Attr: a}
+		if m.Matches() {
 			ruleOK = true
 			break
 		}
@@ -99,13 +55,18 @@ func webhookMatches(w *webhookSpec, a admission.Attributes, namespaces coreliste
 	if !ruleOK {
 		return false, nil
 	}
-	if ok, err := namespaceSelectorMatches(w, a, namespaces); !ok || err != nil {
+	if ok, err := namespaceSelectorMatches(ctx, w, a, namespace); !ok || err != nil {
 		return ok, err
 	}
 	return objectSelectorMatches(w, a)
 }
 
-func namespaceSelectorMatches(w *webhookSpec, a admission.Attributes, namespaces corelisters.NamespaceLister) (bool, error) {
+// webhookNamespaceFunc finds a namespace by name.
+type webhookNamespaceFunc func(ctx context.Context, name string) (*corev1.Namespace, error)
+
+// namespaceSelectorMatches applies namespaceSelector. As upstream, a
+// request in a namespace that does not exist is refused with 404.
+func namespaceSelectorMatches(ctx context.Context, w *webhookSpec, a admission.Attributes, namespace webhookNamespaceFunc) (bool, error) {
 	sel, err := selectorOf(w.namespaceSelector)
 	if err != nil {
 		return false, fmt.Errorf("webhook %q: namespaceSelector: %w", w.name, err)
@@ -126,10 +87,7 @@ func namespaceSelectorMatches(w *webhookSpec, a admission.Attributes, namespaces
 		// Cluster-scoped objects are not subject to namespace selectors.
 		return true, nil
 	default:
-		ns, err := namespaces.Get(a.GetNamespace())
-		if apierrors.IsNotFound(err) {
-			return false, nil
-		}
+		ns, err := namespace(ctx, a.GetNamespace())
 		if err != nil {
 			return false, err
 		}

@@ -5,7 +5,8 @@
 //
 // It is an http.Handler; TLS and the listener belong to the caller
 // (controlplane/server). Authentication happens here (Config.Authenticator):
-// every request except /healthz, /livez and /readyz needs a credential.
+// every request except /healthz, /livez and /readyz needs a credential;
+// then Config.Authorizer decides (403 Forbidden in upstream's wording).
 package apiserver
 
 import (
@@ -23,6 +24,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/serializer"
 	"k8s.io/apimachinery/pkg/util/managedfields"
 	"k8s.io/apimachinery/pkg/util/sets"
+	"k8s.io/apiserver/pkg/authorization/authorizer"
 	genericapirequest "k8s.io/apiserver/pkg/endpoints/request"
 	"k8s.io/apiserver/pkg/warning"
 
@@ -39,6 +41,9 @@ type Config struct {
 	Resources []*Resource
 	// Authenticator identifies the caller of each request.
 	Authenticator Authenticator
+	// Authorizer decides whether the caller may make the request (403
+	// Forbidden otherwise); nil allows every authenticated request.
+	Authorizer authorizer.Authorizer
 	// Namespaces, when set, enforces namespace lifecycle on creates of
 	// namespaced resources: no creates in a missing or terminating namespace.
 	Namespaces NamespaceChecker
@@ -175,12 +180,20 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		h.writeError(rw, r, apierrors.NewUnauthorized("Unauthorized"))
 		return
 	}
+	if user, err = h.impersonate(r, user); err != nil {
+		h.writeError(rw, r, err)
+		return
+	}
 	ctx := genericapirequest.WithRequestInfo(r.Context(), info)
 	ctx = genericapirequest.WithUser(ctx, user)
 	warnings := &warningRecorder{}
 	ctx = warning.WithWarningRecorder(ctx, warnings)
 	rw.warnings = warnings
 	r = r.WithContext(ctx)
+	if err := h.authorize(r); err != nil {
+		h.writeError(rw, r, err)
+		return
+	}
 
 	if !info.IsResourceRequest {
 		h.serveNonResource(rw, r)

@@ -1,9 +1,6 @@
 package apiserver
 
 import (
-	"crypto/tls"
-	"crypto/x509"
-	"crypto/x509/pkix"
 	"errors"
 	"net/http"
 	"net/http/httptest"
@@ -75,33 +72,5 @@ func TestWarningRecorder(t *testing.T) {
 	got := w.list()
 	if len(got) != 1 || got[0] != `299 - "unknown field \"spec.x\""` {
 		t.Fatalf("warnings %q", got)
-	}
-}
-
-func TestCertOrTokenAuthenticator(t *testing.T) {
-	a := CertOrTokenAuthenticator{ValidToken: func(tok string) bool { return tok == "secret" }}
-	req := httptest.NewRequest(http.MethodGet, "/api", nil)
-	if _, ok := a.Authenticate(req); ok {
-		t.Fatal("anonymous request authenticated")
-	}
-	req.Header.Set("Authorization", "Bearer wrong")
-	if _, ok := a.Authenticate(req); ok {
-		t.Fatal("wrong token authenticated")
-	}
-	req.Header.Set("Authorization", "Bearer secret")
-	if u, ok := a.Authenticate(req); !ok || u.GetName() != AgentUser {
-		t.Fatalf("token: %v %v", u, ok)
-	}
-	req = httptest.NewRequest(http.MethodGet, "/api", nil)
-	cert := &x509.Certificate{Subject: pkix.Name{CommonName: "alice", Organization: []string{"devs"}}}
-	req.TLS = &tls.ConnectionState{VerifiedChains: [][]*x509.Certificate{{cert}}}
-	u, ok := a.Authenticate(req)
-	if !ok || u.GetName() != "alice" || u.GetGroups()[0] != "devs" {
-		t.Fatalf("certificate: %v %v", u, ok)
-	}
-	// A presented but unverified certificate is no credential.
-	req.TLS = &tls.ConnectionState{PeerCertificates: []*x509.Certificate{cert}}
-	if _, ok := a.Authenticate(req); ok {
-		t.Fatal("unverified certificate authenticated")
 	}
 }

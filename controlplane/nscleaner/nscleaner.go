@@ -123,7 +123,8 @@ func (c *cleaner) clean(ctx context.Context, name string) (bool, error) {
 	nsCtx := genericapirequest.WithNamespace(ctx, name)
 	remaining := 0
 	for _, res := range c.cfg.Resources.Resources {
-		if !res.Namespaced {
+		if !res.Namespaced || res.Verbs != nil {
+			// Cluster-scoped, or not stored (localsubjectaccessreviews).
 			continue
 		}
 		list, err := res.Store.List(nsCtx, &metainternalversion.ListOptions{})

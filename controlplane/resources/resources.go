@@ -45,6 +45,9 @@ type Config struct {
 	// NodeTransport carries proxied pod log/exec/attach/portforward requests
 	// to the node agents (TLS, with the apiserver's client certificate).
 	NodeTransport http.RoundTripper
+	// ServiceAccountTokens, when set, serves serviceaccounts/token (the
+	// TokenRequest API).
+	ServiceAccountTokens *TokenRequestConfig
 }
 
 // Set is the built resources; Destroy releases their storage.
@@ -296,6 +299,11 @@ func Build(cfg Config) (_ *Set, err error) {
 		}
 		set.Resources = append(set.Resources, res)
 		set.ByGVR[res.GroupVersionResource()] = res
+	}
+	if cfg.ServiceAccountTokens != nil {
+		if err := serveTokenRequest(set, *cfg.ServiceAccountTokens); err != nil {
+			return nil, err
+		}
 	}
 	ssr := selfSubjectReviews()
 	set.Resources = append(set.Resources, ssr)

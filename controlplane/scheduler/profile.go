@@ -25,6 +25,8 @@ type Profile struct {
 	Filter    []fw.FilterPlugin
 	PreScore  []fw.PreScorePlugin
 	Score     []WeightedScorePlugin
+	// PreBind runs in the binding goroutine before the Binding is posted.
+	PreBind []fw.PreBindPlugin
 }
 
 // DefaultProfile is upstream's default profile restricted to the plugins

@@ -101,6 +101,10 @@ func (s *Scheduler) observe(result string, start time.Time) {
 // on failure it forgets the assumed pod and requeues it with back-off
 // (unless the pod is gone).
 func (s *Scheduler) bind(ctx context.Context, qp *QueuedPodInfo, assumed *v1.Pod, start time.Time) {
+	if err := s.preBind(ctx, assumed); err != nil {
+		s.bindFailed(ctx, qp, assumed, start, err, false)
+		return
+	}
 	b := &v1.Binding{
 		ObjectMeta: metav1.ObjectMeta{Namespace: assumed.Namespace, Name: assumed.Name, UID: assumed.UID},
 		Target:     v1.ObjectReference{Kind: "Node", Name: assumed.Spec.NodeName},
@@ -111,6 +115,26 @@ func (s *Scheduler) bind(ctx context.Context, qp *QueuedPodInfo, assumed *v1.Pod
 		s.recorder.Eventf(assumed, nil, v1.EventTypeNormal, ReasonScheduled, "Binding", "Successfully assigned %v/%v to %v", assumed.Namespace, assumed.Name, assumed.Spec.NodeName)
 		return
 	}
+	s.bindFailed(ctx, qp, assumed, start, err, apierrors.IsNotFound(err))
+}
+
+// preBind runs the profile's PreBind plugins in order; the first failure
+// fails the binding.
+func (s *Scheduler) preBind(ctx context.Context, assumed *v1.Pod) error {
+	for _, p := range s.algorithm.Profile.PreBind {
+		if st := p.PreBind(ctx, assumed, assumed.Spec.NodeName); !st.IsSuccess() {
+			if err := st.AsError(); err != nil {
+				return fmt.Errorf("running PreBind plugin %q: %w", p.Name(), err)
+			}
+			return fmt.Errorf("running PreBind plugin %q: %s", p.Name(), st.Message())
+		}
+	}
+	return nil
+}
+
+// bindFailed forgets the assumed pod and requeues it with back-off (unless
+// podGone).
+func (s *Scheduler) bindFailed(ctx context.Context, qp *QueuedPodInfo, assumed *v1.Pod, start time.Time, err error, podGone bool) {
 	s.cache.ForgetPod(assumed)
 	s.queue.MoveAllToActiveOrBackoffQueue(nil)
 	s.observe(resultError, start)
@@ -118,7 +142,7 @@ func (s *Scheduler) bind(ctx context.Context, qp *QueuedPodInfo, assumed *v1.Pod
 		return
 	}
 	s.log.Info("binding failed", "pod", podKey(assumed), "node", assumed.Spec.NodeName, "err", err)
-	if apierrors.IsNotFound(err) {
+	if podGone {
 		s.queue.Done(qp.Pod)
 		return
 	}

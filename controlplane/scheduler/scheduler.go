@@ -177,6 +177,9 @@ func New(cfg Config) (*Scheduler, error) {
 		return nil, fmt.Errorf("scheduler: node event handler: %w", err)
 	}
 	s.synced = []cache.InformerSynced{podInf.HasSynced, nodeInf.HasSynced, nsInf.HasSynced}
+	if err := s.addVolumeBinding(); err != nil {
+		return nil, err
+	}
 	return s, nil
 }
 

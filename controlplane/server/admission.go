@@ -32,19 +32,22 @@ var AdmissionPlugins = []string{
 	berthadmission.NodeRestrictionName,
 	berthadmission.PodSecurityName,
 	berthadmission.DefaultTolerationSecondsName,
+	berthadmission.DefaultStorageClassName,
 	berthadmission.MutatingWebhookName,
 	berthadmission.ValidatingWebhookName,
 	berthadmission.ResourceQuotaName,
 }
 
-// DefaultAdmissionPlugins are enabled unless disabled. ServiceAccount is
-// off (its token volumes need the TokenRequest API, not served yet), and so
-// is NodeRestriction (it needs node authorization, not wired yet).
+// DefaultAdmissionPlugins are enabled unless disabled: every plugin, as
+// upstream's recommended set.
 var DefaultAdmissionPlugins = []string{
 	berthadmission.NamespaceLifecycleName,
 	berthadmission.LimitRangerName,
+	berthadmission.ServiceAccountName,
+	berthadmission.NodeRestrictionName,
 	berthadmission.PodSecurityName,
 	berthadmission.DefaultTolerationSecondsName,
+	berthadmission.DefaultStorageClassName,
 	berthadmission.MutatingWebhookName,
 	berthadmission.ValidatingWebhookName,
 	berthadmission.ResourceQuotaName,
@@ -135,6 +138,8 @@ func (s *Server) newAdmission(rc *rest.Config, namespaces *genericregistry.Store
 			p, err = berthadmission.NewPodSecurity(cfg.PodSecurity)
 		case berthadmission.DefaultTolerationSecondsName:
 			p = berthadmission.NewDefaultTolerationSeconds()
+		case berthadmission.DefaultStorageClassName:
+			p, err = berthadmission.NewDefaultStorageClass(factory.Storage().V1().StorageClasses().Lister())
 		case berthadmission.MutatingWebhookName:
 			p, err = berthadmission.NewMutatingWebhook(cfg.Webhooks)
 		case berthadmission.ValidatingWebhookName:
@@ -157,7 +162,7 @@ func (s *Server) newAdmission(rc *rest.Config, namespaces *genericregistry.Store
 		}
 		plugins = append(plugins, p)
 	}
-	setup.chain = readyChain{chain: admission.NewChainHandler(plugins...), synced: informersSynced(factory)}
+	setup.chain = readyChain{chain: berthadmission.NewReinvocationHandler(admission.NewChainHandler(plugins...)), synced: informersSynced(factory)}
 	setup.comps = append([]component{{name: "admission-informers", run: func(ctx context.Context) error {
 		factory.Start(ctx.Done())
 		<-ctx.Done()
@@ -217,6 +222,7 @@ func informersSynced(f informers.SharedInformerFactory) []cache.InformerSynced {
 		core.Namespaces().Informer(), core.LimitRanges().Informer(), core.ServiceAccounts().Informer(),
 		core.Pods().Informer(), core.ResourceQuotas().Informer(),
 		reg.MutatingWebhookConfigurations().Informer(), reg.ValidatingWebhookConfigurations().Informer(),
+		core.Services().Informer(), f.Discovery().V1().EndpointSlices().Informer(),
 	} {
 		out = append(out, i.HasSynced)
 	}

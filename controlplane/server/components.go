@@ -111,6 +111,7 @@ func (s *Server) controlPlaneComponents(rc *rest.Config, id string, leaders *lea
 			Controllers:   cfg.Controllers,
 			NodeIPAM:      cfg.NodeIPAM,
 			NodeLifecycle: cfg.NodeLifecycle,
+			RootCA:        rc.CAData, // the cluster CA the loopback client trusts
 			Logger:        cfg.Logger,
 		})
 		if err != nil {

@@ -74,6 +74,16 @@ type Config struct {
 	// DefaultAdmissionPlugins (names of AdmissionPlugins, as
 	// kube-apiserver's --enable-admission-plugins/--disable-admission-plugins).
 	EnableAdmissionPlugins, DisableAdmissionPlugins []string
+	// EncryptionProviderConfig is an EncryptionConfiguration file
+	// (kube-apiserver's --encryption-provider-config): the resources it
+	// lists are encrypted in etcd; empty stores everything in clear.
+	EncryptionProviderConfig string
+	// TokenAuthFile is a static token file (--token-auth-file: CSV lines
+	// token,user,uid[,"group1,group2"]); empty for none.
+	TokenAuthFile string
+	// AnonymousAuth lets requests without credentials through as
+	// system:anonymous (--anonymous-auth); RBAC then decides. Off: 401.
+	AnonymousAuth bool
 	// Logger receives the server's log; nil discards.
 	Logger *slog.Logger
 	// Metrics registers the server's Prometheus metrics; Gatherer serves
@@ -129,6 +139,12 @@ func (c *Config) Validate() error {
 	}
 	if err := validateAdmissionPlugins(c.EnableAdmissionPlugins, c.DisableAdmissionPlugins); err != nil {
 		return fmt.Errorf("%w: %w", err, errdefs.ErrInvalidArgument)
+	}
+	if err := c.validateEncryption(); err != nil {
+		return err
+	}
+	if err := validateAuth(c); err != nil {
+		return err
 	}
 	if c.LeaseDuration == 0 {
 		c.LeaseDuration = manager.DefaultLeaseDuration

@@ -72,6 +72,10 @@ func New(cfg Config) (*Server, error) {
 func (s *Server) Run(ctx context.Context) (err error) {
 	cfg := s.cfg
 	log := cfg.Logger
+	transformers, err := s.encryptionTransformers(ctx, instanceID())
+	if err != nil {
+		return err
+	}
 	addrFile := filepath.Join(cfg.DataDir, ListenAddressFile)
 	if err := os.Remove(addrFile); err != nil && !errors.Is(err, os.ErrNotExist) {
 		return fmt.Errorf("server: %w", err)
@@ -111,7 +115,7 @@ func (s *Server) Run(ctx context.Context) (err error) {
 	defer client.Close()
 
 	sch := scheme.New()
-	factory, err := storage.New(storage.Config{Client: client, Scheme: sch, CompactionInterval: cfg.EtcdCompactionInterval})
+	factory, err := storage.New(storage.Config{Client: client, Scheme: sch, CompactionInterval: cfg.EtcdCompactionInterval, Transformers: transformers})
 	if err != nil {
 		return err
 	}
@@ -121,7 +125,11 @@ func (s *Server) Run(ctx context.Context) (err error) {
 	if err != nil {
 		return err
 	}
-	set, err := resources.Build(resources.Config{Scheme: sch, Storage: factory, NodeTransport: nodeTransport})
+	saTokens, err := newServiceAccountTokens(cfg.DataDir)
+	if err != nil {
+		return err
+	}
+	set, err := resources.Build(resources.Config{Scheme: sch, Storage: factory, NodeTransport: nodeTransport, ServiceAccountTokens: saTokens.tokenRequest()})
 	if err != nil {
 		return err
 	}
@@ -135,6 +143,16 @@ func (s *Server) Run(ctx context.Context) (err error) {
 	advertised := advertisedAddress(cfg, ln.Addr().(*net.TCPAddr))
 
 	loopbackToken, err := newLoopbackToken()
+	if err != nil {
+		ln.Close()
+		return err
+	}
+	saAuth, err := saTokens.authenticator(set)
+	if err != nil {
+		ln.Close()
+		return err
+	}
+	auth, err := s.newAuth(loopbackConfig(kubeconfigHost(ln.Addr().(*net.TCPAddr)), creds.CAPEM, loopbackToken), creds, set, saTokens.audiences, saAuth)
 	if err != nil {
 		ln.Close()
 		return err
@@ -165,7 +183,8 @@ func (s *Server) Run(ctx context.Context) (err error) {
 		Admission:      adm.chain,
 		Scheme:         sch,
 		Resources:      set.Resources,
-		Authenticator:  loopbackAuthenticator{token: loopbackToken, next: apiserver.CertOrTokenAuthenticator{ValidToken: creds.ValidToken}},
+		Authenticator:  loopbackAuthenticator{token: loopbackToken, next: auth.authn},
+		Authorizer:     auth.authz,
 		Namespaces:     nsCheck,
 		OpenAPI:        openapiHandler,
 		TypeConverter:  converter,
@@ -221,7 +240,7 @@ func (s *Server) Run(ctx context.Context) (err error) {
 		ln.Close()
 		return err
 	}
-	comps = append(comps, csrComp)
+	comps = append(comps, csrComp, auth.component())
 	more, err := s.controlPlaneComponents(rc, id, leaders)
 	if err != nil {
 		ln.Close()
@@ -235,19 +254,34 @@ func (s *Server) Run(ctx context.Context) (err error) {
 
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- srv.ServeTLS(ln, "", "") }()
-
+	defer func() {
+		cancelRequests()
+		auth.informers.Shutdown()
+	}()
+	// The components stop before the apiserver does: releasing their
+	// Leases goes through it.
+	sup := startSupervisor(ctx, log, comps)
+	// Clients learn the address only once the default policy, the agent
+	// token's secret and the authorizers' caches are in place (writing the
+	// policy needs admission's caches, filled by the components).
 	local := kubeconfigHost(ln.Addr().(*net.TCPAddr))
+	if err := auth.start(ctx, reqCtx.Done()); err != nil {
+		sup.stop(componentStopTimeout)
+		srv.Close()
+		return err
+	}
 	if err := creds.WriteKubeconfig("https://" + local); err != nil {
+		sup.stop(componentStopTimeout)
+		srv.Close()
 		return err
 	}
 	if err := os.WriteFile(addrFile, []byte(local+"\n"), 0o644); err != nil {
+		sup.stop(componentStopTimeout)
+		srv.Close()
 		return fmt.Errorf("server: %w", err)
 	}
 	defer os.Remove(addrFile)
 	log.Info("berth server serving", "address", bound, "kubeconfig", creds.Path(pki.KubeconfigFile), "etcd", clientCfg.Endpoints, "identity", id)
-	// The components stop before the apiserver does: releasing their
-	// Leases goes through it.
-	sup := startSupervisor(ctx, log, comps)
 
 	var memberErr <-chan error
 	if member != nil {

@@ -20,7 +20,7 @@ import (
 	"k8s.io/apiserver/pkg/storage/etcd3"
 	"k8s.io/apiserver/pkg/storage/storagebackend"
 	"k8s.io/apiserver/pkg/storage/storagebackend/factory"
-	"k8s.io/apiserver/pkg/storage/value/encrypt/identity"
+	"k8s.io/apiserver/pkg/storage/value"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/utils/clock"
 
@@ -43,6 +43,9 @@ type Config struct {
 	CompactionInterval time.Duration
 	// EventsHistoryWindow is how long the watch cache keeps events at least; default 75s.
 	EventsHistoryWindow time.Duration
+	// Transformers encrypt values at rest per resource (see
+	// LoadEncryptionConfig); nil stores every value in clear.
+	Transformers value.ResourceTransformers
 }
 
 // Factory hands out storage per resource. It implements generic.RESTOptionsGetter.
@@ -138,7 +141,7 @@ func (f *Factory) decorate(
 		compactor = f.compactor
 	}
 	store, err := etcd3.New(f.cfg.Client, compactor, config.Codec, newFunc, newListFunc, config.Prefix, resourcePrefix,
-		config.GroupResource, identity.NewEncryptCheckTransformer(), config.LeaseManagerConfig,
+		config.GroupResource, f.transformer(config.GroupResource), config.LeaseManagerConfig,
 		etcd3.NewDefaultDecoder(config.Codec, versioner), versioner)
 	if err != nil {
 		return nil, nil, fmt.Errorf("storage for %s: %w", config.GroupResource, err)

@@ -180,6 +180,9 @@ func (d *Driver) Name() string { return d.cfg.DriverName }
 // Endpoint is the path of the driver's CSI socket.
 func (d *Driver) Endpoint() string { return d.cfg.Endpoint }
 
+// NodeID is the node the driver serves (its CSI node ID).
+func (d *Driver) NodeID() string { return d.cfg.NodeID }
+
 // TopologyKey is the topology segment key whose value is the node ID.
 func (d *Driver) TopologyKey() string { return TopologyKey(d.cfg.DriverName) }
 

@@ -61,6 +61,26 @@ type VolumeData struct {
 	SpecVolumeID string `json:"specVolID,omitempty"`
 	// LifecycleMode is "Persistent" or "Ephemeral" (publish side only).
 	LifecycleMode string `json:"volumeLifecycleMode,omitempty"`
+	// PodNamespace and ClaimName are berth's additions (publish side
+	// only): the pod's namespace and the PersistentVolumeClaim the volume
+	// came through ("" for an inline volume), so volume stats can be
+	// labelled after an agent restart without the pod spec.
+	PodNamespace string `json:"podNamespace,omitempty"`
+	ClaimName    string `json:"persistentVolumeClaim,omitempty"`
+}
+
+// PodVolume names a pod's volume for SetUp: where it is published and
+// what vol_data.json records about it.
+type PodVolume struct {
+	// PodUID and Name (the pod's volume name; a PV's name for a claim)
+	// make the target path. Required, single path components.
+	PodUID, Name string
+	// Ephemeral marks a CSI ephemeral inline volume: it is never staged,
+	// its volume context says so (EphemeralContextKey), and its handle
+	// should be EphemeralVolumeHandle(PodUID, Name).
+	Ephemeral bool
+	// PodNamespace and ClaimName are recorded in vol_data.json.
+	PodNamespace, ClaimName string
 }
 
 // ReadVolumeData reads the vol_data.json in dir (the parent of a staging or target path).
@@ -93,8 +113,9 @@ func writeVolumeData(dir string, d VolumeData) error {
 
 // MountDevice is the kubelet's device-mount step for a CSI volume: it creates
 // the staging directory, records vol_data.json beside it, and — if the
-// driver has STAGE_UNSTAGE_VOLUME — calls NodeStageVolume there. It returns
-// the staging path ("" when the driver does not stage).
+// driver has STAGE_UNSTAGE_VOLUME — calls NodeStageVolume there, unless
+// something is mounted at the staging path already (staged before an agent
+// restart). It returns the staging path ("" when the driver does not stage).
 func (c *Client) MountDevice(ctx context.Context, rootDir string, v Volume) (string, error) {
 	staging := StagingPath(rootDir, c.cfg.Driver, v.Handle)
 	if err := c.checkVolume("NodeStageVolume", v, staging); err != nil {
@@ -112,6 +133,9 @@ func (c *Client) MountDevice(ctx context.Context, rootDir string, v Volume) (str
 	}
 	if !caps.StageUnstage {
 		return "", nil
+	}
+	if mounted, err := mounts.IsMountPoint(staging); err == nil && mounted {
+		return staging, nil
 	}
 	if err := c.NodeStageVolume(ctx, v, staging); err != nil {
 		return "", err
@@ -140,23 +164,24 @@ func (c *Client) UnmountDevice(ctx context.Context, rootDir, handle string) erro
 // SetUp is the kubelet's set-up step for a pod's CSI volume: it creates the
 // volume's directory in the pod, records vol_data.json there, and calls
 // NodePublishVolume with the target path (and the staging path if the
-// driver stages). ephemeral marks a CSI ephemeral inline volume: it is never
-// staged, its volume context says so (EphemeralContextKey), and its handle
-// should be EphemeralVolumeHandle(podUID, volumeName). It returns the target path.
-func (c *Client) SetUp(ctx context.Context, rootDir, podUID, volumeName string, v Volume, ephemeral bool) (string, error) {
+// driver stages and the volume is not ephemeral). A target path that is
+// mounted already (published before an agent restart) is not published
+// again. It returns the target path.
+func (c *Client) SetUp(ctx context.Context, rootDir string, pv PodVolume, v Volume) (string, error) {
+	podUID, volumeName := pv.PodUID, pv.Name
+	if podUID == "" || volumeName == "" || filepath.Base(podUID) != podUID || filepath.Base(volumeName) != volumeName || podUID == ".." || volumeName == ".." {
+		return "", &Error{Op: "NodePublishVolume", Driver: c.cfg.Driver, Subject: v.Handle, Message: fmt.Sprintf("pod uid %q and volume name %q must be non-empty single path components", podUID, volumeName), classes: []error{errdefs.ErrInvalidArgument}}
+	}
 	target := TargetPath(rootDir, podUID, volumeName)
 	if err := c.checkVolume("NodePublishVolume", v, target); err != nil {
 		return "", err
-	}
-	if podUID == "" || volumeName == "" || filepath.Base(podUID) != podUID || filepath.Base(volumeName) != volumeName {
-		return "", &Error{Op: "NodePublishVolume", Driver: c.cfg.Driver, Subject: v.Handle, Message: fmt.Sprintf("pod uid %q and volume name %q must be non-empty single path components", podUID, volumeName), classes: []error{errdefs.ErrInvalidArgument}}
 	}
 	caps, err := c.NodeGetCapabilities(ctx)
 	if err != nil {
 		return "", err
 	}
 	staging := ""
-	if caps.StageUnstage && !ephemeral {
+	if caps.StageUnstage && !pv.Ephemeral {
 		staging = StagingPath(rootDir, c.cfg.Driver, v.Handle)
 	}
 	dir := filepath.Dir(target)
@@ -164,7 +189,7 @@ func (c *Client) SetUp(ctx context.Context, rootDir, podUID, volumeName string, 
 		return "", fmt.Errorf("csi %s: create volume dir: %w", c.cfg.Driver, err)
 	}
 	mode := "Persistent"
-	if ephemeral {
+	if pv.Ephemeral {
 		mode = "Ephemeral"
 		volumeContext := make(map[string]string, len(v.VolumeContext)+1)
 		for k, val := range v.VolumeContext {
@@ -173,8 +198,14 @@ func (c *Client) SetUp(ctx context.Context, rootDir, podUID, volumeName string, 
 		volumeContext[EphemeralContextKey] = "true"
 		v.VolumeContext = volumeContext
 	}
-	if err := writeVolumeData(dir, VolumeData{VolumeHandle: v.Handle, DriverName: c.cfg.Driver, SpecVolumeID: volumeName, LifecycleMode: mode}); err != nil {
+	if err := writeVolumeData(dir, VolumeData{
+		VolumeHandle: v.Handle, DriverName: c.cfg.Driver, SpecVolumeID: volumeName, LifecycleMode: mode,
+		PodNamespace: pv.PodNamespace, ClaimName: pv.ClaimName,
+	}); err != nil {
 		return "", fmt.Errorf("csi %s: record volume data: %w", c.cfg.Driver, err)
+	}
+	if mounted, err := mounts.IsMountPoint(target); err == nil && mounted {
+		return target, nil
 	}
 	if err := c.NodePublishVolume(ctx, v, staging, target); err != nil {
 		return "", err

@@ -103,7 +103,7 @@ func TestKubeletFlowAgainstCSILocal(t *testing.T) {
 			if data, err := nodeclient.ReadVolumeData(filepath.Dir(staging)); err != nil || data.VolumeHandle != vol.Handle || data.DriverName != d.Name() {
 				t.Errorf("staging vol_data.json = %+v, %v", data, err)
 			}
-			target, err := c.SetUp(ctx, agentRoot, "pod-uid-1", "pv-"+tc.name, vol, false)
+			target, err := c.SetUp(ctx, agentRoot, nodeclient.PodVolume{PodUID: "pod-uid-1", Name: "pv-" + tc.name}, vol)
 			if err != nil {
 				t.Fatalf("SetUp: %v", err)
 			}
@@ -116,7 +116,7 @@ func TestKubeletFlowAgainstCSILocal(t *testing.T) {
 				t.Errorf("target is %s, want ext4", m.FSType)
 			}
 			// A second pod shares the staged volume.
-			target2, err := c.SetUp(ctx, agentRoot, "pod-uid-2", "pv-"+tc.name, vol, false)
+			target2, err := c.SetUp(ctx, agentRoot, nodeclient.PodVolume{PodUID: "pod-uid-2", Name: "pv-" + tc.name}, vol)
 			if err != nil {
 				t.Fatalf("SetUp second pod: %v", err)
 			}
@@ -236,7 +236,7 @@ func TestEphemeralInlineVolume(t *testing.T) {
 	if handle != "csi-"+hex.EncodeToString(sum[:]) {
 		t.Errorf("ephemeral handle %s is not the kubelet's csi-<sha256(podUID+volumeName)>", handle)
 	}
-	target, err := c.SetUp(ctx, agentRoot, "pod-uid-9", "scratch", nodeclient.Volume{Handle: handle}, true)
+	target, err := c.SetUp(ctx, agentRoot, nodeclient.PodVolume{PodUID: "pod-uid-9", Name: "scratch", Ephemeral: true}, nodeclient.Volume{Handle: handle})
 	if err != nil {
 		t.Fatalf("SetUp: %v", err)
 	}

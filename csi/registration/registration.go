@@ -148,6 +148,7 @@ type Registry struct {
 	mu       sync.Mutex
 	bySocket map[string]*registered // socket path → registration
 	changed  chan struct{}
+	scanned  chan struct{} // closed after Run's first scan
 
 	failed map[string]*failure // Run's goroutine only
 }
@@ -162,6 +163,7 @@ func New(cfg Config) (*Registry, error) {
 		log:      cfg.Logger,
 		bySocket: map[string]*registered{},
 		changed:  make(chan struct{}),
+		scanned:  make(chan struct{}),
 		failed:   map[string]*failure{},
 	}, nil
 }
@@ -176,6 +178,13 @@ func (r *Registry) Driver(name string) (Driver, bool) {
 		}
 	}
 	return Driver{}, false
+}
+
+// CSIClient returns the node client of the registered driver name (the
+// agent's volume manager looks drivers up with it).
+func (r *Registry) CSIClient(name string) (*nodeclient.Client, bool) {
+	d, ok := r.Driver(name)
+	return d.Client, ok
 }
 
 // Drivers returns the registered drivers, sorted by name.
@@ -197,6 +206,11 @@ func (r *Registry) Changed() <-chan struct{} {
 	return r.changed
 }
 
+// Scanned returns a channel closed once Run has tried to register every
+// socket present when it started: from then on the registry holds every
+// driver that could register.
+func (r *Registry) Scanned() <-chan struct{} { return r.scanned }
+
 // Run watches the directory until ctx ends, then closes every driver client.
 func (r *Registry) Run(ctx context.Context) error {
 	if err := os.MkdirAll(r.cfg.Dir, 0o750); err != nil {
@@ -215,6 +229,7 @@ func (r *Registry) Run(ctx context.Context) error {
 	tick := time.NewTicker(r.cfg.ResyncPeriod)
 	defer tick.Stop()
 	r.scan(ctx)
+	close(r.scanned)
 	for {
 		select {
 		case <-ctx.Done():

@@ -376,3 +376,26 @@ func TestConfigValidation(t *testing.T) {
 		}
 	}
 }
+
+// TestScannedHoldsTheDriversPresentAtStart: a driver whose socket is there
+// before the registry starts is registered by the time Scanned is closed,
+// and CSIClient finds its node client.
+func TestScannedHoldsTheDriversPresentAtStart(t *testing.T) {
+	dir := shortTempDir(t)
+	regDir := filepath.Join(dir, registration.DirName)
+	d := csitest.StartDriver(t, driver.Config{RootDir: filepath.Join(dir, "root"), NodeID: "n1", RegistrationDir: regDir})
+	csitest.WaitForSocket(t, d.Registration().SocketPath())
+	r, _ := startRegistry(t, regDir)
+	select {
+	case <-r.Scanned():
+	case <-time.After(waitFor):
+		t.Fatal("Scanned not closed")
+	}
+	c, ok := r.CSIClient(d.Name())
+	if !ok || c.Driver() != d.Name() {
+		t.Fatalf("CSIClient(%s) = %v, %v after the first scan", d.Name(), c, ok)
+	}
+	if _, ok := r.CSIClient("other.example.com"); ok {
+		t.Error("CSIClient found an unregistered driver")
+	}
+}

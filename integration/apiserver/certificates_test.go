@@ -103,7 +103,7 @@ func TestNodeCertificateBootstrap(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if first.Spec.Username != "system:berth-agent" || !slices.Contains(first.Spec.Groups, "system:bootstrappers") {
+	if !strings.HasPrefix(first.Spec.Username, "system:bootstrap:") || !slices.Contains(first.Spec.Groups, "system:bootstrappers") {
 		t.Errorf("bootstrap CSR requester = %q %v, want the join-token identity", first.Spec.Username, first.Spec.Groups)
 	}
 	if len(first.Status.Conditions) == 0 || first.Status.Conditions[0].Type != certificatesv1.CertificateApproved || first.Status.Conditions[0].Reason != "AutoApproved" {

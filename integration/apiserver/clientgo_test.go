@@ -68,8 +68,14 @@ func TestUnauthenticated(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if code, body := get("/api/v1/namespaces", strings.TrimSpace(string(token))); code != http.StatusOK {
-		t.Fatalf("agent token: %d %s, want 200", code, body)
+	// The agent join token is a bootstrap token: it authenticates, and
+	// RBAC lets it do discovery (and CSRs), not read namespaces.
+	if code, body := get("/api", strings.TrimSpace(string(token))); code != http.StatusOK {
+		t.Fatalf("agent token discovery: %d %s, want 200", code, body)
+	}
+	if code, body := get("/api/v1/namespaces", strings.TrimSpace(string(token))); code != http.StatusForbidden ||
+		!strings.Contains(body, `cannot list resource \"namespaces\" in API group \"\" at the cluster scope`) {
+		t.Fatalf("agent token listing namespaces: %d %s, want 403", code, body)
 	}
 	if code, body := get("/readyz", ""); code != http.StatusOK || body != "ok" {
 		t.Fatalf("/readyz: %d %q", code, body)

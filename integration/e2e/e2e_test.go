@@ -12,6 +12,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -226,6 +228,32 @@ spec:
 				return (seen["ErrImagePull"] || seen["ImagePullBackOff"]) && p.Status.Phase == v1.PodPending, fmt.Sprintf("%s %+v", p.Status.Phase, p.Status.ContainerStatuses)
 			})
 		}
+		// The kubelet's events for a failing pull: the pull's failure, the
+		// container's "Error: <reason>", the pull back-off.
+		want := []string{
+			"Warning Failed Failed to pull image " + strconv.Quote(c.Env.AuthBusyboxImage) + ": ",
+			"Warning Failed Error: ErrImagePull",
+			"Normal BackOff Back-off pulling image " + strconv.Quote(c.Env.AuthBusyboxImage),
+			"Warning Failed Error: ImagePullBackOff",
+		}
+		harness.WaitFor(t, 60*time.Second, "pull-wrong's failure events", func() (bool, string) {
+			evs, err := c.Client.CoreV1().Events("default").List(ctx, metav1.ListOptions{})
+			if err != nil {
+				return false, err.Error()
+			}
+			var got []string
+			for _, e := range evs.Items {
+				if e.InvolvedObject.Name == "pull-wrong" && e.Source.Component == "kubelet" {
+					got = append(got, e.Type+" "+e.Reason+" "+e.Message)
+				}
+			}
+			for _, w := range want {
+				if !slices.ContainsFunc(got, func(g string) bool { return strings.HasPrefix(g, w) }) {
+					return false, fmt.Sprintf("no %q in %q", w, got)
+				}
+			}
+			return true, ""
+		})
 		evs, err := c.Client.CoreV1().Events("default").List(ctx, metav1.ListOptions{})
 		if err != nil {
 			t.Fatal(err)

@@ -90,6 +90,29 @@ spec:
 		if strings.TrimSpace(out) != "crashed-with-exit-1" {
 			t.Fatalf("kubectl logs --previous = %q, want crashed-with-exit-1", out)
 		}
+		// The crash loop's back-off is recorded as the kubelet records it.
+		harness.WaitFor(t, 60*time.Second, "the crasher's BackOff event", func() (bool, string) {
+			p, err := c.Client.CoreV1().Pods("default").Get(ctx, "crasher", metav1.GetOptions{})
+			if err != nil {
+				return false, err.Error()
+			}
+			want := fmt.Sprintf("Back-off restarting failed container main in pod crasher_default(%s)", p.UID)
+			evs, err := c.Client.CoreV1().Events("default").List(ctx, metav1.ListOptions{})
+			if err != nil {
+				return false, err.Error()
+			}
+			var got []string
+			for _, e := range evs.Items {
+				if e.InvolvedObject.UID == p.UID && e.Source.Component == "kubelet" {
+					if e.Type == v1.EventTypeWarning && e.Reason == "BackOff" && e.Message == want &&
+						e.InvolvedObject.FieldPath == "spec.containers{main}" {
+						return true, ""
+					}
+					got = append(got, e.Type+" "+e.Reason+" "+e.Message)
+				}
+			}
+			return false, fmt.Sprintf("no Warning BackOff %q in %q", want, got)
+		})
 	})
 
 	t.Run("kubectl logs -f streams a line written after it started", func(t *testing.T) {

@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -71,7 +72,12 @@ func BuildBinary() (string, error) {
 		}
 		builtDir = dir
 		binPath = filepath.Join(dir, "berth")
-		cmd := exec.Command("go", "build", "-o", binPath, "berth/cmd/berth")
+		flags, err := KubeLDFlags()
+		if err != nil {
+			binErr = err
+			return
+		}
+		cmd := exec.Command("go", "build", "-ldflags", flags, "-o", binPath, "berth/cmd/berth")
 		var out bytes.Buffer
 		cmd.Stdout, cmd.Stderr = &out, &out
 		if err := cmd.Run(); err != nil {
@@ -79,6 +85,27 @@ func BuildBinary() (string, error) {
 		}
 	})
 	return binPath, binErr
+}
+
+// KubeLDFlags are the -ldflags of the Makefile's berth build: the
+// Kubernetes release `berth kubectl version` reports is that of the
+// k8s.io/kubectl module, v0.X.Y → v1.X.Y.
+func KubeLDFlags() (string, error) {
+	out, err := exec.Command("go", "list", "-m", "-f", "{{.Version}}", "k8s.io/kubectl").Output()
+	if err != nil {
+		return "", fmt.Errorf("go list -m k8s.io/kubectl: %w", err)
+	}
+	v := strings.TrimSpace(string(out))
+	parts := strings.Split(strings.TrimPrefix(v, "v"), ".")
+	if len(parts) != 3 || parts[0] != "0" {
+		return "", fmt.Errorf("k8s.io/kubectl version %q is not v0.X.Y", v)
+	}
+	kube := "v1." + parts[1] + "." + parts[2]
+	var flags []string
+	for _, pkg := range []string{"k8s.io/component-base/version", "k8s.io/client-go/pkg/version"} {
+		flags = append(flags, "-X", pkg+".gitVersion="+kube, "-X", pkg+".gitMajor=1", "-X", pkg+".gitMinor="+parts[1])
+	}
+	return strings.Join(flags, " "), nil
 }
 
 // RequireKubectl fails the test under CI=true when kubectl is missing,

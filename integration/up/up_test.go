@@ -29,9 +29,11 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"berth/cri"
+	"berth/integration/harness"
 	"berth/integration/nodeenv"
 	"berth/internal/prereq"
 	"berth/internal/testimages"
+	"berth/internal/version"
 )
 
 const kubectl = "/usr/bin/kubectl"
@@ -53,29 +55,58 @@ func requirePrerequisites(t *testing.T) {
 	prereq.Missing(t, "berth up needs: %v", err)
 }
 
-// binaries returns berth ($BERTH_BIN or built) and the static pause
-// binary (beside it, else built with CGO_ENABLED=0).
+// built are the binaries of binaries(), built once for the package and
+// removed by TestMain.
+var built struct {
+	once         sync.Once
+	dir          string
+	berth, pause string
+	err          error
+}
+
+// TestMain removes the binaries the tests built.
+func TestMain(m *testing.M) {
+	code := m.Run()
+	harness.RemoveBinary()
+	if built.dir != "" {
+		os.RemoveAll(built.dir)
+	}
+	os.Exit(code)
+}
+
+// binaries returns berth ($BERTH_BIN or built like the Makefile builds
+// it) and the static pause binary (beside it, else built with
+// CGO_ENABLED=0), built at most once per package.
 func binaries(t *testing.T) (berth, pause string) {
 	t.Helper()
-	dir := t.TempDir()
-	build := func(out, pkg string, env ...string) {
-		cmd := exec.Command("go", "build", "-o", out, pkg)
-		cmd.Env = append(os.Environ(), env...)
-		if msg, err := cmd.CombinedOutput(); err != nil {
-			t.Fatalf("go build %s: %v\n%s", pkg, err, msg)
-		}
+	built.once.Do(func() {
+		built.err = buildBinaries()
+	})
+	if built.err != nil {
+		t.Fatal(built.err)
 	}
-	berth = os.Getenv("BERTH_BIN")
-	if berth == "" {
-		berth = filepath.Join(dir, "berth")
-		build(berth, "berth/cmd/berth")
+	return built.berth, built.pause
+}
+
+func buildBinaries() error {
+	var err error
+	if built.berth, err = harness.BuildBinary(); err != nil {
+		return err
 	}
-	pause = filepath.Join(filepath.Dir(berth), "pause")
-	if _, err := os.Stat(pause); err != nil {
-		pause = filepath.Join(dir, "pause")
-		build(pause, "berth/cmd/pause", "CGO_ENABLED=0")
+	built.pause = filepath.Join(filepath.Dir(built.berth), "pause")
+	if _, err := os.Stat(built.pause); err == nil {
+		return nil
 	}
-	return berth, pause
+	if built.dir, err = os.MkdirTemp("", "berth-up-test-"); err != nil {
+		return err
+	}
+	built.pause = filepath.Join(built.dir, "pause")
+	cmd := exec.Command("go", "build", "-o", built.pause, "berth/cmd/pause")
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if msg, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("go build berth/cmd/pause: %v\n%s", err, msg)
+	}
+	return nil
 }
 
 // upLockDir holds this package's subnet locks. Its subnets are
@@ -115,7 +146,7 @@ func TestUpRunsAClusterAndLeavesNothingBehind(t *testing.T) {
 	requirePrerequisites(t)
 	berth, pause := binaries(t)
 	bridge, cidr := claimSubnet(t)
-	dataDir := t.TempDir()
+	dataDir := shortTempDir(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
 
@@ -239,6 +270,7 @@ spec:
 		t.Fatalf("kubectl apply: %v\n%s", err, out)
 	}
 	podNet := netip.MustParsePrefix(cidr)
+	var nodeName string
 	for _, name := range []string{"api-sleeper", "api-echo"} {
 		var last string
 		poll(t, ctx, exited, "pod "+name+" to be Running with an IP", func() bool {
@@ -255,6 +287,7 @@ spec:
 		if f[2] == "" {
 			t.Errorf("pod %s has no nodeName", name)
 		}
+		nodeName = f[2]
 	}
 	var logs string
 	poll(t, ctx, exited, "kubectl logs api-echo to show its line", func() bool {
@@ -265,6 +298,8 @@ spec:
 	if strings.TrimSpace(logs) != "hello from berth up" {
 		t.Errorf("kubectl logs api-echo = %q, want exactly the echoed line", logs)
 	}
+	checkBerthKubectl(t, ctx, berth, dataDir, nodeName)
+
 	if out, err := kc("delete", "pod", "api-sleeper", "--wait=true"); err != nil {
 		t.Fatalf("kubectl delete pod: %v\n%s", err, out)
 	}
@@ -307,6 +342,95 @@ spec:
 	if _, err := netlink.LinkByName(bridge); err == nil {
 		t.Errorf("the pod bridge %s is still there", bridge)
 	}
+}
+
+// checkBerthKubectl drives the running cluster with `berth kubectl`, the
+// kubectl built into berth, given no kubeconfig: BERTH_DATA_DIR leads it to
+// the cluster's admin kubeconfig. Pod api-echo is running.
+func checkBerthKubectl(t *testing.T, ctx context.Context, berth, dataDir, nodeName string) {
+	t.Helper()
+	env := []string{"BERTH_DATA_DIR=" + dataDir}
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "KUBECONFIG=") && !strings.HasPrefix(kv, "BERTH_DATA_DIR=") {
+			env = append(env, kv)
+		}
+	}
+	bk := func(stdin string, args ...string) (stdout, stderr string, code int) {
+		t.Helper()
+		cmd := exec.CommandContext(ctx, berth, append([]string{"kubectl"}, args...)...)
+		cmd.Env = env
+		cmd.Stdin = strings.NewReader(stdin)
+		var out, errOut bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &out, &errOut
+		err := cmd.Run()
+		var exit *exec.ExitError
+		if err != nil && !errors.As(err, &exit) {
+			t.Fatalf("berth kubectl %v: %v", args, err)
+		}
+		return out.String(), errOut.String(), cmd.ProcessState.ExitCode()
+	}
+	mustBK := func(stdin string, args ...string) string {
+		t.Helper()
+		out, errOut, code := bk(stdin, args...)
+		if code != 0 {
+			t.Fatalf("berth kubectl %s exited %d:\n%s%s", strings.Join(args, " "), code, out, errOut)
+		}
+		return out
+	}
+
+	if got, want := strings.TrimSpace(mustBK("", "get", "nodes", "-o", "name")), "node/"+nodeName; got != want {
+		t.Errorf("berth kubectl get nodes -o name = %q, want %q", got, want)
+	}
+	v := mustBK("", "version")
+	for _, want := range []string{"Client Version: v1.", "Server Version: " + version.KubernetesVersion} {
+		if !strings.Contains(v, want) {
+			t.Errorf("berth kubectl version printed:\n%s\nwant a line with %q", v, want)
+		}
+	}
+	cm := "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: berth-kubectl, namespace: default}\ndata: {answer: \"42\"}\n"
+	if out := mustBK(cm, "apply", "-f", "-"); strings.TrimSpace(out) != "configmap/berth-kubectl created" {
+		t.Errorf("berth kubectl apply -f - printed %q, want configmap/berth-kubectl created", out)
+	}
+	if out := mustBK("", "get", "configmap", "berth-kubectl", "-o", "jsonpath={.data.answer}"); out != "42" {
+		t.Errorf("the applied ConfigMap's answer is %q, want 42", out)
+	}
+	if out := mustBK("", "logs", "api-echo"); strings.TrimSpace(out) != "hello from berth up" {
+		t.Errorf("berth kubectl logs api-echo = %q", out)
+	}
+	// kubectl's exit codes: a command's own (exec), 1 for an API error.
+	if out := mustBK("through stdin\n", "exec", "-i", "api-echo", "--", "cat"); out != "through stdin\n" {
+		t.Errorf("berth kubectl exec -i api-echo -- cat echoed %q, want its stdin", out)
+	}
+	if _, errOut, code := bk("", "exec", "api-echo", "--", "sh", "-c", "exit 3"); code != 3 {
+		t.Errorf("berth kubectl exec api-echo -- sh -c 'exit 3' exited %d, want 3; stderr:\n%s", code, errOut)
+	}
+	if _, errOut, code := bk("", "get", "pod", "no-such-pod"); code != 1 || !strings.Contains(errOut, "NotFound") {
+		t.Errorf("berth kubectl get pod no-such-pod exited %d with stderr %q, want 1 and NotFound", code, errOut)
+	}
+	mustBK("", "delete", "configmap", "berth-kubectl")
+}
+
+// shortTempDir is a new directory with a short path, removed at cleanup
+// unless something is still mounted under it:
+// the unix sockets a cluster makes under its data dir (containerd's, the
+// CSI registration's) must fit in 107 bytes, which t.TempDir's long names
+// can break.
+func shortTempDir(t *testing.T) string {
+	t.Helper()
+	dir, err := os.MkdirTemp("", "bup")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if mounts := mountsUnder(t, dir); len(mounts) > 0 {
+			t.Errorf("not removing %s: still mounted under it: %v", dir, mounts)
+			return
+		}
+		if err := os.RemoveAll(dir); err != nil {
+			t.Errorf("removing %s: %v", dir, err)
+		}
+	})
+	return dir
 }
 
 // freePort returns a TCP port free on this machine right now.

@@ -91,7 +91,7 @@ func (c *Cluster) Run(ctx context.Context) (err error) {
 	// nodeipam hands the single node exactly PodCIDR.
 	podNet := netip.MustParsePrefix(cfg.PodCIDR)
 	srv, err := server.New(server.Config{
-		DataDir: cfg.DataDir, Listen: cfg.Listen,
+		DataDir: cfg.DataDir, Listen: cfg.Listen, EncryptionProviderConfig: cfg.EncryptionProviderConfig,
 		NodeIPAM: nodeipam.Options{ClusterCIDR: cfg.PodCIDR, NodeCIDRMaskSize: podNet.Bits()},
 		Logger:   log.With("component", "server"),
 	})
@@ -137,6 +137,9 @@ func (c *Cluster) Run(ctx context.Context) (err error) {
 		return err
 	}
 	agentDone := sup.start("agent", ag.Run)
+	if err := startLocalStorage(ctx, sup, cfg.DataDir, cfg.NodeName, info.Kubeconfig, log); err != nil {
+		return err
+	}
 	if err := waitNodeReady(ctx, info.Kubeconfig, cfg.NodeName, agentDone); err != nil {
 		select {
 		case <-agentDone:

@@ -90,6 +90,9 @@ type Config struct {
 	CNIBridge string
 	// Listen is the apiserver's address; default server.DefaultListen.
 	Listen string
+	// EncryptionProviderConfig is the control plane's EncryptionConfiguration
+	// file (server.Config.EncryptionProviderConfig); empty: no encryption at rest.
+	EncryptionProviderConfig string
 	// NodeName names the node; default the host name.
 	NodeName string
 	// ReadOnlyPort is the agent's read-only API port (0 disables it);

@@ -254,10 +254,13 @@ func (a *Authorizer) pod(node string, attrs authorizer.Attributes) (authorizer.D
 	return authorizer.DecisionNoOpinion, "node may not perform this request on pods", nil
 }
 
-// serviceAccount allows creating tokens for the service accounts its pods run as.
+// serviceAccount allows creating tokens for, and getting, the service
+// accounts its pods run as (upstream lets the kubelet get them for image
+// credential providers).
 func (a *Authorizer) serviceAccount(node string, attrs authorizer.Attributes) (authorizer.Decision, string, error) {
-	if attrs.GetSubresource() != "token" || attrs.GetVerb() != "create" {
-		return authorizer.DecisionNoOpinion, "can only create tokens for individual service accounts", nil
+	sub, verb := attrs.GetSubresource(), attrs.GetVerb()
+	if !(sub == "token" && verb == "create") && !(sub == "" && verb == "get") {
+		return authorizer.DecisionNoOpinion, "can only get individual service accounts or create their tokens", nil
 	}
 	return allowIf(a.graph.reachable(node, kindServiceAccount, attrs.GetNamespace(), attrs.GetName()), noRelation(node))
 }

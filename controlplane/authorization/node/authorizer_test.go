@@ -157,7 +157,10 @@ func TestNodeAuthorizer(t *testing.T) {
 
 		{"token for own pod's SA", node1, req{verb: "create", ns: "shop", resource: "serviceaccounts", sub: "token", name: "app"}, authorizer.DecisionAllow},
 		{"token for other node's SA", node1, req{verb: "create", ns: "shop", resource: "serviceaccounts", sub: "token", name: "db"}, authorizer.DecisionNoOpinion},
-		{"get serviceaccount", node1, req{verb: "get", ns: "shop", resource: "serviceaccounts", name: "app"}, authorizer.DecisionNoOpinion},
+		{"get own pod's serviceaccount", node1, req{verb: "get", ns: "shop", resource: "serviceaccounts", name: "app"}, authorizer.DecisionAllow},
+		{"get other node's serviceaccount", node1, req{verb: "get", ns: "shop", resource: "serviceaccounts", name: "db"}, authorizer.DecisionNoOpinion},
+		{"list serviceaccounts", node1, req{verb: "list", ns: "shop", resource: "serviceaccounts"}, authorizer.DecisionNoOpinion},
+		{"update own pod's serviceaccount", node1, req{verb: "update", ns: "shop", resource: "serviceaccounts", name: "app"}, authorizer.DecisionNoOpinion},
 
 		{"get any node", node1, req{verb: "get", resource: "nodes", name: "node2"}, authorizer.DecisionAllow},
 		{"register node", node1, req{verb: "create", resource: "nodes"}, authorizer.DecisionAllow},

@@ -6,8 +6,8 @@ package rbac
 
 import (
 	"context"
-	"errors"
 	"fmt"
+	"strings"
 
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -68,9 +68,10 @@ func New(cfg Config) (*Authorizer, error) {
 }
 
 // Authorize allows the request when some binding that applies to the user
-// grants it; otherwise it has no opinion (RBAC never denies outright). Errors
-// met while resolving other bindings are returned with a no-opinion decision
-// only when nothing allowed the request.
+// grants it; otherwise it has no opinion (RBAC never denies outright).
+// Bindings that could not be resolved (a missing role) are, as upstream,
+// named in the reason of a no-opinion decision, not returned as an error:
+// they must not turn every refusal into a server error.
 func (a *Authorizer) Authorize(ctx context.Context, attrs authorizer.Attributes) (authorizer.Decision, string, error) {
 	var reason string
 	errs := a.visitRules(attrs.GetUser(), attrs.GetNamespace(), func(src string, rule *rbacv1.PolicyRule) bool {
@@ -84,7 +85,11 @@ func (a *Authorizer) Authorize(ctx context.Context, attrs authorizer.Attributes)
 		return authorizer.DecisionAllow, reason, nil
 	}
 	if len(errs) > 0 {
-		return authorizer.DecisionNoOpinion, "", utilerrors.NewAggregate(errs)
+		msgs := make([]string, len(errs))
+		for i, e := range errs {
+			msgs[i] = e.Error()
+		}
+		return authorizer.DecisionNoOpinion, strings.Join(msgs, "; "), nil
 	}
 	return authorizer.DecisionNoOpinion, "", nil
 }
@@ -186,6 +191,12 @@ func (a *Authorizer) visitRules(u user.Info, namespace string, visit func(src st
 	return errs
 }
 
+// RoleRefRules returns the rules of the role a binding in namespace ("" for
+// a ClusterRoleBinding) refers to; a missing role is errdefs.ErrNotFound.
+func (a *Authorizer) RoleRefRules(ref rbacv1.RoleRef, namespace string) ([]rbacv1.PolicyRule, error) {
+	return a.roleRefRules(ref, namespace)
+}
+
 // roleRefRules returns the rules of the role a binding refers to.
 func (a *Authorizer) roleRefRules(ref rbacv1.RoleRef, namespace string) ([]rbacv1.PolicyRule, error) {
 	switch {
@@ -211,7 +222,7 @@ func (a *Authorizer) roleRefRules(ref rbacv1.RoleRef, namespace string) ([]rbacv
 // classify wraps a lister error, marking not-found ones with errdefs.ErrNotFound.
 func classify(err error, kind, name string) error {
 	if apierrors.IsNotFound(err) {
-		return fmt.Errorf("rbac: %s %q not found: %w", kind, name, errors.Join(errdefs.ErrNotFound, err))
+		return fmt.Errorf("rbac: %s %q not found: %w", kind, name, errdefs.ErrNotFound)
 	}
 	return fmt.Errorf("rbac: %s %q: %w", kind, name, err)
 }

@@ -54,7 +54,10 @@ import (
 	"berth/controlplane/controller/nodeipam"
 	"berth/controlplane/controller/nodelifecycle"
 	"berth/controlplane/controller/replicaset"
+	"berth/controlplane/controller/rootcacertpublisher"
 	"berth/controlplane/controller/serviceaccount"
+	"berth/controlplane/controller/volume"
+	"berth/controlplane/controller/volume/ephemeral"
 	"berth/internal/errdefs"
 )
 
@@ -72,7 +75,8 @@ const (
 // Controllers lists every controller name the manager knows, in start order.
 var Controllers = []string{
 	replicaset.Name, deployment.Name, garbagecollector.Name,
-	serviceaccount.Name, nodeipam.Name, nodelifecycle.Name,
+	serviceaccount.Name, rootcacertpublisher.Name, nodeipam.Name, nodelifecycle.Name,
+	volume.Name, ephemeral.Name,
 }
 
 // Config configures the manager.
@@ -102,6 +106,10 @@ type Config struct {
 	// NodeLifecycle configures the nodelifecycle controller (grace period,
 	// monitor period).
 	NodeLifecycle nodelifecycle.Options
+	// RootCA is the cluster CA bundle the root-ca-cert-publisher puts in
+	// every namespace's kube-root-ca.crt ConfigMap; without it that
+	// controller is left out of the default set (and refused if named).
+	RootCA []byte
 	// GarbageCollector configures the garbage collector.
 	GarbageCollector garbagecollector.Options
 	// Logger; nil discards.
@@ -139,6 +147,12 @@ func (c *Config) Validate() error {
 	}
 	if len(c.Controllers) == 0 {
 		c.Controllers = slices.Clone(Controllers)
+		if len(c.RootCA) == 0 {
+			c.Controllers = slices.DeleteFunc(c.Controllers, func(n string) bool { return n == rootcacertpublisher.Name })
+		}
+	}
+	if slices.Contains(c.Controllers, rootcacertpublisher.Name) && len(c.RootCA) == 0 {
+		return fmt.Errorf("controller manager config: RootCA is required by the %s controller: %w", rootcacertpublisher.Name, errdefs.ErrInvalidArgument)
 	}
 	for _, n := range c.Controllers {
 		if !slices.Contains(Controllers, n) {
@@ -299,6 +313,12 @@ func (m *Manager) build(name string, base controller.Config) (interface{ Run(con
 		return deployment.New(deployment.Config{Config: base})
 	case serviceaccount.Name:
 		return serviceaccount.New(serviceaccount.Config{Config: base})
+	case rootcacertpublisher.Name:
+		return rootcacertpublisher.New(rootcacertpublisher.Config{Config: base, RootCA: m.cfg.RootCA})
+	case volume.Name:
+		return volume.New(volume.Config{Config: base})
+	case ephemeral.Name:
+		return ephemeral.New(ephemeral.Config{Config: base})
 	case nodeipam.Name:
 		return nodeipam.New(nodeipam.Config{Config: base, Options: m.cfg.NodeIPAM})
 	case nodelifecycle.Name:

@@ -2,6 +2,7 @@ package manager
 
 import (
 	"errors"
+	"slices"
 	"testing"
 	"time"
 
@@ -11,6 +12,7 @@ import (
 
 	"berth/controlplane/controller/nodeipam"
 	"berth/controlplane/controller/replicaset"
+	"berth/controlplane/controller/rootcacertpublisher"
 	"berth/internal/errdefs"
 )
 
@@ -18,7 +20,7 @@ func TestConfigValidate(t *testing.T) {
 	rc := &rest.Config{Host: "https://127.0.0.1:1"}
 	client := kubernetes.NewForConfigOrDie(rc)
 	dyn := dynamic.NewForConfigOrDie(rc)
-	good := Config{Client: client, Dynamic: dyn}
+	good := Config{Client: client, Dynamic: dyn, RootCA: []byte("ca")}
 	if err := good.Validate(); err != nil {
 		t.Fatal(err)
 	}
@@ -26,16 +28,22 @@ func TestConfigValidate(t *testing.T) {
 		t.Fatalf("defaults not filled: %+v", good)
 	}
 	for name, cfg := range map[string]Config{
-		"no client":          {},
-		"unknown controller": {Client: client, Dynamic: dyn, Controllers: []string{"cronjob"}},
-		"gc without dynamic": {Client: client},
-		"bad timings":        {Client: client, Dynamic: dyn, LeaseDuration: time.Second, RenewDeadline: 2 * time.Second},
-		"bad cluster CIDR":   {Client: client, Dynamic: dyn, NodeIPAM: nodeipam.Options{ClusterCIDR: "10.0.0.0/33"}},
-		"negative workers":   {Client: client, Dynamic: dyn, Workers: -1},
+		"no client":            {},
+		"unknown controller":   {Client: client, Dynamic: dyn, Controllers: []string{"cronjob"}},
+		"gc without dynamic":   {Client: client},
+		"bad timings":          {Client: client, Dynamic: dyn, LeaseDuration: time.Second, RenewDeadline: 2 * time.Second},
+		"bad cluster CIDR":     {Client: client, Dynamic: dyn, NodeIPAM: nodeipam.Options{ClusterCIDR: "10.0.0.0/33"}},
+		"negative workers":     {Client: client, Dynamic: dyn, Workers: -1},
+		"publisher without CA": {Client: client, Dynamic: dyn, Controllers: []string{rootcacertpublisher.Name}},
 	} {
 		if err := cfg.Validate(); !errors.Is(err, errdefs.ErrInvalidArgument) {
 			t.Errorf("%s: err = %v, want ErrInvalidArgument", name, err)
 		}
+	}
+	// Without a CA the root CA publisher is left out of the default set.
+	noCA := Config{Client: client, Dynamic: dyn}
+	if err := noCA.Validate(); err != nil || slices.Contains(noCA.Controllers, rootcacertpublisher.Name) || len(noCA.Controllers) != len(Controllers)-1 {
+		t.Fatalf("without RootCA: err %v, controllers %v", err, noCA.Controllers)
 	}
 	// Without the garbage collector no dynamic client is needed.
 	only := Config{Client: client, Controllers: []string{replicaset.Name}}

@@ -25,6 +25,25 @@ const (
 	AggregateToView  = "rbac.authorization.k8s.io/aggregate-to-view"
 )
 
+// Node TLS bootstrap policy: the CSR auto-approval roles (upstream's
+// names) and berth's bindings of them (kubeadm's, renamed).
+const (
+	// BootstrappersGroup is the group of every bootstrap token.
+	BootstrappersGroup = "system:bootstrappers"
+	// NodeClientCSRRole allows requesting a node client certificate for a
+	// new node (auto-approved).
+	NodeClientCSRRole = "system:certificates.k8s.io:certificatesigningrequests:nodeclient"
+	// SelfNodeClientCSRRole allows a node to renew its own client
+	// certificate (auto-approved).
+	SelfNodeClientCSRRole = "system:certificates.k8s.io:certificatesigningrequests:selfnodeclient"
+	// NodeBootstrapperBinding binds system:node-bootstrapper to the bootstrappers.
+	NodeBootstrapperBinding = "berth:kubelet-bootstrap"
+	// NodeAutoApproveBootstrapBinding binds NodeClientCSRRole to the bootstrappers.
+	NodeAutoApproveBootstrapBinding = "berth:node-autoapprove-bootstrap"
+	// NodeAutoApproveRotationBinding binds SelfNodeClientCSRRole to system:nodes.
+	NodeAutoApproveRotationBinding = "berth:node-autoapprove-certificate-rotation"
+)
+
 var (
 	read      = []string{"get", "list", "watch"}
 	write     = []string{"create", "update", "patch", "delete", "deletecollection"}
@@ -173,10 +192,26 @@ func ClusterRoles() []*rbacv1.ClusterRole {
 		),
 
 		clusterRole("system:node", nil, NodeRules()...),
-		// Bound by nobody by default (upstream leaves the binding to the
-		// installer): bind it to the group bootstrap tokens authenticate as.
+		// Upstream leaves binding it to the installer; berth binds it to
+		// the bootstrappers (NodeBootstrapperBinding).
 		clusterRole("system:node-bootstrapper", nil,
 			rule(v("create", "get", "list", "watch"), g("certificates.k8s.io"), "certificatesigningrequests"),
+		),
+		// The CSR approver auto-approves node client certificates for
+		// requesters allowed to create these subresources, as upstream.
+		clusterRole(NodeClientCSRRole, nil,
+			rule(v("create"), g("certificates.k8s.io"), "certificatesigningrequests/nodeclient"),
+		),
+		clusterRole(SelfNodeClientCSRRole, nil,
+			rule(v("create"), g("certificates.k8s.io"), "certificatesigningrequests/selfnodeclient"),
+		),
+		clusterRole("system:auth-delegator", nil,
+			rule(v("create"), g("authentication.k8s.io"), "tokenreviews"),
+			rule(v("create"), g("authorization.k8s.io"), "subjectaccessreviews"),
+		),
+		clusterRole("system:kubelet-api-admin", nil,
+			rule(v("get", "list", "watch", "proxy"), core, "nodes"),
+			rule(v("*"), core, "nodes/proxy", "nodes/log", "nodes/stats", "nodes/metrics", "nodes/spec", "nodes/configz", "nodes/healthz", "nodes/pods"),
 		),
 		clusterRole("system:node-proxier", nil,
 			rule(v("list", "watch"), core, "services", "endpoints"),
@@ -257,6 +292,12 @@ func ClusterRoleBindings() []*rbacv1.ClusterRoleBinding {
 			group("system:serviceaccounts")),
 		clusterRoleBinding("system:node", "system:node"),
 		clusterRoleBinding("system:node-proxier", "system:node-proxier", userSubject("system:kube-proxy")),
+		// Node TLS bootstrap, as kubeadm sets it up: bootstrap tokens may
+		// request node client certificates, which are auto-approved, and
+		// nodes may renew their own.
+		clusterRoleBinding(NodeBootstrapperBinding, "system:node-bootstrapper", group(BootstrappersGroup)),
+		clusterRoleBinding(NodeAutoApproveBootstrapBinding, NodeClientCSRRole, group(BootstrappersGroup)),
+		clusterRoleBinding(NodeAutoApproveRotationBinding, SelfNodeClientCSRRole, group("system:nodes")),
 		clusterRoleBinding("system:kube-dns", "system:kube-dns",
 			rbacv1.Subject{Kind: rbacv1.ServiceAccountKind, Name: "kube-dns", Namespace: "kube-system"}),
 		clusterRoleBinding("system:kube-scheduler", "system:kube-scheduler", userSubject("system:kube-scheduler")),

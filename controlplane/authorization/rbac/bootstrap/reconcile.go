@@ -10,6 +10,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/component-helpers/auth/rbac/validation"
+
+	"berth/controlplane/authorization/rbac"
 )
 
 // Result counts what Reconcile did.
@@ -26,7 +28,11 @@ type Result struct {
 func Reconcile(ctx context.Context, client kubernetes.Interface) (Result, error) {
 	var res Result
 	roles := client.RbacV1().ClusterRoles()
-	for _, want := range ClusterRoles() {
+	defaults, err := withAggregatedRules(ClusterRoles())
+	if err != nil {
+		return res, err
+	}
+	for _, want := range defaults {
 		have, err := roles.Get(ctx, want.Name, metav1.GetOptions{})
 		if apierrors.IsNotFound(err) {
 			if _, err := roles.Create(ctx, want, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
@@ -84,6 +90,32 @@ func Reconcile(ctx context.Context, client kubernetes.Interface) (Result, error)
 		res.Updated = append(res.Updated, "clusterrolebinding/"+want.Name)
 	}
 	return res, nil
+}
+
+// withAggregatedRules fills the rules of the aggregated default roles
+// (admin ⊇ edit ⊇ view), so that they are usable as soon as they are
+// created, before the aggregation controller runs. mergeRole ignores them.
+func withAggregatedRules(roles []*rbacv1.ClusterRole) ([]*rbacv1.ClusterRole, error) {
+	// Aggregation nests at most as deep as there are roles; stop when stable.
+	for range roles {
+		changed := false
+		for _, r := range roles {
+			if r.AggregationRule == nil {
+				continue
+			}
+			rules, err := rbac.AggregatedRules(r, roles)
+			if err != nil {
+				return nil, fmt.Errorf("bootstrap: aggregate clusterrole %q: %w", r.Name, err)
+			}
+			if len(rules) != len(r.Rules) {
+				r.Rules, changed = rules, true
+			}
+		}
+		if !changed {
+			break
+		}
+	}
+	return roles, nil
 }
 
 // mergeRole returns have plus what want has and have lacks: labels,

@@ -6,8 +6,10 @@ import (
 
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apiserver/pkg/authorization/authorizer"
 	"k8s.io/client-go/kubernetes/fake"
 
+	"berth/controlplane/authorization/rbac"
 	"berth/controlplane/authorization/rbac/bootstrap"
 )
 
@@ -95,5 +97,79 @@ func TestReconcile(t *testing.T) {
 	}
 	if len(res.Created) != 0 || len(res.Updated) != 0 {
 		t.Errorf("second run changed %v %v", res.Created, res.Updated)
+	}
+}
+
+// The aggregated roles are created with their rules, so view, edit and
+// admin grant access before the aggregation controller runs, nested as
+// upstream (admin ⊇ edit ⊇ view).
+func TestReconcileCreatesAggregatedRolesWithRules(t *testing.T) {
+	ctx := context.Background()
+	client := fake.NewClientset()
+	if _, err := bootstrap.Reconcile(ctx, client); err != nil {
+		t.Fatal(err)
+	}
+	get := func(name string) *rbacv1.ClusterRole {
+		r, err := client.RbacV1().ClusterRoles().Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r
+	}
+	attrs := func(verb, resource string) authorizer.AttributesRecord {
+		return authorizer.AttributesRecord{Verb: verb, Resource: resource, Namespace: "ns", ResourceRequest: true}
+	}
+	view, edit, admin := get("view"), get("edit"), get("admin")
+	for _, c := range []struct {
+		role  *rbacv1.ClusterRole
+		attrs authorizer.AttributesRecord
+		want  bool
+	}{
+		{view, attrs("list", "pods"), true},
+		{view, attrs("create", "pods"), false},
+		{view, attrs("get", "secrets"), false},
+		{edit, attrs("list", "pods"), true},
+		{edit, attrs("create", "pods"), true},
+		{edit, attrs("create", "rolebindings"), false},
+		{admin, attrs("list", "pods"), true},
+		{admin, attrs("create", "pods"), true},
+	} {
+		if got := rbac.RulesAllow(c.attrs, c.role.Rules...); got != c.want {
+			t.Errorf("%s %s %s: %v, want %v", c.role.Name, c.attrs.Verb, c.attrs.Resource, got, c.want)
+		}
+	}
+	if !rbac.RulesAllow(authorizer.AttributesRecord{Verb: "create", APIGroup: "rbac.authorization.k8s.io", Resource: "rolebindings", ResourceRequest: true}, admin.Rules...) {
+		t.Error("admin may not create rolebindings")
+	}
+}
+
+// The node TLS bootstrap bindings: bootstrappers may create CSRs and get
+// node client certificates auto-approved; nodes may renew their own.
+func TestReconcileBindsNodeBootstrap(t *testing.T) {
+	ctx := context.Background()
+	client := fake.NewClientset()
+	if _, err := bootstrap.Reconcile(ctx, client); err != nil {
+		t.Fatal(err)
+	}
+	for binding, want := range map[string][2]string{
+		bootstrap.NodeBootstrapperBinding:         {"system:node-bootstrapper", "system:bootstrappers"},
+		bootstrap.NodeAutoApproveBootstrapBinding: {bootstrap.NodeClientCSRRole, "system:bootstrappers"},
+		bootstrap.NodeAutoApproveRotationBinding:  {bootstrap.SelfNodeClientCSRRole, "system:nodes"},
+	} {
+		b, err := client.RbacV1().ClusterRoleBindings().Get(ctx, binding, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if b.RoleRef.Name != want[0] || len(b.Subjects) != 1 || b.Subjects[0].Kind != rbacv1.GroupKind || b.Subjects[0].Name != want[1] {
+			t.Errorf("%s: roleRef %v subjects %v, want %v", binding, b.RoleRef, b.Subjects, want)
+		}
+	}
+	nodeClient, err := client.RbacV1().ClusterRoles().Get(ctx, bootstrap.NodeClientCSRRole, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !rbac.RulesAllow(authorizer.AttributesRecord{Verb: "create", APIGroup: "certificates.k8s.io", Resource: "certificatesigningrequests",
+		Subresource: "nodeclient", ResourceRequest: true}, nodeClient.Rules...) {
+		t.Errorf("%s rules %v do not allow creating certificatesigningrequests/nodeclient", nodeClient.Name, nodeClient.Rules)
 	}
 }

@@ -1,0 +1,305 @@
+package server
+
+import (
+	"context"
+	"crypto/x509"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apiserver/pkg/authentication/authenticator"
+	"k8s.io/apiserver/pkg/authorization/authorizer"
+	genericapirequest "k8s.io/apiserver/pkg/endpoints/request"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/cache"
+
+	"berth/controlplane/authentication"
+	"berth/controlplane/authorization/node"
+	"berth/controlplane/authorization/rbac"
+	"berth/controlplane/authorization/rbac/bootstrap"
+	"berth/controlplane/authorization/union"
+	"berth/controlplane/pki"
+	"berth/controlplane/resources"
+	"berth/internal/errdefs"
+)
+
+// authStartTimeout bounds the wait for the apiserver to answer the
+// bootstrap policy writes and for the authorizers' caches to fill.
+const authStartTimeout = 2 * time.Minute
+
+// validateAuth checks the authentication settings of c.
+func validateAuth(c *Config) error {
+	if c.TokenAuthFile != "" {
+		if _, err := authentication.LoadTokenFile(c.TokenAuthFile); err != nil {
+			return fmt.Errorf("server config: --token-auth-file: %w", err)
+		}
+	}
+	return nil
+}
+
+// serverAuth is the server's authentication chain and its authorizers
+// (Node, then RBAC; system:masters always allowed), fed by informers on
+// the loopback client.
+type serverAuth struct {
+	authn       *authentication.Authenticator
+	authz       *union.Authorizer
+	node        *node.Authorizer
+	client      kubernetes.Interface
+	informers   informers.SharedInformerFactory
+	aggregation *rbac.AggregationController
+	agentToken  string
+	log         *slog.Logger
+}
+
+// newAuth builds authentication and authorization and adds the review
+// APIs (TokenReview, the access reviews) to set. The agent join token
+// (DataDir/agent-token) becomes a bootstrap token: start creates its secret.
+// apiAudiences are the audiences the apiserver identifies as; tokens are
+// further bearer-token authenticators (service-account tokens).
+func (s *Server) newAuth(rc *rest.Config, creds *pki.Bundle, set *resources.Set, apiAudiences []string, tokens ...authenticator.Token) (*serverAuth, error) {
+	cfg := s.cfg
+	token, err := ensureBootstrapAgentToken(creds)
+	if err != nil {
+		return nil, err
+	}
+	pool := x509.NewCertPool()
+	pool.AddCert(creds.CA)
+	secrets := set.ByGVR[corev1.SchemeGroupVersion.WithResource("secrets")]
+	if secrets == nil {
+		return nil, fmt.Errorf("server: secrets are not served: %w", errdefs.ErrInvalidArgument)
+	}
+	authn, err := authentication.New(authentication.Config{
+		ClientCA:      pool,
+		TokenAuthFile: cfg.TokenAuthFile,
+		BootstrapTokens: func(ctx context.Context, namespace, name string) (*corev1.Secret, error) {
+			obj, err := secrets.Store.Get(genericapirequest.WithNamespace(ctx, namespace), name, &metav1.GetOptions{})
+			if err != nil {
+				return nil, err
+			}
+			sec, ok := obj.(*corev1.Secret)
+			if !ok {
+				return nil, fmt.Errorf("server: secret store returned %T", obj)
+			}
+			return sec, nil
+		},
+		Tokens:       tokens,
+		APIAudiences: apiAudiences,
+		Anonymous:    cfg.AnonymousAuth,
+	})
+	if err != nil {
+		return nil, err
+	}
+
+	src := rest.CopyConfig(rc)
+	src.UserAgent = "berth-authorizer"
+	client, err := kubernetes.NewForConfig(src)
+	if err != nil {
+		return nil, fmt.Errorf("server: authorizer client: %w", err)
+	}
+	factory := informers.NewSharedInformerFactory(client, 0)
+	rbacInf := factory.Rbac().V1()
+	rbacAuthz, err := rbac.New(rbac.Config{
+		Roles: rbacInf.Roles().Lister(), RoleBindings: rbacInf.RoleBindings().Lister(),
+		ClusterRoles: rbacInf.ClusterRoles().Lister(), ClusterRoleBindings: rbacInf.ClusterRoleBindings().Lister(),
+	})
+	if err != nil {
+		return nil, err
+	}
+	pods := factory.Core().V1().Pods()
+	// The graph reads only a pod's name, namespace and spec: keep no more.
+	if err := pods.Informer().SetTransform(slimPod); err != nil {
+		return nil, fmt.Errorf("server: pod informer: %w", err)
+	}
+	nodeAuthz, err := node.New(node.Config{Pods: pods, PersistentVolumes: factory.Core().V1().PersistentVolumes()})
+	if err != nil {
+		return nil, err
+	}
+	authz, err := union.New(union.Config{Authorizers: []authorizer.Authorizer{nodeAuthz, rbacAuthz}})
+	if err != nil {
+		return nil, err
+	}
+	aggregation, err := rbac.NewAggregationController(rbac.AggregationConfig{
+		Client: client, ClusterRoles: rbacInf.ClusterRoles(), Logger: cfg.Logger.With("component", "clusterrole-aggregation"),
+	})
+	if err != nil {
+		return nil, err
+	}
+	if err := set.GuardRBAC(resources.RBACGuardConfig{Authorizer: authz, Rules: authz, RoleRefRules: rbacAuthz.RoleRefRules}); err != nil {
+		return nil, err
+	}
+	reviews, err := resources.ReviewResources(resources.ReviewConfig{Tokens: authn, APIAudiences: apiAudiences, Authorizer: authz, Rules: authz})
+	if err != nil {
+		return nil, err
+	}
+	if err := set.Add(reviews...); err != nil {
+		return nil, err
+	}
+	return &serverAuth{authn: authn, authz: authz, node: nodeAuthz, client: client, informers: factory,
+		aggregation: aggregation, agentToken: token, log: cfg.Logger}, nil
+}
+
+// start runs once the apiserver serves: it reconciles the default RBAC
+// policy, creates the agent join token's bootstrap secret, and starts the
+// authorizers' informers (stopped when stop closes), returning once their
+// caches are filled.
+func (a *serverAuth) start(ctx context.Context, stop <-chan struct{}) error {
+	ctx, cancel := context.WithTimeout(ctx, authStartTimeout)
+	defer cancel()
+	var res bootstrap.Result
+	err := retryUntilServing(ctx, func() error {
+		var err error
+		res, err = bootstrap.Reconcile(ctx, a.client)
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("server: default RBAC policy: %w", err)
+	}
+	if len(res.Created)+len(res.Updated) > 0 {
+		a.log.Info("default RBAC policy reconciled", "created", len(res.Created), "updated", len(res.Updated))
+	}
+	if err := retryUntilServing(ctx, func() error { return ensureBootstrapSecret(ctx, a.client, a.agentToken) }); err != nil {
+		return err
+	}
+	a.informers.Start(stop)
+	for typ, ok := range a.informers.WaitForCacheSync(ctx.Done()) {
+		if !ok {
+			return fmt.Errorf("server: authorizer cache of %v did not sync: %w", typ, ctx.Err())
+		}
+	}
+	if !cache.WaitForCacheSync(ctx.Done(), a.node.HasSynced) {
+		return fmt.Errorf("server: node authorizer graph did not sync: %w", ctx.Err())
+	}
+	return nil
+}
+
+// slimPod drops what the Node authorizer's graph does not read (status,
+// labels, annotations, managed fields) from the pods its informer caches.
+func slimPod(obj any) (any, error) {
+	pod, ok := obj.(*corev1.Pod)
+	if !ok {
+		return obj, nil
+	}
+	return &corev1.Pod{
+		TypeMeta: pod.TypeMeta,
+		ObjectMeta: metav1.ObjectMeta{Name: pod.Name, Namespace: pod.Namespace, UID: pod.UID,
+			ResourceVersion: pod.ResourceVersion, DeletionTimestamp: pod.DeletionTimestamp},
+		Spec: pod.Spec,
+	}, nil
+}
+
+// component is the ClusterRole aggregation controller.
+func (a *serverAuth) component() component {
+	return component{name: "clusterrole-aggregation", run: a.aggregation.Run}
+}
+
+// retryUntilServing calls f until it succeeds, retrying while the
+// apiserver is not ready yet (not listening, or admission's caches still
+// filling: 403 "not yet ready to handle request"); invalid requests are
+// not retried.
+func retryUntilServing(ctx context.Context, f func() error) error {
+	for {
+		err := f()
+		if err == nil {
+			return nil
+		}
+		if apierrors.IsInvalid(err) || apierrors.IsBadRequest(err) {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("%w (last error: %w)", ctx.Err(), err)
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+// ensureBootstrapAgentToken makes DataDir/agent-token a bootstrap token
+// (<id>.<secret>): one written by an older server is replaced.
+func ensureBootstrapAgentToken(creds *pki.Bundle) (string, error) {
+	if _, _, err := authentication.ParseBootstrapToken(creds.AgentToken); err == nil {
+		return creds.AgentToken, nil
+	}
+	token, err := authentication.GenerateBootstrapToken()
+	if err != nil {
+		return "", err
+	}
+	path := creds.Path(pki.AgentTokenFile)
+	tmp, err := os.CreateTemp(filepath.Dir(path), ".agent-token-*")
+	if err != nil {
+		return "", fmt.Errorf("server: agent token: %w", err)
+	}
+	defer os.Remove(tmp.Name())
+	if _, err := tmp.WriteString(token + "\n"); err != nil {
+		tmp.Close()
+		return "", fmt.Errorf("server: agent token: %w", err)
+	}
+	if err := tmp.Close(); err != nil {
+		return "", fmt.Errorf("server: agent token: %w", err)
+	}
+	if err := os.Rename(tmp.Name(), path); err != nil {
+		return "", fmt.Errorf("server: agent token: %w", err)
+	}
+	creds.AgentToken = token
+	return token, nil
+}
+
+// agentTokenDescription describes the agent join token's secret.
+const agentTokenDescription = "berth agent join token (the server's DATA-DIR/agent-token)"
+
+// ensureBootstrapSecret creates, or repairs, the kube-system secret that
+// makes token a bootstrap token (no expiry).
+func ensureBootstrapSecret(ctx context.Context, client kubernetes.Interface, token string) error {
+	want, err := authentication.BootstrapTokenSecret(token, agentTokenDescription, time.Time{})
+	if err != nil {
+		return err
+	}
+	secrets := client.CoreV1().Secrets(want.Namespace)
+	have, err := secrets.Get(ctx, want.Name, metav1.GetOptions{})
+	switch {
+	case apierrors.IsNotFound(err):
+		if _, err := secrets.Create(ctx, want, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+			return fmt.Errorf("server: creating the agent bootstrap token secret: %w", err)
+		}
+		return nil
+	case err != nil:
+		return fmt.Errorf("server: reading the agent bootstrap token secret: %w", err)
+	}
+	if have.Type == want.Type && sameData(have.Data, want.Data) {
+		return nil
+	}
+	if have.Type != want.Type {
+		// The type is immutable: replace the secret.
+		if err := secrets.Delete(ctx, want.Name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+			return fmt.Errorf("server: replacing the agent bootstrap token secret: %w", err)
+		}
+		if _, err := secrets.Create(ctx, want, metav1.CreateOptions{}); err != nil {
+			return fmt.Errorf("server: replacing the agent bootstrap token secret: %w", err)
+		}
+		return nil
+	}
+	upd := have.DeepCopy()
+	upd.Data = want.Data
+	if _, err := secrets.Update(ctx, upd, metav1.UpdateOptions{}); err != nil {
+		return fmt.Errorf("server: updating the agent bootstrap token secret: %w", err)
+	}
+	return nil
+}
+
+func sameData(a, b map[string][]byte) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for k, v := range a {
+		if w, ok := b[k]; !ok || string(v) != string(w) {
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,141 @@
+package server
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes/fake"
+
+	"berth/controlplane/authentication"
+	"berth/controlplane/pki"
+)
+
+// A join token written by an older server (not <id>.<secret>) is replaced
+// by a bootstrap token; a bootstrap token is kept.
+func TestEnsureBootstrapAgentToken(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, pki.AgentTokenFile)
+	if err := os.WriteFile(path, []byte("0123456789abcdef0123456789abcdef\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	creds := &pki.Bundle{Dir: dir, AgentToken: "0123456789abcdef0123456789abcdef"}
+	tok, err := ensureBootstrapAgentToken(creds)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := authentication.ParseBootstrapToken(tok); err != nil || creds.AgentToken != tok {
+		t.Fatalf("token %q (bundle %q): %v", tok, creds.AgentToken, err)
+	}
+	data, err := os.ReadFile(path)
+	if err != nil || strings.TrimSpace(string(data)) != tok {
+		t.Fatalf("agent-token file %q %v, want %q", data, err, tok)
+	}
+	if fi, err := os.Stat(path); err != nil || fi.Mode().Perm() != 0o600 {
+		t.Fatalf("agent-token file mode: %v %v", fi.Mode(), err)
+	}
+	again, err := ensureBootstrapAgentToken(creds)
+	if err != nil || again != tok {
+		t.Fatalf("second call: %q %v, want the same token", again, err)
+	}
+}
+
+// The join token's secret is created, kept when right, and repaired when
+// someone changed it.
+func TestEnsureBootstrapSecret(t *testing.T) {
+	ctx := context.Background()
+	client := fake.NewClientset()
+	const tok = "abcdef.0123456789abcdef"
+	if err := ensureBootstrapSecret(ctx, client, tok); err != nil {
+		t.Fatal(err)
+	}
+	secrets := client.CoreV1().Secrets("kube-system")
+	s, err := secrets.Get(ctx, "bootstrap-token-abcdef", metav1.GetOptions{})
+	if err != nil || s.Type != authentication.BootstrapTokenSecretType || string(s.Data["token-secret"]) != "0123456789abcdef" ||
+		string(s.Data["usage-bootstrap-authentication"]) != "true" || s.Data["expiration"] != nil {
+		t.Fatalf("secret %+v %v", s, err)
+	}
+	if err := ensureBootstrapSecret(ctx, client, tok); err != nil {
+		t.Fatal(err)
+	}
+	s.Data["token-secret"] = []byte("ffffffffffffffff")
+	s.Data["expiration"] = []byte(time.Now().Add(-time.Hour).Format(time.RFC3339))
+	if _, err := secrets.Update(ctx, s, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := ensureBootstrapSecret(ctx, client, tok); err != nil {
+		t.Fatal(err)
+	}
+	s, _ = secrets.Get(ctx, "bootstrap-token-abcdef", metav1.GetOptions{})
+	if string(s.Data["token-secret"]) != "0123456789abcdef" || s.Data["expiration"] != nil {
+		t.Fatalf("tampered secret not repaired: %v", s.Data)
+	}
+	// A secret of another type under the name is replaced.
+	if err := secrets.Delete(ctx, s.Name, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := secrets.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: s.Name, Namespace: "kube-system"}, Type: corev1.SecretTypeOpaque}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := ensureBootstrapSecret(ctx, client, tok); err != nil {
+		t.Fatal(err)
+	}
+	s, _ = secrets.Get(ctx, "bootstrap-token-abcdef", metav1.GetOptions{})
+	if s.Type != authentication.BootstrapTokenSecretType {
+		t.Fatalf("secret type %q, want the bootstrap token type", s.Type)
+	}
+}
+
+func TestValidateAuth(t *testing.T) {
+	dir := t.TempDir()
+	bad := filepath.Join(dir, "bad.csv")
+	if err := os.WriteFile(bad, []byte("tok,alice\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cfg := Config{DataDir: dir, TokenAuthFile: bad}
+	if err := cfg.Validate(); err == nil || !strings.Contains(err.Error(), "--token-auth-file") || !strings.Contains(err.Error(), "line 1") {
+		t.Fatalf("bad token file: %v, want an error naming the flag and the line", err)
+	}
+	good := filepath.Join(dir, "good.csv")
+	if err := os.WriteFile(good, []byte("tok,alice,uid\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cfg = Config{DataDir: dir, TokenAuthFile: good}
+	if err := cfg.Validate(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestSlimPodKeepsWhatTheGraphReads(t *testing.T) {
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "ns", UID: "u", ResourceVersion: "7",
+			Labels: map[string]string{"a": "b"}, Annotations: map[string]string{"c": "d"},
+			ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "m"}}},
+		Spec:   corev1.PodSpec{NodeName: "n1", ServiceAccountName: "sa", Volumes: []corev1.Volume{{Name: "v"}}},
+		Status: corev1.PodStatus{Phase: corev1.PodRunning},
+	}
+	out, err := slimPod(pod)
+	if err != nil {
+		t.Fatal(err)
+	}
+	slim := out.(*corev1.Pod)
+	if slim.Name != "p" || slim.Namespace != "ns" || slim.UID != "u" || slim.ResourceVersion != "7" ||
+		slim.Spec.NodeName != "n1" || slim.Spec.ServiceAccountName != "sa" || len(slim.Spec.Volumes) != 1 {
+		t.Fatalf("slim pod lost what the graph needs: %+v", slim)
+	}
+	if slim.Labels != nil || slim.Annotations != nil || slim.ManagedFields != nil || slim.Status.Phase != "" {
+		t.Fatalf("slim pod kept more than needed: %+v", slim)
+	}
+	if pod.Labels == nil || pod.Status.Phase != corev1.PodRunning {
+		t.Fatal("slimPod modified its input")
+	}
+	// Tombstones and other objects pass through.
+	if o, _ := slimPod("x"); o != "x" {
+		t.Fatalf("non-pod changed: %v", o)
+	}
+}

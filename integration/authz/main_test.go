@@ -1,0 +1,249 @@
+// Package authz drives `berth server`'s authentication and authorization
+// from outside, as a process: client certificates signed by the cluster CA
+// in the data dir, static tokens (--token-auth-file), bootstrap tokens,
+// node identities under the Node authorizer, RBAC with the default roles,
+// the review APIs, and real kubectl (auth can-i, auth whoami).
+package authz
+
+import (
+	"bytes"
+	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
+	"fmt"
+	"math/big"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+
+	"berth/integration/harness"
+)
+
+// Static tokens of the shared server's --token-auth-file.
+const (
+	aliceToken = "alice-token-0123456789"
+	carolToken = "carol-token-0123456789"
+)
+
+// shared is the package's server, started by TestMain.
+var shared *server
+
+func TestMain(m *testing.M) {
+	os.Exit(runMain(m))
+}
+
+func runMain(m *testing.M) int {
+	defer harness.RemoveBinary()
+	dir, err := os.MkdirTemp("", "berth-authz-it-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer os.RemoveAll(dir)
+	tokens := filepath.Join(dir, "tokens.csv")
+	content := aliceToken + ",alice,uid-alice\n" + carolToken + `,carol,uid-carol,"auditors,system:monitoring"` + "\n"
+	if err := os.WriteFile(tokens, []byte(content), 0o600); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	shared, err = launchServer(filepath.Join(dir, "server"), "--token-auth-file", tokens)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "starting berth server:", err)
+		return 1
+	}
+	code := m.Run()
+	shared.Stop()
+	if code != 0 {
+		logs := shared.Log()
+		if len(logs) > 30000 {
+			logs = logs[len(logs)-30000:]
+		}
+		fmt.Fprintf(os.Stderr, "--- shared server log (tail) ---\n%s\n", logs)
+	}
+	return code
+}
+
+// server is a running `berth server`.
+type server struct {
+	*harness.Proc
+	dir, addr string
+	admin     kubernetes.Interface
+}
+
+// launchServer runs `berth server --data-dir dir args...` on 127.0.0.1 and
+// waits until it serves.
+func launchServer(dir string, args ...string) (*server, error) {
+	args = append([]string{"server", "--data-dir", dir, "--listen", "127.0.0.1:0",
+		"--cluster-cidr", "10.251.0.0/16", "--node-cidr-mask-size", "24"}, args...)
+	proc, err := harness.Launch("berth server", args...)
+	if err != nil {
+		return nil, err
+	}
+	s := &server{Proc: proc, dir: dir}
+	if s.addr, err = proc.ListenAddress(dir, 90*time.Second); err != nil {
+		proc.Stop()
+		return nil, err
+	}
+	cfg, err := clientcmd.BuildConfigFromFlags("", filepath.Join(dir, "admin.kubeconfig"))
+	if err != nil {
+		proc.Stop()
+		return nil, err
+	}
+	if s.admin, err = kubernetes.NewForConfig(cfg); err != nil {
+		proc.Stop()
+		return nil, err
+	}
+	return s, nil
+}
+
+// startServer is launchServer for one test: stopped when it ends.
+func startServer(t *testing.T, args ...string) *server {
+	t.Helper()
+	s, err := launchServer(filepath.Join(t.TempDir(), "server"), args...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		s.Stop()
+		if t.Failed() {
+			t.Logf("--- berth server log ---\n%s", s.Log())
+		}
+	})
+	return s
+}
+
+// anonymousConfig is a REST config with no credential, trusting the CA.
+func (s *server) anonymousConfig() *rest.Config {
+	return &rest.Config{Host: "https://" + s.addr, TLSClientConfig: rest.TLSClientConfig{CAFile: filepath.Join(s.dir, "ca.crt")}}
+}
+
+// tokenConfig presents a bearer token.
+func (s *server) tokenConfig(token string) *rest.Config {
+	c := s.anonymousConfig()
+	c.BearerToken = token
+	return c
+}
+
+// certConfig presents a client certificate for user in groups, signed
+// here with the cluster CA's key from the data dir.
+func (s *server) certConfig(t *testing.T, user string, groups ...string) *rest.Config {
+	t.Helper()
+	certPEM, keyPEM := s.issueClientCert(t, user, groups...)
+	c := s.anonymousConfig()
+	c.CertData, c.KeyData = certPEM, keyPEM
+	return c
+}
+
+func (s *server) issueClientCert(t *testing.T, user string, groups ...string) (certPEM, keyPEM []byte) {
+	t.Helper()
+	caPEM, err := os.ReadFile(filepath.Join(s.dir, "ca.crt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	caKeyPEM, err := os.ReadFile(filepath.Join(s.dir, "ca.key"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cb, _ := pem.Decode(caPEM)
+	kb, _ := pem.Decode(caKeyPEM)
+	if cb == nil || kb == nil {
+		t.Fatal("CA files are not PEM")
+	}
+	ca, err := x509.ParseCertificate(cb.Bytes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	caKey, err := x509.ParseECPrivateKey(kb.Bytes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	serial, _ := rand.Int(rand.Reader, big.NewInt(1<<62))
+	tmpl := &x509.Certificate{
+		SerialNumber: serial, Subject: pkix.Name{CommonName: user, Organization: groups},
+		NotBefore: time.Now().Add(-time.Minute), NotAfter: time.Now().Add(time.Hour),
+		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca, &key.PublicKey, caKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	keyDER, err := x509.MarshalECPrivateKey(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER})
+}
+
+func clientFor(t *testing.T, cfg *rest.Config) kubernetes.Interface {
+	t.Helper()
+	c, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// kubectl runs real kubectl against s with the given credential flags
+// (--token ..., or --client-certificate/--client-key): stdout, stderr, err.
+func (s *server) kubectl(t *testing.T, creds []string, args ...string) (string, string, error) {
+	t.Helper()
+	harness.RequireKubectl(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	base := []string{"--server", "https://" + s.addr, "--certificate-authority", filepath.Join(s.dir, "ca.crt")}
+	cmd := exec.CommandContext(ctx, harness.Kubectl, append(append(base, creds...), args...)...)
+	cmd.Env = append(os.Environ(), "KUBECACHEDIR="+t.TempDir(), "KUBECONFIG="+filepath.Join(t.TempDir(), "none"))
+	var out, errOut bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errOut
+	err := cmd.Run()
+	return out.String(), errOut.String(), err
+}
+
+// newNamespace creates a namespace for one test (deleted at its end).
+func (s *server) newNamespace(t *testing.T, prefix string) string {
+	t.Helper()
+	ns, err := s.admin.CoreV1().Namespaces().Create(context.Background(),
+		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: prefix + "-"}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = s.admin.CoreV1().Namespaces().Delete(context.Background(), ns.Name, metav1.DeleteOptions{})
+	})
+	return ns.Name
+}
+
+// pod is a minimal pod, bound to node when node is set.
+func pod(name, node string, volumes ...corev1.Volume) *corev1.Pod {
+	return &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec: corev1.PodSpec{
+			NodeName:   node,
+			Containers: []corev1.Container{{Name: "c", Image: "registry.invalid/none:1"}},
+			Volumes:    volumes,
+		},
+	}
+}
+
+// firstLine is s's first line, trimmed.
+func firstLine(s string) string {
+	line, _, _ := strings.Cut(strings.TrimSpace(s), "\n")
+	return strings.TrimSpace(line)
+}
