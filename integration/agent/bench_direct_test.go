@@ -19,15 +19,13 @@ import (
 // directRound is the benchmark's baseline, measured in the same run on the
 // same containerd: the same count pods started with no agent at all, by
 // calling CRI directly — RunPodSandbox, CreateContainer, StartContainer —
-// every pod at once, as a runtime client with no policy of its own would.
+// every pod at once, as a runtime client with no policy of its own would;
+// the image is present (startupRound pulled it).
 // It returns the per-pod latencies from the start of the round to each
 // container's startedAt, sorted.
 func directRound(b *testing.B, n *node, count int) []time.Duration {
 	b.Helper()
 	ctx := context.Background()
-	if _, err := n.cri.PullImage(ctx, n.env.BusyboxImage, nil, nil); err != nil {
-		b.Fatal(err)
-	}
 	sbOpts := sandboxconfig.Options{PodLogDir: n.logs, CgroupRoot: n.cgroupRoot}
 	type job struct {
 		name string
