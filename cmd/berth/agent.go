@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"runtime/debug"
 	"strings"
 	"syscall"
 	"time"
@@ -24,13 +25,16 @@ const startupPagesDelay = 10 * time.Second
 
 // releaseStartupPages gives back, once start-up is over, the executable's
 // pages that only the initializers of the binary's other roles and the
-// agent's start touched (see package exepages).
+// agent's start touched (see package exepages), and the heap they freed.
 func releaseStartupPages(ctx context.Context, log *slog.Logger) {
 	select {
 	case <-ctx.Done():
 		return
 	case <-time.After(startupPagesDelay):
 	}
+	// The heap the initializers of every role allocated is garbage by now:
+	// return it to the system with the pages.
+	debug.FreeOSMemory()
 	r, err := exepages.Release()
 	if err != nil {
 		log.Warn("cannot give back the binary's start-up pages", "err", err)
