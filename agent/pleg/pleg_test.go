@@ -2,6 +2,7 @@ package pleg
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -114,7 +115,9 @@ func TestContainerEventsWakeAtOnce(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	_, id := runPod(t, c, "ev")
+	name := "ev0"
+	exited := map[types.UID]bool{}
+	_, id := runPod(t, c, name)
 	changed := make(chan types.UID, 16)
 	p, err := New(Config{Reader: podruntime.New(c), CRI: c, Period: time.Hour, Changed: func(uid types.UID) { changed <- uid }})
 	if err != nil {
@@ -127,15 +130,18 @@ func TestContainerEventsWakeAtOnce(t *testing.T) {
 	// The subscription starts beside the first relist: make containers exit
 	// until one is reported (the relist period is an hour, so only an event
 	// can report it).
+	// Each attempt runs a pod of its own: a container name is reserved
+	// for its pod until removed.
 	deadline := time.Now().Add(10 * time.Second)
-	for {
+	for attempt := 1; ; attempt++ {
 		if err := srv.ExitContainer(id, 0, ""); err != nil {
 			t.Fatal(err)
 		}
+		exited[types.UID(name)] = true
 		select {
 		case uid := <-changed:
-			if uid != "ev" {
-				t.Fatalf("event for %q", uid)
+			if !exited[uid] {
+				t.Fatalf("event for %q, whose container did not exit", uid)
 			}
 			return
 		case <-time.After(200 * time.Millisecond):
@@ -143,6 +149,7 @@ func TestContainerEventsWakeAtOnce(t *testing.T) {
 		if time.Now().After(deadline) {
 			t.Fatal("no change reported from container events")
 		}
-		_, id = runPod(t, c, "ev")
+		name = fmt.Sprintf("ev%d", attempt)
+		_, id = runPod(t, c, name)
 	}
 }
