@@ -16,6 +16,7 @@ import (
 	"berth/controlplane/controller/nodeipam"
 	"berth/controlplane/controller/nodelifecycle"
 	"berth/controlplane/server"
+	"berth/controlplane/serviceaccount"
 )
 
 func newServerCommand() *cobra.Command {
@@ -33,9 +34,17 @@ etcd. --disable scheduler leaves scheduling to a separate ` + "`berth scheduler`
 On first start it generates into DATA-DIR a cluster CA, the serving
 certificate, an admin client certificate with DATA-DIR/admin.kubeconfig, and
 the agents' join token DATA-DIR/agent-token (a bootstrap token <id>.<secret>,
-kept as the kube-system secret bootstrap-token-<id>); later starts reuse them. Once
-serving, it writes the address local clients reach it at to
-DATA-DIR/listen-address.
+kept as the kube-system secret bootstrap-token-<id>), and the service-account
+token signing key DATA-DIR/sa.key (unless --service-account-signing-key-file
+names one); later starts reuse them. Once serving, it writes the address local
+clients reach it at to DATA-DIR/listen-address.
+
+Several servers on one etcd must share the cluster CA (DATA-DIR/ca.crt and
+ca.key: copy them into each server's DATA-DIR before its first start) and the
+service-account signing key (DATA-DIR/sa.key, or the same
+--service-account-signing-key-file), and use the same --service-account-issuer
+and --api-audiences; otherwise one server refuses the certificates and tokens
+another issued.
 
   berth server --data-dir /var/lib/berth
   kubectl --kubeconfig /var/lib/berth/admin.kubeconfig get namespaces`,
@@ -75,6 +84,10 @@ DATA-DIR/listen-address.
 	f.StringVar(&cfg.EncryptionProviderConfig, "encryption-provider-config", "", "EncryptionConfiguration file (apiserver.config.k8s.io/v1): the resources it lists are encrypted in etcd (aescbc, aesgcm, secretbox, identity; the first provider encrypts, all decrypt)")
 	f.StringVar(&cfg.TokenAuthFile, "token-auth-file", "", `static bearer tokens: a CSV file of token,user,uid[,"group1,group2"] lines`)
 	f.BoolVar(&cfg.AnonymousAuth, "anonymous-auth", false, "let requests without credentials through as system:anonymous (group system:unauthenticated), for RBAC to decide; off, they get 401")
+	f.StringArrayVar(&cfg.ServiceAccountIssuers, "service-account-issuer", []string{serviceaccount.DefaultIssuer}, `service-account token issuer (the "iss" claim), a URL or a name; repeat it to accept tokens of more issuers: the first one issues new tokens`)
+	f.StringSliceVar(&cfg.APIAudiences, "api-audiences", nil, "audiences the apiserver identifies as, comma-separated: a service-account token must be for one of them (default the --service-account-issuer values)")
+	f.StringVar(&cfg.ServiceAccountSigningKeyFile, "service-account-signing-key-file", "", "PEM private key (ECDSA or RSA) signing service-account tokens (default DATA-DIR/"+serviceaccount.KeyFile+", generated on first start)")
+	f.StringArrayVar(&cfg.ServiceAccountKeyFiles, "service-account-key-file", nil, "PEM file of further public (or private) keys accepted when verifying service-account tokens, e.g. a previous signing key; repeatable")
 	_ = cmd.MarkFlagRequired("data-dir")
 	return cmd
 }

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"time"
 
+	authorizationv1 "k8s.io/api/authorization/v1"
 	certificatesv1 "k8s.io/api/certificates/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -27,7 +28,8 @@ import (
 // Config configures the Controller.
 type Config struct {
 	// Client talks to the apiserver (it needs CSRs: list, watch, update
-	// /approval and /status; nodes: list, watch).
+	// /approval and /status; nodes: list, watch; subjectaccessreviews:
+	// create).
 	Client kubernetes.Interface
 	// Signer signs approved requests.
 	Signer Signer
@@ -149,7 +151,10 @@ func (c *Controller) sync(ctx context.Context, csrs certlisters.CertificateSigni
 		if name, err := nodeSubject(req); err == nil {
 			node, _ = nodes.Get(name)
 		}
-		d := Approve(csr, req, node)
+		d, err := c.decide(ctx, csr, req, node)
+		if err != nil {
+			return err
+		}
 		if !d.Approve {
 			c.cfg.Logger.Debug("certificate signing request left pending", "csr", csr.Name, "signer", csr.Spec.SignerName, "requester", csr.Spec.Username, "why", d.Message)
 			return nil
@@ -167,6 +172,49 @@ func (c *Controller) sync(ctx context.Context, csrs certlisters.CertificateSigni
 		c.cfg.Logger.Info("certificate signing request approved", "csr", csr.Name, "signer", csr.Spec.SignerName, "requester", csr.Spec.Username)
 	}
 	return c.sign(ctx, csr, req)
+}
+
+// decide approves a node client request when authorization allows the
+// requester one of NodeClientChecks (SubjectAccessReviews), and a serving
+// request by ApproveServing. An error (a review that could not be made)
+// is retried.
+func (c *Controller) decide(ctx context.Context, csr *certificatesv1.CertificateSigningRequest, req *x509.CertificateRequest, node *corev1.Node) (Decision, error) {
+	if csr.Spec.SignerName == KubeletServingSigner {
+		return ApproveServing(csr, req, node), nil
+	}
+	checks, err := NodeClientChecks(csr, req)
+	if err != nil {
+		return Decision{Message: err.Error()}, nil
+	}
+	var tried []string
+	for _, check := range checks {
+		allowed, err := c.allowed(ctx, csr, check.Attributes)
+		if err != nil {
+			return Decision{}, err
+		}
+		if allowed {
+			return Decision{Approve: true, Reason: ApprovedReason, Message: check.Message}, nil
+		}
+		tried = append(tried, check.Attributes.Resource+"/"+check.Attributes.Subresource)
+	}
+	return Decision{Message: fmt.Sprintf("requester %q may not create %v", csr.Spec.Username, tried)}, nil
+}
+
+// allowed asks the apiserver whether the CSR's requester may do attrs.
+func (c *Controller) allowed(ctx context.Context, csr *certificatesv1.CertificateSigningRequest, attrs authorizationv1.ResourceAttributes) (bool, error) {
+	extra := make(map[string]authorizationv1.ExtraValue, len(csr.Spec.Extra))
+	for k, v := range csr.Spec.Extra {
+		extra[k] = authorizationv1.ExtraValue(v)
+	}
+	sar, err := c.cfg.Client.AuthorizationV1().SubjectAccessReviews().Create(ctx, &authorizationv1.SubjectAccessReview{
+		Spec: authorizationv1.SubjectAccessReviewSpec{
+			User: csr.Spec.Username, UID: csr.Spec.UID, Groups: csr.Spec.Groups, Extra: extra, ResourceAttributes: &attrs,
+		},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		return false, fmt.Errorf("subject access review for %q: %w", csr.Spec.Username, err)
+	}
+	return sar.Status.Allowed, nil
 }
 
 // sign issues the certificate of an approved CSR, or marks it Failed when

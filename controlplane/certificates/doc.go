@@ -2,20 +2,26 @@
 // CertificateSigningRequests for node agents, as kube-controller-manager's
 // csrapproving and csrsigning controllers do for kubelet TLS bootstrap.
 //
-// Approval (Approve, pure):
+// Approval:
 //
 //   - kubernetes.io/kube-apiserver-client-kubelet: a request whose subject
 //     is CN=system:node:NAME, O=system:nodes, with no SANs and usages
 //     "digital signature" and "client auth" (optionally "key
-//     encipherment"), is approved when the requester is the join-token
-//     identity (group system:bootstrappers: a first credential) or the
-//     node itself (user system:node:NAME: a renewal). Upstream asks a
-//     SubjectAccessReview for certificatesigningrequests/nodeclient and
-//     /selfnodeclient; berth, whose authorization lets any authenticated
-//     caller through, decides by those identities instead.
-//   - kubernetes.io/kubelet-serving: CN=system:node:NAME, O=system:nodes,
-//     usages "digital signature" and "server auth" (optionally "key
-//     encipherment"), DNS or IP SANs and no others. Upstream never
+//     encipherment"), is approved when authorization allows its requester
+//     (the user, uid, groups and extra of the request's spec) to create
+//     certificatesigningrequests/selfnodeclient (asked only when the CN is
+//     the requester's user name: a node renewing its own certificate) or
+//     certificatesigningrequests/nodeclient (a new node's certificate,
+//     requested with a bootstrap token), each asked as a
+//     SubjectAccessReview, as upstream's csrapproving controller. The
+//     default policy grants the former to system:nodes and the latter to
+//     system:bootstrappers (controlplane/authorization/rbac/bootstrap). A
+//     request no review allows is left pending, not denied, and asked
+//     about again at the next resync or change.
+//   - kubernetes.io/kubelet-serving (ApproveServing, pure):
+//     CN=system:node:NAME, O=system:nodes, usages "digital signature" and
+//     "server auth" (optionally "key encipherment"), DNS or IP SANs and no
+//     others. Upstream never
 //     auto-approves these; berth approves them when the requester is the
 //     node itself and every DNS name and IP is the node's name or one of
 //     the addresses in its Node's status.

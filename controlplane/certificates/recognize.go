@@ -21,8 +21,6 @@ const (
 	NodeUserPrefix = "system:node:"
 	// NodesGroup is the group of node identities.
 	NodesGroup = "system:nodes"
-	// BootstrappersGroup is the group of the join-token identity.
-	BootstrappersGroup = "system:bootstrappers"
 )
 
 // usagesAllowed reports whether usages are exactly required plus any of

@@ -6,6 +6,9 @@
 // admin.crt admin.key, admin.kubeconfig, agent-token. Everything is
 // generated on first start and reused afterwards; the serving certificate is
 // re-issued (by the same CA) when it lacks a requested host name or address.
+// The join token is a bootstrap token, <id>.<secret> (see
+// controlplane/authentication); the hex token of earlier berth versions
+// is replaced by one.
 package pki
 
 import (
@@ -13,10 +16,8 @@ import (
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
-	"crypto/subtle"
 	"crypto/x509"
 	"crypto/x509/pkix"
-	"encoding/hex"
 	"encoding/pem"
 	"errors"
 	"fmt"
@@ -24,6 +25,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"time"
@@ -31,6 +33,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
+	"berth/controlplane/authentication"
 	"berth/internal/errdefs"
 )
 
@@ -87,7 +90,8 @@ type Bundle struct {
 	// NodeClientCertPEM and NodeClientKeyPEM are the apiserver's identity
 	// towards node agents (pods/log, exec, ... proxied to them).
 	NodeClientCertPEM, NodeClientKeyPEM []byte
-	// AgentToken is the bearer token agents present to join.
+	// AgentToken is the bootstrap token (<id>.<secret>) agents present
+	// to join; the server keeps its kube-system secret.
 	AgentToken string
 }
 
@@ -155,11 +159,6 @@ func (b *Bundle) WriteKubeconfig(serverURL string) error {
 		return fmt.Errorf("pki: kubeconfig: %w", err)
 	}
 	return writeAtomic(b.Path(KubeconfigFile), data, 0o600)
-}
-
-// ValidToken reports whether token is the agent join token (constant time).
-func (b *Bundle) ValidToken(token string) bool {
-	return token != "" && subtle.ConstantTimeCompare([]byte(token), []byte(b.AgentToken)) == 1
 }
 
 func (b *Bundle) ensureCA() (crypto.Signer, error) {
@@ -304,23 +303,29 @@ func sans(extra []string) ([]string, []net.IP) {
 	return dns, ips
 }
 
+// legacyTokenRE matches the join token of berth versions before bootstrap
+// tokens: 24 random bytes in hex.
+var legacyTokenRE = regexp.MustCompile(`^[0-9a-f]{48}$`)
+
+// ensureToken loads the join token from path, generating a bootstrap token
+// when the file is missing or holds a legacy hex token.
 func ensureToken(path string) (string, error) {
 	data, err := os.ReadFile(path)
-	if err == nil {
+	switch {
+	case err == nil:
 		tok := strings.TrimSpace(string(data))
-		if tok == "" {
-			return "", fmt.Errorf("pki: %s is empty: remove it to regenerate: %w", path, errdefs.ErrInvalidArgument)
+		if _, _, perr := authentication.ParseBootstrapToken(tok); perr == nil {
+			return tok, nil
+		} else if !legacyTokenRE.MatchString(tok) {
+			return "", fmt.Errorf("pki: %s: %w (remove the file to generate a new token)", path, perr)
 		}
-		return tok, nil
-	}
-	if !errors.Is(err, os.ErrNotExist) {
+	case !errors.Is(err, os.ErrNotExist):
 		return "", fmt.Errorf("pki: %w", err)
 	}
-	raw := make([]byte, 24)
-	if _, err := rand.Read(raw); err != nil {
+	tok, err := authentication.GenerateBootstrapToken()
+	if err != nil {
 		return "", fmt.Errorf("pki: %w", err)
 	}
-	tok := hex.EncodeToString(raw)
 	if err := writeAtomic(path, []byte(tok+"\n"), 0o600); err != nil {
 		return "", err
 	}

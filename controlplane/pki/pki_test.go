@@ -7,11 +7,14 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
+	"strings"
 	"testing"
 
 	"k8s.io/client-go/tools/clientcmd"
 
+	"berth/controlplane/authentication"
 	"berth/internal/errdefs"
 )
 
@@ -52,8 +55,11 @@ func TestEnsureGeneratesThenReuses(t *testing.T) {
 	if admin.Subject.CommonName != AdminUser || !slices.Equal(admin.Subject.Organization, []string{AdminGroup}) {
 		t.Fatalf("admin subject %v", admin.Subject)
 	}
-	if len(b.AgentToken) < 32 {
-		t.Fatalf("agent token %q too short", b.AgentToken)
+	if _, _, err := authentication.ParseBootstrapToken(b.AgentToken); err != nil {
+		t.Fatalf("agent token %q: %v", b.AgentToken, err)
+	}
+	if data, err := os.ReadFile(filepath.Join(dir, AgentTokenFile)); err != nil || string(data) != b.AgentToken+"\n" {
+		t.Fatalf("agent-token file %q %v, want %q", data, err, b.AgentToken)
 	}
 	for _, f := range []string{CAKeyFile, ServingKeyFile, AdminKeyFile, AgentTokenFile} {
 		st, err := os.Stat(filepath.Join(dir, f))
@@ -87,13 +93,59 @@ func TestEnsureGeneratesThenReuses(t *testing.T) {
 	}
 }
 
-func TestValidToken(t *testing.T) {
-	b, err := Ensure(Options{Dir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
+// The join token is a bootstrap token: <6>.<16> characters of [a-z0-9].
+// The hex token of earlier versions is replaced; anything else is refused
+// with an error naming the file.
+func TestAgentToken(t *testing.T) {
+	re := regexp.MustCompile(`^[a-z0-9]{6}\.[a-z0-9]{16}$`)
+	seen := map[string]bool{}
+	for range 5 {
+		b, err := Ensure(Options{Dir: t.TempDir()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !re.MatchString(b.AgentToken) || seen[b.AgentToken] {
+			t.Fatalf("agent token %q: not a fresh bootstrap token", b.AgentToken)
+		}
+		seen[b.AgentToken] = true
 	}
-	if !b.ValidToken(b.AgentToken) || b.ValidToken("") || b.ValidToken(b.AgentToken+"x") {
-		t.Fatal("ValidToken accepts or refuses the wrong tokens")
+
+	for _, tc := range []struct {
+		name, content string
+		keep, fail    bool
+	}{
+		{"bootstrap token", "abcdef.0123456789abcdef\n", true, false},
+		{"legacy hex token", "0123456789abcdef0123456789abcdef0123456789abcdef\n", false, false},
+		{"empty", "\n", false, true},
+		{"garbage", "not-a-token\n", false, true},
+		{"upper case", "ABCDEF.0123456789ABCDEF\n", false, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			path := filepath.Join(dir, AgentTokenFile)
+			if err := os.WriteFile(path, []byte(tc.content), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			b, err := Ensure(Options{Dir: dir})
+			if tc.fail {
+				if !errors.Is(err, errdefs.ErrInvalidArgument) || !strings.Contains(err.Error(), path) {
+					t.Fatalf("Ensure = %v, want ErrInvalidArgument naming %s", err, path)
+				}
+				if data, _ := os.ReadFile(path); string(data) != tc.content {
+					t.Fatalf("a refused token file was changed: %q", data)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tc.keep != (b.AgentToken+"\n" == tc.content) || !re.MatchString(b.AgentToken) {
+				t.Fatalf("token %q from file %q (keep %v)", b.AgentToken, tc.content, tc.keep)
+			}
+			if data, err := os.ReadFile(path); err != nil || string(data) != b.AgentToken+"\n" {
+				t.Fatalf("agent-token file %q %v, want %q", data, err, b.AgentToken)
+			}
+		})
 	}
 }
 

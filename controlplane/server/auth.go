@@ -5,8 +5,6 @@ import (
 	"crypto/x509"
 	"fmt"
 	"log/slog"
-	"os"
-	"path/filepath"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -60,15 +58,11 @@ type serverAuth struct {
 
 // newAuth builds authentication and authorization and adds the review
 // APIs (TokenReview, the access reviews) to set. The agent join token
-// (DataDir/agent-token) becomes a bootstrap token: start creates its secret.
+// (DataDir/agent-token) is a bootstrap token: start creates its secret.
 // apiAudiences are the audiences the apiserver identifies as; tokens are
 // further bearer-token authenticators (service-account tokens).
 func (s *Server) newAuth(rc *rest.Config, creds *pki.Bundle, set *resources.Set, apiAudiences []string, tokens ...authenticator.Token) (*serverAuth, error) {
 	cfg := s.cfg
-	token, err := ensureBootstrapAgentToken(creds)
-	if err != nil {
-		return nil, err
-	}
 	pool := x509.NewCertPool()
 	pool.AddCert(creds.CA)
 	secrets := set.ByGVR[corev1.SchemeGroupVersion.WithResource("secrets")]
@@ -142,7 +136,7 @@ func (s *Server) newAuth(rc *rest.Config, creds *pki.Bundle, set *resources.Set,
 		return nil, err
 	}
 	return &serverAuth{authn: authn, authz: authz, node: nodeAuthz, client: client, informers: factory,
-		aggregation: aggregation, agentToken: token, log: cfg.Logger}, nil
+		aggregation: aggregation, agentToken: creds.AgentToken, log: cfg.Logger}, nil
 }
 
 // start runs once the apiserver serves: it reconciles the default RBAC
@@ -218,36 +212,6 @@ func retryUntilServing(ctx context.Context, f func() error) error {
 		case <-time.After(100 * time.Millisecond):
 		}
 	}
-}
-
-// ensureBootstrapAgentToken makes DataDir/agent-token a bootstrap token
-// (<id>.<secret>): one written by an older server is replaced.
-func ensureBootstrapAgentToken(creds *pki.Bundle) (string, error) {
-	if _, _, err := authentication.ParseBootstrapToken(creds.AgentToken); err == nil {
-		return creds.AgentToken, nil
-	}
-	token, err := authentication.GenerateBootstrapToken()
-	if err != nil {
-		return "", err
-	}
-	path := creds.Path(pki.AgentTokenFile)
-	tmp, err := os.CreateTemp(filepath.Dir(path), ".agent-token-*")
-	if err != nil {
-		return "", fmt.Errorf("server: agent token: %w", err)
-	}
-	defer os.Remove(tmp.Name())
-	if _, err := tmp.WriteString(token + "\n"); err != nil {
-		tmp.Close()
-		return "", fmt.Errorf("server: agent token: %w", err)
-	}
-	if err := tmp.Close(); err != nil {
-		return "", fmt.Errorf("server: agent token: %w", err)
-	}
-	if err := os.Rename(tmp.Name(), path); err != nil {
-		return "", fmt.Errorf("server: agent token: %w", err)
-	}
-	creds.AgentToken = token
-	return token, nil
 }
 
 // agentTokenDescription describes the agent join token's secret.

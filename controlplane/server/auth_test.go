@@ -13,37 +13,7 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 
 	"berth/controlplane/authentication"
-	"berth/controlplane/pki"
 )
-
-// A join token written by an older server (not <id>.<secret>) is replaced
-// by a bootstrap token; a bootstrap token is kept.
-func TestEnsureBootstrapAgentToken(t *testing.T) {
-	dir := t.TempDir()
-	path := filepath.Join(dir, pki.AgentTokenFile)
-	if err := os.WriteFile(path, []byte("0123456789abcdef0123456789abcdef\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	creds := &pki.Bundle{Dir: dir, AgentToken: "0123456789abcdef0123456789abcdef"}
-	tok, err := ensureBootstrapAgentToken(creds)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, _, err := authentication.ParseBootstrapToken(tok); err != nil || creds.AgentToken != tok {
-		t.Fatalf("token %q (bundle %q): %v", tok, creds.AgentToken, err)
-	}
-	data, err := os.ReadFile(path)
-	if err != nil || strings.TrimSpace(string(data)) != tok {
-		t.Fatalf("agent-token file %q %v, want %q", data, err, tok)
-	}
-	if fi, err := os.Stat(path); err != nil || fi.Mode().Perm() != 0o600 {
-		t.Fatalf("agent-token file mode: %v %v", fi.Mode(), err)
-	}
-	again, err := ensureBootstrapAgentToken(creds)
-	if err != nil || again != tok {
-		t.Fatalf("second call: %q %v, want the same token", again, err)
-	}
-}
 
 // The join token's secret is created, kept when right, and repaired when
 // someone changed it.

@@ -84,6 +84,24 @@ type Config struct {
 	// AnonymousAuth lets requests without credentials through as
 	// system:anonymous (--anonymous-auth); RBAC then decides. Off: 401.
 	AnonymousAuth bool
+	// ServiceAccountIssuers are the service-account token issuers
+	// (--service-account-issuer, repeatable): the first is the "iss" of
+	// new tokens, all are accepted; default serviceaccount.DefaultIssuer.
+	ServiceAccountIssuers []string
+	// APIAudiences are the audiences the apiserver identifies as
+	// (--api-audiences): a token must be for one of them; default the
+	// issuers.
+	APIAudiences []string
+	// ServiceAccountSigningKeyFile is the PEM private key (ECDSA or RSA)
+	// signing service-account tokens (--service-account-signing-key-file);
+	// empty: DataDir/sa.key, generated on first start. Servers sharing one
+	// etcd must sign with the same key (or accept each other's through
+	// ServiceAccountKeyFiles).
+	ServiceAccountSigningKeyFile string
+	// ServiceAccountKeyFiles are PEM files of further public (or private)
+	// keys accepted when verifying service-account tokens
+	// (--service-account-key-file, repeatable), e.g. a previous signing key.
+	ServiceAccountKeyFiles []string
 	// Logger receives the server's log; nil discards.
 	Logger *slog.Logger
 	// Metrics registers the server's Prometheus metrics; Gatherer serves
@@ -144,6 +162,9 @@ func (c *Config) Validate() error {
 		return err
 	}
 	if err := validateAuth(c); err != nil {
+		return err
+	}
+	if err := validateServiceAccounts(c); err != nil {
 		return err
 	}
 	if c.LeaseDuration == 0 {

@@ -125,7 +125,7 @@ func (s *Server) Run(ctx context.Context) (err error) {
 	if err != nil {
 		return err
 	}
-	saTokens, err := newServiceAccountTokens(cfg.DataDir)
+	saTokens, err := newServiceAccountTokens(&cfg)
 	if err != nil {
 		return err
 	}
