@@ -57,8 +57,12 @@ type Options struct {
 // Warning is something the caller should report as a Warning event on the
 // pod (reason DNSConfigForming or MissingClusterDNS), as the kubelet does.
 type Warning struct {
-	Reason  string
+	Reason string
+	// Message is the pod event's message.
 	Message string
+	// NodeMessage, when not empty, is the message of the same warning
+	// recorded on the Node as well (MissingClusterDNS, as upstream).
+	NodeMessage string
 }
 
 // Warning reasons.
@@ -115,9 +119,7 @@ func PodDNS(pod *v1.Pod, opts Options) (*runtimeapi.DNSConfig, []Warning, error)
 		}
 	}
 	if kind == policyCluster && len(opts.ClusterDNS) == 0 {
-		warnings = append(warnings, Warning{ReasonMissingClusterDNS, fmt.Sprintf(
-			"pod %q: the node has no cluster DNS server configured and cannot create a pod using the %q policy; falling back to %q",
-			pod.Namespace+"/"+pod.Name, v1.DNSClusterFirst, v1.DNSDefault)})
+		warnings = append(warnings, missingClusterDNS(pod))
 		kind = policyHost
 	}
 	switch kind {
@@ -145,6 +147,16 @@ func PodDNS(pod *v1.Pod, opts Options) (*runtimeapi.DNSConfig, []Warning, error)
 	cfg.Searches, w = fitSearches(cfg.Searches)
 	warnings = append(warnings, w...)
 	return cfg, warnings, nil
+}
+
+// missingClusterDNS is the warning of a ClusterFirst pod on a node without
+// cluster DNS servers, worded as the kubelet's: the node's message, and the
+// pod's naming the pod (NAME_NAMESPACE(UID)) before it.
+func missingClusterDNS(pod *v1.Pod) Warning {
+	node := fmt.Sprintf("kubelet does not have ClusterDNS IP configured and cannot create Pod using %q policy. Falling back to %q policy.",
+		v1.DNSClusterFirst, v1.DNSDefault)
+	podDesc := fmt.Sprintf("%s_%s(%s)", pod.Name, pod.Namespace, pod.UID)
+	return Warning{Reason: ReasonMissingClusterDNS, Message: fmt.Sprintf("pod: %q. %s", podDesc, node), NodeMessage: node}
 }
 
 // hostConfig reads the host's resolver file; an empty path gives an empty config.
@@ -293,7 +305,7 @@ func fitNameservers(servers []string) ([]string, []Warning) {
 		return servers, nil
 	}
 	servers = servers[:MaxNameservers]
-	return servers, []Warning{{ReasonDNSConfigForming, fmt.Sprintf(
+	return servers, []Warning{{Reason: ReasonDNSConfigForming, Message: fmt.Sprintf(
 		"Nameserver limits were exceeded, some nameservers have been omitted, the applied nameserver line is: %s",
 		strings.Join(servers, " "))}}
 }
@@ -322,7 +334,7 @@ func fitSearches(searches []string) ([]string, []Warning) {
 	if !exceeded {
 		return kept, nil
 	}
-	return kept, []Warning{{ReasonDNSConfigForming, fmt.Sprintf(
+	return kept, []Warning{{Reason: ReasonDNSConfigForming, Message: fmt.Sprintf(
 		"Search Line limits were exceeded, some search paths have been omitted, the applied search line is: %s",
 		strings.Join(kept, " "))}}
 }

@@ -269,3 +269,34 @@ func TestKernelHostname(t *testing.T) {
 		t.Errorf("long fqdn err = %v", err)
 	}
 }
+
+// A ClusterFirst pod on a node without cluster DNS gets the kubelet's
+// MissingClusterDNS wording: the pod's event names the pod, the node's
+// does not; other warnings are for the pod alone.
+func TestMissingClusterDNSMessages(t *testing.T) {
+	p := pod(v1.DNSClusterFirst, false, nil)
+	p.UID = "0d6c5e0a-1111-2222-3333-444455556666"
+	_, warnings, err := PodDNS(p, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const node = `kubelet does not have ClusterDNS IP configured and cannot create Pod using "ClusterFirst" policy. Falling back to "Default" policy.`
+	want := Warning{
+		Reason:      ReasonMissingClusterDNS,
+		Message:     `pod: "web_shop(0d6c5e0a-1111-2222-3333-444455556666)". ` + node,
+		NodeMessage: node,
+	}
+	if len(warnings) != 1 || warnings[0] != want {
+		t.Fatalf("warnings = %+v, want %+v", warnings, want)
+	}
+
+	p.Spec.DNSPolicy = v1.DNSNone
+	p.Spec.DNSConfig = &v1.PodDNSConfig{Nameservers: []string{"10.0.0.1", "10.0.0.2", "10.0.0.3", "10.0.0.4"}}
+	_, warnings, err = PodDNS(p, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(warnings) != 1 || warnings[0].Reason != ReasonDNSConfigForming || warnings[0].NodeMessage != "" {
+		t.Fatalf("warnings = %+v, want one DNSConfigForming for the pod only", warnings)
+	}
+}

@@ -68,11 +68,13 @@ type Start struct {
 type Kill struct {
 	ID   string
 	Name string
-	// Reason says why, for logs and events.
+	// Reason says why, for logs.
 	Reason string
-	// ProbeFailed marks a kill because a liveness or startup probe failed:
-	// the executor records Reason as the Killing event's message.
-	ProbeFailed bool
+	// Message is the Killing event's message, upstream's for the cause
+	// (definition changed, failed liveness or startup probe, unknown
+	// state); empty when upstream records its default, "Stopping container
+	// NAME".
+	Message string
 	// GracePeriod overrides the pod's grace period when not zero (a failed
 	// probe's terminationGracePeriodSeconds, as probes.KillGracePeriod).
 	GracePeriod time.Duration
@@ -192,7 +194,7 @@ func (p *planner) planExistingSandbox() {
 				return
 			}
 			if last != nil && last.State == podstate.ContainerUnknown {
-				p.kill(last, "init container in unknown state")
+				p.kill(last, "unknown state", fmt.Sprintf("Init container is in %q state, try killing it before restart", unknownState))
 			}
 			p.plan.InitToStart = p.start(next, true)
 		}
@@ -206,13 +208,15 @@ func (p *planner) planExistingSandbox() {
 			if ShouldRestart(c, pod, rt) {
 				p.plan.ContainersToStart = append(p.plan.ContainersToStart, *p.start(c, false))
 				if st != nil && st.State == podstate.ContainerUnknown {
-					p.kill(st, "container in unknown state is restarted")
+					p.kill(st, "unknown state", fmt.Sprintf("Container is in %q state, try killing it before restart", unknownState))
 				}
 			}
 			continue
 		}
 		if st.Hash != cri.ContainerHash(c) {
-			p.kill(st, fmt.Sprintf("container %s definition changed, will be restarted", c.Name))
+			// As upstream, a changed definition restarts the container
+			// whatever the restart policy.
+			p.kill(st, "definition changed", fmt.Sprintf("Container %s definition changed, will be restarted", c.Name))
 			p.plan.ContainersToStart = append(p.plan.ContainersToStart, *p.start(c, false))
 			continue
 		}
@@ -259,7 +263,7 @@ func (p *planner) killUnhealthy(c *v1.Container, st *podstate.Container, t probe
 		msg += ", will be restarted"
 	}
 	p.plan.ContainersToKill = append(p.plan.ContainersToKill, Kill{
-		ID: st.ID, Name: c.Name, Reason: msg, ProbeFailed: true,
+		ID: st.ID, Name: c.Name, Reason: name + " probe failed", Message: msg,
 		GracePeriod: time.Duration(probes.KillGracePeriod(pod, c, t)) * time.Second,
 	})
 	if !restart {
@@ -272,8 +276,14 @@ func (p *planner) killUnhealthy(c *v1.Container, st *podstate.Container, t probe
 	p.plan.ContainersToStart = append(p.plan.ContainersToStart, *s)
 }
 
-func (p *planner) kill(c *podstate.Container, reason string) {
-	p.plan.ContainersToKill = append(p.plan.ContainersToKill, Kill{ID: c.ID, Name: c.Name, Reason: reason})
+// unknownState is how upstream names the unknown container state in its
+// Killing messages.
+const unknownState = "unknown"
+
+// kill plans the stop of c, for reason (logs), with message as its Killing
+// event's.
+func (p *planner) kill(c *podstate.Container, reason, message string) {
+	p.plan.ContainersToKill = append(p.plan.ContainersToKill, Kill{ID: c.ID, Name: c.Name, Reason: reason, Message: message})
 }
 
 // applyBackOff holds back the starts whose container is still in its restart

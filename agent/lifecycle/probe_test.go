@@ -72,8 +72,8 @@ func TestComputeKillsContainersFailingTheirProbes(t *testing.T) {
 				return
 			}
 			k := plan.ContainersToKill[0]
-			if !k.ProbeFailed || k.Reason != tt.wantMsg || k.GracePeriod != tt.wantGrace {
-				t.Errorf("kill = %+v, want ProbeFailed, %q, grace %v", k, tt.wantMsg, tt.wantGrace)
+			if k.Message != tt.wantMsg || k.GracePeriod != tt.wantGrace {
+				t.Errorf("kill = %+v, want message %q, grace %v", k, tt.wantMsg, tt.wantGrace)
 			}
 		})
 	}

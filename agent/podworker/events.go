@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	"berth/agent/dns"
 	"berth/cri"
@@ -71,11 +72,27 @@ func (w *worker) backOffEvent(pod *v1.Pod, container string) {
 }
 
 // dnsEvents records the DNS warnings of the pod's sandbox config
-// (DNSConfigForming, MissingClusterDNS) as Warning events on the pod.
+// (DNSConfigForming, MissingClusterDNS) as Warning events on the pod, and
+// those the kubelet also records on its Node (MissingClusterDNS) on the
+// node named by ContainerOptions.NodeName.
 func (w *worker) dnsEvents(pod *v1.Pod, warnings []dns.Warning) {
 	for _, warn := range warnings {
 		w.podEvent(pod, v1.EventTypeWarning, warn.Reason, warn.Message)
+		if warn.NodeMessage != "" {
+			w.nodeEvent(v1.EventTypeWarning, warn.Reason, warn.NodeMessage)
+		}
 	}
+}
+
+// nodeEvent records an event on the agent's Node, if there is a recorder
+// and a node name. The reference is the kubelet's: kind Node, the node's
+// name as its UID, no namespace.
+func (w *worker) nodeEvent(eventType, reason, message string) {
+	rec, name := w.m.cfg.Recorder, w.m.cfg.ContainerOptions.NodeName
+	if rec == nil || name == "" {
+		return
+	}
+	rec.Eventf(&v1.ObjectReference{Kind: "Node", Name: name, UID: types.UID(name)}, eventType, reason, "%s", message)
 }
 
 // formatPod is upstream's format.Pod: NAME_NAMESPACE(UID).

@@ -188,3 +188,34 @@ func TestDNSConfigFormingEvent(t *testing.T) {
 	h.m.Update(pod)
 	waitEvent(t, events, "Warning DNSConfigForming Nameserver limits were exceeded, some nameservers have been omitted, the applied nameserver line is: 10.0.0.1 10.0.0.2 10.0.0.3")
 }
+
+// A container whose definition changed is killed with upstream's Killing
+// message and started again from the new spec.
+func TestKillingEventOfAChangedDefinition(t *testing.T) {
+	srv := critest.NewServer(t)
+	srv.AddImage("busybox")
+	srv.AddImage("busybox:2")
+	h, events := newEventHarness(t, srv, nil)
+	pod := testPod("changed", v1.RestartPolicyAlways, nil, "app")
+	h.m.Update(pod)
+	var first string
+	eventually(t, "running", func() (bool, string) {
+		c := h.running(pod.UID, "app")
+		if c == nil {
+			return false, ""
+		}
+		first = c.GetId()
+		return true, ""
+	})
+	changed := pod.DeepCopy()
+	changed.Spec.Containers[0].Image = "busybox:2"
+	h.m.Update(changed)
+	waitEvent(t, events, "Normal Killing Container app definition changed, will be restarted")
+	eventually(t, "the new definition running", func() (bool, string) {
+		c := h.running(pod.UID, "app")
+		return c != nil && c.GetId() != first && c.GetImage().GetUserSpecifiedImage() == "busybox:2", fmt.Sprintf("%v", c)
+	})
+	if events.has("Normal Killing Stopping container app") {
+		t.Errorf("the kill was recorded with the default message too:\n%s", strings.Join(events.list(), "\n"))
+	}
+}

@@ -31,7 +31,9 @@ import (
 //     that is all.
 //  2. ContainersToKill: stop them (in parallel, within the grace period).
 //  3. Set up the pod's volumes (idempotent); a failure ends the sync, the
-//     containers waiting in ContainerCreating, as upstream.
+//     containers waiting in ContainerCreating, as upstream, and is retried
+//     when the volume manager's back-off allows (agent/volumes records the
+//     FailedMount events).
 //  4. CreateSandbox: wait for a start slot, make the log directory, run the
 //     sandbox. A failure ends the sync.
 //  5. InitToStart: pull, create and start the next init container, and end
@@ -63,11 +65,7 @@ func (w *worker) execute(ctx context.Context, log *slog.Logger, pod *v1.Pod, rt 
 		targets := make([]stopTarget, 0, len(plan.ContainersToKill))
 		for _, k := range plan.ContainersToKill {
 			log.Info("stopping container", "container", k.Name, "id", k.ID, "reason", k.Reason)
-			t := stopTarget{ID: k.ID, Name: k.Name, Grace: k.GracePeriod}
-			if k.ProbeFailed {
-				t.Message = k.Reason
-			}
-			targets = append(targets, t)
+			targets = append(targets, stopTarget{ID: k.ID, Name: k.Name, Grace: k.GracePeriod, Message: k.Message})
 		}
 		if err := w.stopContainers(ctx, pod, sandboxIPs(rt), targets, grace); err != nil {
 			log.Warn("stopping containers failed", "err", err)
@@ -94,8 +92,10 @@ func (w *worker) execute(ctx context.Context, log *slog.Logger, pod *v1.Pod, rt 
 	var mounts *volumes.Mounts
 	if cfg.Volumes != nil {
 		if mounts, err = cfg.Volumes.SetUp(ctx, pod); err != nil {
+			// agent/volumes recorded the FailedMount events (with its
+			// back-off); the worker only looks again when it allows.
 			log.Warn("the pod's volumes are not ready", "err", err)
-			return cfg.Clock.Now().Add(2 * time.Second)
+			return volumeRetry(cfg.Clock.Now(), cfg.Volumes.RetryAt(pod.UID))
 		}
 	}
 	sandboxID := plan.SandboxID
@@ -158,6 +158,21 @@ func (w *worker) execute(ctx context.Context, log *slog.Logger, pod *v1.Pod, rt 
 		earliest(w.startContainer(ctx, log, pod, sandboxID, sandboxCfg, podIPs, mounts, &plan.ContainersToStart[i]))
 	}
 	return retry
+}
+
+// volumeRetryDefault is when a failed volume set-up is looked at again when
+// the volume manager names no time (a pod it rejects as a whole, or no
+// back-off configured).
+const volumeRetryDefault = 2 * time.Second
+
+// volumeRetry is when to set the pod's volumes up again after a failure:
+// when the volume manager's back-off lets the next attempt through
+// (retryAt), else volumeRetryDefault from now.
+func volumeRetry(now, retryAt time.Time) time.Time {
+	if retryAt.After(now) {
+		return retryAt
+	}
+	return now.Add(volumeRetryDefault)
 }
 
 // startContainer pulls, creates and starts one container, recording a

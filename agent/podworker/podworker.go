@@ -101,7 +101,8 @@ type Config struct {
 	// Recorder receives the events the kubelet records for its pods
 	// (events.go: image, Created, Started, Failed, BackOff, Killing,
 	// SandboxChanged, FailedCreatePodSandBox, NetworkNotReady, DNS
-	// warnings, the hooks'); nil: none (standalone).
+	// warnings, the hooks'), and MissingClusterDNS on the Node named by
+	// ContainerOptions.NodeName as well; nil: none (standalone).
 	Recorder probes.EventRecorder
 
 	// RootDir holds per-pod files (termination message files) under

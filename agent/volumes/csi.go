@@ -479,6 +479,9 @@ func (m *Manager) tearDownCSIVolume(ctx context.Context, uid types.UID, dir stri
 // volume published (or being published). Callers hold the handle's lock.
 func (m *Manager) csiInUse(driver, handle string) (bool, error) {
 	pods, err := os.ReadDir(filepath.Join(m.root, "pods"))
+	if errors.Is(err, fs.ErrNotExist) {
+		return false, nil
+	}
 	if err != nil {
 		return false, err
 	}

@@ -364,6 +364,71 @@ func TestCSIRestartReconstructsWithoutDoubleMount(t *testing.T) {
 	}
 }
 
+// TestCSIUnusedStagingUnstagedByCleanup: a volume left staged after its
+// last pod's unpublish (the agent stopped, or the unstage failed, between
+// the two; the pod's record of the volume is gone with the unpublish) is
+// unstaged by CleanupOrphans, but only once no pod has it published.
+func TestCSIUnusedStagingUnstagedByCleanup(t *testing.T) {
+	e := newCSIEnv(t)
+	handle := e.createVolume(t, "pv-left")
+	e.bindClaim("left", "pv-left", handle)
+	first, second := claimPod("uid-l1", "left"), claimPod("uid-l2", "left")
+	for _, p := range []*v1.Pod{first, second} {
+		if _, err := e.mgr.SetUp(ctx, p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	client, ok := e.registry.CSIClient(driver.DefaultDriverName)
+	if !ok {
+		t.Fatal("csi-local not registered")
+	}
+	root, err := filepath.EvalSymlinks(e.root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Both pods' volumes unpublished by the driver, the agent stopping
+	// before it unstages.
+	for _, p := range []*v1.Pod{first, second} {
+		if err := client.TearDown(ctx, root, string(p.UID), "pv-left", handle); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// The second pod is published again (its set-up retried): the volume
+	// is in use, the clean-up of the first pod leaves it staged.
+	if _, err := e.newManager(t, true).SetUp(ctx, second); err != nil {
+		t.Fatal(err)
+	}
+	restarted := e.newManager(t, true)
+	staging := e.stagingPath(handle)
+	if _, err := restarted.CleanupOrphans(ctx, []types.UID{second.UID}); err != nil {
+		t.Fatal(err)
+	}
+	if mountCount(t, staging) != 1 || mountCount(t, e.targetPath("uid-l2", "pv-left")) != 1 {
+		t.Fatalf("with the second pod using it: %d mounts at the staging path and %d at its target, want 1 and 1",
+			mountCount(t, staging), mountCount(t, e.targetPath("uid-l2", "pv-left")))
+	}
+	if err := client.TearDown(ctx, root, string(second.UID), "pv-left", handle); err != nil {
+		t.Fatal(err)
+	}
+	// Now no pod has it: the clean-up unstages it through the driver.
+	if _, err := restarted.CleanupOrphans(ctx, nil); err != nil {
+		t.Fatal(err)
+	}
+	if n := mountCount(t, staging); n != 0 {
+		t.Errorf("%d mounts at the staging path of a volume no pod uses, want 0", n)
+	}
+	if _, err := os.Stat(filepath.Dir(staging)); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("staging dir left: %v", err)
+	}
+	// csi-local agrees it is no longer staged: staging it again works.
+	if _, err := restarted.SetUp(ctx, first); err != nil {
+		t.Errorf("staging the volume again: %v", err)
+	}
+	if err := restarted.TearDown(ctx, first.UID); err != nil {
+		t.Fatal(err)
+	}
+}
+
 func TestCSIUnboundClaimFailedMountWithBackOff(t *testing.T) {
 	e := newCSIEnv(t)
 	e.api.put(&v1.PersistentVolumeClaim{

@@ -90,8 +90,10 @@ func (m *Manager) Reconstruct(ctx context.Context) ([]PodVolumes, error) {
 
 // CleanupOrphans tears down the volumes of every pod found on disk whose
 // UID is not in active (pods deleted while the agent was down, or whose
-// teardown failed before), and returns the UIDs it cleaned up. Call it
-// once the agent knows all its pods, and periodically.
+// teardown failed before), then unstages the CSI volumes still staged that
+// no pod has published (an unstage that failed, or an agent stopped,
+// after the last pod's unpublish), and returns the UIDs it cleaned up.
+// Call it once the agent knows all its pods, and periodically.
 func (m *Manager) CleanupOrphans(ctx context.Context, active []types.UID) ([]types.UID, error) {
 	pods, err := m.Reconstruct(ctx)
 	if err != nil {
@@ -109,6 +111,9 @@ func (m *Manager) CleanupOrphans(ctx context.Context, active []types.UID) ([]typ
 		}
 		m.cfg.Logger.Info("orphaned pod volumes cleaned up", "uid", p.UID)
 		cleaned = append(cleaned, p.UID)
+	}
+	if err := m.cleanupUnusedStaging(ctx); err != nil {
+		errs = append(errs, fmt.Errorf("volumes: unstage unused CSI volumes: %w", err))
 	}
 	return cleaned, errors.Join(errs...)
 }

@@ -353,47 +353,20 @@ func TestCSIPodDeletedWhileAgentDown(t *testing.T) {
 	if mountCount(t, target) != 1 || mountCount(t, staging) != 1 {
 		t.Fatalf("%d mounts at the target and %d at the staging path, want 1 and 1", mountCount(t, target), mountCount(t, staging))
 	}
-	restartAgentAfter(t, func() {
+	restartAgent(t, func() {
 		c.MustKubectl(t, "", "delete", "pod", "-n", ns, "gone", "--grace-period=0", "--force", "--wait=false")
 		waitFor(t, time.Minute, "pod gone from the API", func() (bool, string) {
 			_, err := c.Client.CoreV1().Pods(ns).Get(context.Background(), "gone", metav1.GetOptions{})
 			return apierrors.IsNotFound(err), fmt.Sprint(err)
 		})
 	})
-	waitFor(t, 2*time.Minute, "the deleted pod's volume unpublished and unstaged", func() (bool, string) {
-		left := mountsUnder(t, podDir(t, pod))
-		return len(left) == 0 && mountCount(t, staging) == 0, fmt.Sprintf("pod mounts %v, staging mounts %d", left, mountCount(t, staging))
-	})
-	if _, err := os.Stat(filepath.Dir(staging)); !os.IsNotExist(err) {
-		t.Errorf("staging dir left: %v", err)
-	}
-}
-
-// restartAgentAfter stops the shared agent, runs while, and starts the agent
-// again on the same dirs (as restartAgent does).
-func restartAgentAfter(t *testing.T, while func()) {
-	t.Helper()
-	c := cluster(t)
-	c.Agent.Stop()
-	while()
-	func() {
-		defer func() {
-			if r := recover(); r != nil {
-				a, ok := r.(abort)
-				if !ok {
-					panic(r)
-				}
-				t.Fatalf("restart the agent: %s", a.msg)
-			}
-		}()
-		c.Agent, c.KubeletPort = c.StartAgent(shared.tb, c.Env, c.Node, c.AgentRootDir, shared.cgroupRoot,
-			"--pod-manifest-path", c.Manifests, "--manifest-rescan", "2s")
-	}()
-	waitFor(t, 90*time.Second, "the restarted agent to serve its API", func() (bool, string) {
-		if c.Agent.Exited() {
-			t.Fatalf("the restarted agent exited:\n%s", tail(c.Agent.Log(), 20000))
-		}
-		return strings.Contains(c.Agent.Log(), "serving the agent API"), ""
+	// The agent removes the staging directory after the driver's
+	// NodeUnstageVolume has unmounted it: wait for that final state, not
+	// only for the unmount.
+	waitFor(t, 2*time.Minute, "the deleted pod's volume unpublished and unstaged, its staging dir removed", func() (bool, string) {
+		left, staged := mountsUnder(t, podDir(t, pod)), mountCount(t, staging)
+		_, err := os.Stat(filepath.Dir(staging))
+		return len(left) == 0 && staged == 0 && os.IsNotExist(err), fmt.Sprintf("pod mounts %v, staging mounts %d, staging dir: %v", left, staged, err)
 	})
 }
 
@@ -540,13 +513,10 @@ spec:
 			}
 			deletePod(t, ns, "reader-"+claim)
 
-			// The claim goes: Delete removes the PV and the driver's
-			// volume; Retain keeps both, the PV Released.
-			if err := c.Client.CoreV1().PersistentVolumeClaims(ns).Delete(ctx, claim, metav1.DeleteOptions{}); err != nil {
-				t.Fatal(err)
-			}
 			// csi-local keeps a volume's data in <root>/volumes/<id> and its
-			// record in <root>/state/<id>.json.
+			// record in <root>/state/<id>.json: both are there while the
+			// claim is (checked before the claim goes, since with Delete
+			// the reclaim may remove them at any moment after).
 			onDisk := func() (n int) {
 				for _, p := range []string{filepath.Join(drv.rootDir, "volumes", pv.Spec.CSI.VolumeHandle), filepath.Join(drv.rootDir, "state", pv.Spec.CSI.VolumeHandle+".json")} {
 					if _, err := os.Stat(p); err == nil {
@@ -557,6 +527,12 @@ spec:
 			}
 			if n := onDisk(); n != 2 {
 				t.Fatalf("csi-local holds %d of the volume's data and record, want 2", n)
+			}
+
+			// The claim goes: Delete removes the PV and the driver's
+			// volume; Retain keeps both, the PV Released.
+			if err := c.Client.CoreV1().PersistentVolumeClaims(ns).Delete(ctx, claim, metav1.DeleteOptions{}); err != nil {
+				t.Fatal(err)
 			}
 			switch policy {
 			case "Delete":
