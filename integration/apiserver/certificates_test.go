@@ -33,12 +33,12 @@ var nodeClientUsages = []certificatesv1.KeyUsage{certificatesv1.UsageDigitalSign
 // tokenClient is a client presenting the agent join token.
 func tokenClient(t *testing.T) *kubernetes.Clientset {
 	t.Helper()
-	token, err := os.ReadFile(filepath.Join(shared.dir, "agent-token"))
+	token, err := os.ReadFile(filepath.Join(shared.Dir, "agent-token"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg := &rest.Config{Host: "https://" + shared.addr, BearerToken: strings.TrimSpace(string(token)),
-		TLSClientConfig: rest.TLSClientConfig{CAFile: filepath.Join(shared.dir, "ca.crt")}}
+	cfg := &rest.Config{Host: "https://" + shared.Addr, BearerToken: strings.TrimSpace(string(token)),
+		TLSClientConfig: rest.TLSClientConfig{CAFile: filepath.Join(shared.Dir, "ca.crt")}}
 	cs, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -123,8 +123,8 @@ func TestNodeCertificateBootstrap(t *testing.T) {
 	// The certificate authenticates as the node: a CSR it creates records
 	// user system:node:test-node in group system:nodes, and is approved as
 	// a renewal.
-	nodeCfg := &rest.Config{Host: "https://" + shared.addr,
-		TLSClientConfig: rest.TLSClientConfig{CAFile: filepath.Join(shared.dir, "ca.crt"), CertData: certPEM, KeyData: keyPEM}}
+	nodeCfg := &rest.Config{Host: "https://" + shared.Addr,
+		TLSClientConfig: rest.TLSClientConfig{CAFile: filepath.Join(shared.Dir, "ca.crt"), CertData: certPEM, KeyData: keyPEM}}
 	nodeClient, err := kubernetes.NewForConfig(nodeCfg)
 	if err != nil {
 		t.Fatal(err)
@@ -318,7 +318,7 @@ webhooks:
 func writeKubeconfig(t *testing.T, path string, certPEM, keyPEM []byte) {
 	t.Helper()
 	cfg := clientcmdapi.NewConfig()
-	cfg.Clusters["berth"] = &clientcmdapi.Cluster{Server: "https://" + shared.addr, CertificateAuthority: filepath.Join(shared.dir, "ca.crt")}
+	cfg.Clusters["berth"] = &clientcmdapi.Cluster{Server: "https://" + shared.Addr, CertificateAuthority: filepath.Join(shared.Dir, "ca.crt")}
 	cfg.AuthInfos["node"] = &clientcmdapi.AuthInfo{ClientCertificateData: certPEM, ClientKeyData: keyPEM}
 	cfg.Contexts["node"] = &clientcmdapi.Context{Cluster: "berth", AuthInfo: "node"}
 	cfg.CurrentContext = "node"

@@ -37,7 +37,7 @@ func testPod(name string) *corev1.Pod {
 // TestUnauthenticated checks every API request needs a credential: none
 // gives 401 with a Status; the agent token and the admin certificate work.
 func TestUnauthenticated(t *testing.T) {
-	caPEM, err := os.ReadFile(filepath.Join(shared.dir, "ca.crt"))
+	caPEM, err := os.ReadFile(filepath.Join(shared.Dir, "ca.crt"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -45,7 +45,7 @@ func TestUnauthenticated(t *testing.T) {
 	pool.AppendCertsFromPEM(caPEM)
 	hc := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}}}
 	get := func(path, token string) (int, string) {
-		req, _ := http.NewRequest(http.MethodGet, "https://"+shared.addr+path, nil)
+		req, _ := http.NewRequest(http.MethodGet, "https://"+shared.Addr+path, nil)
 		if token != "" {
 			req.Header.Set("Authorization", "Bearer "+token)
 		}
@@ -64,7 +64,7 @@ func TestUnauthenticated(t *testing.T) {
 	if code, _ := get("/api/v1/namespaces", "wrong-token"); code != http.StatusUnauthorized {
 		t.Fatalf("bad token: %d, want 401", code)
 	}
-	token, err := os.ReadFile(filepath.Join(shared.dir, "agent-token"))
+	token, err := os.ReadFile(filepath.Join(shared.Dir, "agent-token"))
 	if err != nil {
 		t.Fatal(err)
 	}

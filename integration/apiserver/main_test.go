@@ -62,29 +62,16 @@ func runMain(m *testing.M) int {
 }
 
 // serverProc is a running `berth server`.
-type serverProc struct {
-	*harness.Proc
-	dir  string
-	addr string
-}
+type serverProc struct{ *harness.Server }
 
 // startServer runs `berth server --data-dir dir --listen listen extra...`
 // and waits for it to write its address.
 func startServer(dir, listen string, extra ...string) (*serverProc, error) {
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return nil, err
-	}
-	_ = os.Remove(filepath.Join(dir, "listen-address"))
-	proc, err := harness.Launch("berth server", append([]string{"server", "--data-dir", dir, "--listen", listen}, extra...)...)
+	s, err := harness.LaunchServer(dir, append([]string{"--listen", listen}, extra...)...)
 	if err != nil {
 		return nil, err
 	}
-	p := &serverProc{Proc: proc, dir: dir}
-	if p.addr, err = proc.ListenAddress(dir, 90*time.Second); err != nil {
-		p.stop()
-		return nil, err
-	}
-	return p, nil
+	return &serverProc{s}, nil
 }
 
 // stop sends SIGTERM and waits (SIGKILL after 30s).
@@ -94,7 +81,7 @@ func (p *serverProc) stop() {
 	}
 }
 
-func (p *serverProc) kubeconfig() string { return filepath.Join(p.dir, "admin.kubeconfig") }
+func (p *serverProc) kubeconfig() string { return filepath.Join(p.Dir, "admin.kubeconfig") }
 
 // restConfig is the admin client configuration.
 func (p *serverProc) restConfig(t testing.TB) *rest.Config {
@@ -130,7 +117,7 @@ func (p *serverProc) kubectlEnv(t testing.TB, version string, env []string, stdi
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, bin, append([]string{"--kubeconfig", p.kubeconfig()}, args...)...)
-	cmd.Env = append(append(os.Environ(), "KUBECACHEDIR="+filepath.Join(p.dir, "kubecache-"+version)), env...)
+	cmd.Env = append(append(os.Environ(), "KUBECACHEDIR="+filepath.Join(p.Dir, "kubecache-"+version)), env...)
 	var out, errOut bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errOut
 	if stdin != "" {

@@ -126,7 +126,7 @@ func loadCA(t *testing.T, dir string) (*x509.Certificate, *ecdsa.PrivateKey) {
 // cluster CA, with the apiserver's client certificate.
 func TestPodLogsProxiedToNode(t *testing.T) {
 	ctx := context.Background()
-	agent := startFakeAgent(t, shared.dir)
+	agent := startFakeAgent(t, shared.Dir)
 	_, portStr, _ := net.SplitHostPort(agent.srv.Listener.Addr().String())
 	port, _ := strconv.Atoi(portStr)
 	cs := shared.client(t)
@@ -174,12 +174,12 @@ func TestPodLogsProxiedToNode(t *testing.T) {
 		t.Fatal(err)
 	}
 	tlsCfg.NextProtos = []string{"http/1.1"}
-	conn, err := tls.Dial("tcp", shared.addr, tlsCfg)
+	conn, err := tls.Dial("tcp", shared.Addr, tlsCfg)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer conn.Close()
-	fmt.Fprintf(conn, "GET /api/v1/namespaces/%s/pods/logger/exec?command=sh&stdin=true HTTP/1.1\r\nHost: %s\r\nConnection: Upgrade\r\nUpgrade: test-echo\r\n\r\n", ns, shared.addr)
+	fmt.Fprintf(conn, "GET /api/v1/namespaces/%s/pods/logger/exec?command=sh&stdin=true HTTP/1.1\r\nHost: %s\r\nConnection: Upgrade\r\nUpgrade: test-echo\r\n\r\n", ns, shared.Addr)
 	br := bufio.NewReader(conn)
 	resp, err := http.ReadResponse(br, nil)
 	if err != nil {

@@ -74,7 +74,7 @@ func TestRestart(t *testing.T) {
 		}
 	}
 
-	addr := srv.addr
+	addr := srv.Addr
 	srv.stop()
 	srv, err = startServer(dir, addr, apiOnly...)
 	if err != nil {

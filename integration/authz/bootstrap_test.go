@@ -52,7 +52,7 @@ func bootstrapSecret(id, secret string, expires time.Time, usageAuth string) *co
 // and nothing else; the certificate then acts as the node.
 func TestAgentJoinTokenIsBootstrapToken(t *testing.T) {
 	ctx := context.Background()
-	raw, err := os.ReadFile(filepath.Join(shared.dir, "agent-token"))
+	raw, err := os.ReadFile(filepath.Join(shared.Dir, "agent-token"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -169,7 +169,7 @@ func TestAnonymousRefused(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	resp, err := hc.Get("https://" + shared.addr + "/readyz")
+	resp, err := hc.Get("https://" + shared.Addr + "/readyz")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -91,7 +91,7 @@ func TestCSRApprovalAsksAuthorization(t *testing.T) {
 		_ = shared.admin.CertificatesV1().CertificateSigningRequests().Delete(context.Background(), pending, metav1.DeleteOptions{})
 	})
 
-	raw, err := os.ReadFile(filepath.Join(shared.dir, "agent-token"))
+	raw, err := os.ReadFile(filepath.Join(shared.Dir, "agent-token"))
 	if err != nil {
 		t.Fatal(err)
 	}

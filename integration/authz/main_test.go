@@ -67,43 +67,34 @@ func runMain(m *testing.M) int {
 	code := m.Run()
 	shared.Stop()
 	if code != 0 {
-		logs := shared.Log()
-		if len(logs) > 30000 {
-			logs = logs[len(logs)-30000:]
-		}
-		fmt.Fprintf(os.Stderr, "--- shared server log (tail) ---\n%s\n", logs)
+		fmt.Fprintf(os.Stderr, "--- shared server log (tail) ---\n%s\n", shared.LogTail())
 	}
 	return code
 }
 
 // server is a running `berth server`.
 type server struct {
-	*harness.Proc
-	dir, addr string
-	admin     kubernetes.Interface
+	*harness.Server
+	admin kubernetes.Interface
 }
 
 // launchServer runs `berth server --data-dir dir args...` on 127.0.0.1 and
 // waits until it serves.
 func launchServer(dir string, args ...string) (*server, error) {
-	args = append([]string{"server", "--data-dir", dir, "--listen", "127.0.0.1:0",
+	args = append([]string{"--listen", "127.0.0.1:0",
 		"--cluster-cidr", "10.251.0.0/16", "--node-cidr-mask-size", "24"}, args...)
-	proc, err := harness.Launch("berth server", args...)
+	hs, err := harness.LaunchServer(dir, args...)
 	if err != nil {
 		return nil, err
 	}
-	s := &server{Proc: proc, dir: dir}
-	if s.addr, err = proc.ListenAddress(dir, 90*time.Second); err != nil {
-		proc.Stop()
-		return nil, err
-	}
+	s := &server{Server: hs}
 	cfg, err := clientcmd.BuildConfigFromFlags("", filepath.Join(dir, "admin.kubeconfig"))
 	if err != nil {
-		proc.Stop()
+		s.Stop()
 		return nil, err
 	}
 	if s.admin, err = kubernetes.NewForConfig(cfg); err != nil {
-		proc.Stop()
+		s.Stop()
 		return nil, err
 	}
 	return s, nil
@@ -127,7 +118,7 @@ func startServer(t *testing.T, args ...string) *server {
 
 // anonymousConfig is a REST config with no credential, trusting the CA.
 func (s *server) anonymousConfig() *rest.Config {
-	return &rest.Config{Host: "https://" + s.addr, TLSClientConfig: rest.TLSClientConfig{CAFile: filepath.Join(s.dir, "ca.crt")}}
+	return &rest.Config{Host: "https://" + s.Addr, TLSClientConfig: rest.TLSClientConfig{CAFile: filepath.Join(s.Dir, "ca.crt")}}
 }
 
 // tokenConfig presents a bearer token.
@@ -149,11 +140,11 @@ func (s *server) certConfig(t *testing.T, user string, groups ...string) *rest.C
 
 func (s *server) issueClientCert(t *testing.T, user string, groups ...string) (certPEM, keyPEM []byte) {
 	t.Helper()
-	caPEM, err := os.ReadFile(filepath.Join(s.dir, "ca.crt"))
+	caPEM, err := os.ReadFile(filepath.Join(s.Dir, "ca.crt"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	caKeyPEM, err := os.ReadFile(filepath.Join(s.dir, "ca.key"))
+	caKeyPEM, err := os.ReadFile(filepath.Join(s.Dir, "ca.key"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -207,7 +198,7 @@ func (s *server) kubectl(t *testing.T, creds []string, args ...string) (string, 
 	harness.RequireKubectl(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	base := []string{"--server", "https://" + s.addr, "--certificate-authority", filepath.Join(s.dir, "ca.crt")}
+	base := []string{"--server", "https://" + s.Addr, "--certificate-authority", filepath.Join(s.Dir, "ca.crt")}
 	cmd := exec.CommandContext(ctx, harness.Kubectl, append(append(base, creds...), args...)...)
 	cmd.Env = append(os.Environ(), "KUBECACHEDIR="+t.TempDir(), "KUBECONFIG="+filepath.Join(t.TempDir(), "none"))
 	var out, errOut bytes.Buffer

@@ -139,7 +139,7 @@ func TestKubectlAuth(t *testing.T) {
 	}
 
 	// The admin asks on alice's behalf (impersonation: --as).
-	admin := []string{"--client-certificate", filepath.Join(shared.dir, "admin.crt"), "--client-key", filepath.Join(shared.dir, "admin.key")}
+	admin := []string{"--client-certificate", filepath.Join(shared.Dir, "admin.crt"), "--client-key", filepath.Join(shared.Dir, "admin.key")}
 	for verb, want := range map[string]string{"list": "yes", "create": "no"} {
 		out, errOut, err := shared.kubectl(t, admin, "auth", "can-i", verb, "pods", "-n", ns, "--as", "alice")
 		if got := firstLine(out); got != want {
@@ -203,7 +203,7 @@ func TestStaticTokenGroups(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		resp, err := hc.Get("https://" + shared.addr + "/metrics")
+		resp, err := hc.Get("https://" + shared.Addr + "/metrics")
 		if err != nil {
 			t.Fatal(err)
 		}

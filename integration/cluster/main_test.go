@@ -46,39 +46,22 @@ func runMain(m *testing.M) int {
 	code := m.Run()
 	shared.stop()
 	if code != 0 {
-		logs := shared.Log()
-		if len(logs) > 30000 {
-			logs = logs[len(logs)-30000:]
-		}
-		fmt.Fprintf(os.Stderr, "--- shared server log (tail) ---\n%s\n", logs)
+		fmt.Fprintf(os.Stderr, "--- shared server log (tail) ---\n%s\n", shared.LogTail())
 	}
 	return code
 }
 
 // serverProc is a running `berth server`.
-type serverProc struct {
-	*harness.Proc
-	dir  string
-	addr string
-}
+type serverProc struct{ *harness.Server }
 
 // startServer runs `berth server --data-dir dir args...` and waits for it
 // to write its address.
 func startServer(dir string, args ...string) (*serverProc, error) {
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return nil, err
-	}
-	_ = os.Remove(filepath.Join(dir, "listen-address"))
-	proc, err := harness.Launch("berth server", append([]string{"server", "--data-dir", dir}, args...)...)
+	s, err := harness.LaunchServer(dir, args...)
 	if err != nil {
 		return nil, err
 	}
-	p := &serverProc{Proc: proc, dir: dir}
-	if p.addr, err = proc.ListenAddress(dir, 90*time.Second); err != nil {
-		p.stop()
-		return nil, err
-	}
-	return p, nil
+	return &serverProc{s}, nil
 }
 
 // startTestServer is startServer for one test, stopped at its end.
@@ -91,7 +74,7 @@ func startTestServer(t *testing.T, args ...string) *serverProc {
 	t.Cleanup(func() {
 		p.stop()
 		if t.Failed() {
-			t.Logf("server %s log:\n%s", p.dir, p.Log())
+			t.Logf("server %s log:\n%s", p.Dir, p.Log())
 		}
 	})
 	return p
@@ -123,7 +106,7 @@ func (p *serverProc) identity(t *testing.T) string {
 	return ""
 }
 
-func (p *serverProc) kubeconfig() string { return filepath.Join(p.dir, "admin.kubeconfig") }
+func (p *serverProc) kubeconfig() string { return filepath.Join(p.Dir, "admin.kubeconfig") }
 
 // restConfig is the admin client configuration.
 func (p *serverProc) restConfig(t testing.TB) *rest.Config {
@@ -152,7 +135,7 @@ func (p *serverProc) kubectl(t testing.TB, stdin string, args ...string) (string
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, harness.Kubectl, append([]string{"--kubeconfig", p.kubeconfig()}, args...)...)
-	cmd.Env = append(os.Environ(), "KUBECACHEDIR="+filepath.Join(p.dir, "kubecache"))
+	cmd.Env = append(os.Environ(), "KUBECACHEDIR="+filepath.Join(p.Dir, "kubecache"))
 	var out, errOut bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errOut
 	if stdin != "" {

@@ -279,3 +279,40 @@ func (b *SyncBuffer) String() string {
 	defer b.mu.Unlock()
 	return b.buf.String()
 }
+
+// Server is a `berth server` started for a whole test package (from
+// TestMain) or a test: its process, data dir and address.
+type Server struct {
+	*Proc
+	// Dir is the server's data dir; Addr its host:port.
+	Dir, Addr string
+}
+
+// LaunchServer runs `berth server --data-dir dir args...` and waits until it
+// serves; the caller stops it.
+func LaunchServer(dir string, args ...string) (*Server, error) {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, err
+	}
+	_ = os.Remove(filepath.Join(dir, "listen-address"))
+	proc, err := Launch("berth server", append([]string{"server", "--data-dir", dir}, args...)...)
+	if err != nil {
+		return nil, err
+	}
+	s := &Server{Proc: proc, Dir: dir}
+	if s.Addr, err = proc.ListenAddress(dir, 90*time.Second); err != nil {
+		proc.Stop()
+		return nil, err
+	}
+	return s, nil
+}
+
+// LogTail is the end of the process's log, for a failed package's output.
+func (p *Proc) LogTail() string {
+	const max = 30000
+	out := p.Log()
+	if len(out) > max {
+		out = out[len(out)-max:]
+	}
+	return out
+}
