@@ -148,9 +148,9 @@ spec:
     command: `+sleeper+`
     volumeMounts: [{name: cfg, mountPath: /cfg}]
 `)
-	ev := waitEvent(t, ns, pod.Name, "FailedMount")
 	want := `MountVolume.SetUp failed for volume "cfg" : configmap "later" not found`
-	if ev.Message != want || ev.Type != v1.EventTypeWarning {
+	ev := waitEventMatching(t, ns, pod.Name, "FailedMount", func(m string) bool { return m == want })
+	if ev.Type != v1.EventTypeWarning {
 		t.Errorf("event %s %q, want Warning %q", ev.Type, ev.Message, want)
 	}
 	waitContainerCreating(t, ns, pod.Name)

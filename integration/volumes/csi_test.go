@@ -452,9 +452,10 @@ spec:
 	// A claim that does not exist: FailedMount naming it (the pod is put
 	// on the node directly: the scheduler would not place it).
 	createPod(t, ns, strings.Replace(claimPodYAML(t, "no-claim", "missing", "true"), "spec:\n", "spec:\n  nodeName: "+cluster(t).Node+"\n", 1))
-	ev = waitEvent(t, ns, "no-claim", "FailedMount")
-	if !strings.Contains(ev.Message, `MountVolume.SetUp failed for volume "data" : error processing PVC `+ns+`/missing: persistentvolumeclaims "missing" not found`) {
-		t.Errorf("FailedMount event %q", ev.Message)
+	want = `MountVolume.SetUp failed for volume "data" : error processing PVC ` + ns + `/missing: persistentvolumeclaims "missing" not found`
+	ev = waitEventMatching(t, ns, "no-claim", "FailedMount", func(m string) bool { return strings.Contains(m, want) })
+	if ev.Type != v1.EventTypeWarning {
+		t.Errorf("FailedMount event %s %q, want Warning", ev.Type, ev.Message)
 	}
 }
 

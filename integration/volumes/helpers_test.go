@@ -379,16 +379,25 @@ func events(t *testing.T, ns, name string) []v1.Event {
 // waitEvent waits for an event about pod ns/name with reason and returns it.
 func waitEvent(t *testing.T, ns, name, reason string) v1.Event {
 	t.Helper()
+	return waitEventMatching(t, ns, name, reason, func(string) bool { return true })
+}
+
+// waitEventMatching waits for an event of the pod with reason whose message
+// match accepts. A pod's first FailedMount for an object it names that does
+// not exist may be the Node authorizer's refusal (its graph has not seen
+// the pod yet); the retry then gives the error the test expects.
+func waitEventMatching(t *testing.T, ns, name, reason string, match func(message string) bool) v1.Event {
+	t.Helper()
 	var found v1.Event
 	waitFor(t, podTimeout, fmt.Sprintf("a %s event of pod %s/%s", reason, ns, name), func() (bool, string) {
 		evs := events(t, ns, name)
-		i := slices.IndexFunc(evs, func(e v1.Event) bool { return e.Reason == reason })
+		i := slices.IndexFunc(evs, func(e v1.Event) bool { return e.Reason == reason && match(e.Message) })
 		if i < 0 {
 			var seen []string
 			for _, e := range evs {
-				seen = append(seen, e.Reason)
+				seen = append(seen, e.Reason+": "+e.Message)
 			}
-			return false, "events: " + strings.Join(seen, ", ")
+			return false, "events: " + strings.Join(seen, "; ")
 		}
 		found = evs[i]
 		return true, ""
