@@ -16,38 +16,29 @@ import (
 )
 
 // kubectlBinary is one kubectl release to run against the documents.
-type kubectlBinary struct {
-	name, path string
-	// required: under CI=true a missing binary fails the test.
-	required bool
-}
+type kubectlBinary struct{ name, path string }
 
-// kubectls are the releases on the build machines: the oldest and newest
-// are required, the ones between run when present.
+// kubectls are the releases on the build machines, 1.27 to 1.33.
 func kubectls() []kubectlBinary {
 	sdk := "/usr/lib/google-cloud-sdk/bin/kubectl.1."
 	return []kubectlBinary{
-		{name: "1.27", path: sdk + "27", required: true},
+		{name: "1.27", path: sdk + "27"},
 		{name: "1.28", path: sdk + "28"},
 		{name: "1.29", path: sdk + "29"},
 		{name: "1.30", path: sdk + "30"},
 		{name: "1.31", path: sdk + "31"},
-		{name: "1.32", path: "/usr/bin/kubectl", required: true},
-		{name: "1.33", path: sdk + "33", required: true},
+		{name: "1.32", path: "/usr/bin/kubectl"},
+		{name: "1.33", path: sdk + "33"},
 	}
 }
 
 // requireKubectl fails (CI=true) or skips the test when the binary is
-// missing; optional releases are always skipped when absent.
+// missing.
 func requireKubectl(t *testing.T, k kubectlBinary) {
 	t.Helper()
-	if _, err := os.Stat(k.path); err == nil {
-		return
+	if _, err := os.Stat(k.path); err != nil {
+		prereq.Missing(t, "kubectl %s not installed at %s", k.name, k.path)
 	}
-	if !k.required {
-		t.Skipf("kubectl %s (optional) not installed at %s", k.name, k.path)
-	}
-	prereq.Missing(t, "kubectl %s not installed at %s", k.name, k.path)
 }
 
 // runKubectl runs kubectl against server with a private cache and no
