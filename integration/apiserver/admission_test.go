@@ -48,7 +48,7 @@ func plainPod(name string) *corev1.Pod {
 }
 
 func TestAdmissionDefaultTolerationSeconds(t *testing.T) {
-	cs := shared.client(t)
+	cs := shared.Client(t)
 	ctx := context.Background()
 	admissionNamespace(t, cs, "adm-tolerations", nil)
 	pod, err := cs.CoreV1().Pods("adm-tolerations").Create(ctx, plainPod("p"), metav1.CreateOptions{})
@@ -70,7 +70,7 @@ func TestAdmissionDefaultTolerationSeconds(t *testing.T) {
 }
 
 func TestAdmissionResourceQuota(t *testing.T) {
-	cs := shared.client(t)
+	cs := shared.Client(t)
 	ctx := context.Background()
 	const ns = "adm-quota"
 	admissionNamespace(t, cs, ns, nil)
@@ -115,7 +115,7 @@ func TestAdmissionResourceQuota(t *testing.T) {
 }
 
 func TestAdmissionLimitRangeDefaults(t *testing.T) {
-	cs := shared.client(t)
+	cs := shared.Client(t)
 	ctx := context.Background()
 	const ns = "adm-limits"
 	admissionNamespace(t, cs, ns, nil)
@@ -161,7 +161,7 @@ func TestAdmissionLimitRangeDefaults(t *testing.T) {
 }
 
 func TestAdmissionPodSecurity(t *testing.T) {
-	cs := shared.client(t)
+	cs := shared.Client(t)
 	ctx := context.Background()
 	const ns = "adm-restricted"
 	admissionNamespace(t, cs, ns, map[string]string{"pod-security.kubernetes.io/enforce": "restricted"})
@@ -256,7 +256,7 @@ func startWebhookServer(t *testing.T) *webhookServer {
 }
 
 func TestAdmissionMutatingWebhookInjectsSidecar(t *testing.T) {
-	cs := shared.client(t)
+	cs := shared.Client(t)
 	ctx := context.Background()
 	ws := startWebhookServer(t)
 	const ns = "adm-inject"
@@ -312,7 +312,7 @@ func TestAdmissionMutatingWebhookInjectsSidecar(t *testing.T) {
 }
 
 func TestAdmissionWebhookFailurePolicy(t *testing.T) {
-	cs := shared.client(t)
+	cs := shared.Client(t)
 	ctx := context.Background()
 	ws := startWebhookServer(t)
 	const ns = "adm-failing"

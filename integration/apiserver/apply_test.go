@@ -23,7 +23,7 @@ func TestServerSideApply(t *testing.T) {
 	if out, errOut, err := k(cm, "apply", "--server-side", "-f", "-"); err != nil || !strings.Contains(out, "serverside-applied") {
 		t.Fatalf("apply --server-side: %v %s %s", err, out, errOut)
 	}
-	cs := shared.client(t)
+	cs := shared.Client(t)
 	got, err := cs.CoreV1().ConfigMaps(ns).Get(ctx, "ssa", metav1.GetOptions{})
 	if err != nil || got.Data["a"] != "1" || len(got.ManagedFields) != 1 || got.ManagedFields[0].Manager != "kubectl" || got.ManagedFields[0].Operation != metav1.ManagedFieldsOperationApply {
 		t.Fatalf("after apply: %v %+v", err, got)

@@ -79,7 +79,7 @@ func runConcurrent(b *testing.B, name string, c, n int, op func(i int) error) la
 // newClient is a client with its own connection (as separate agents have).
 func newClient(b *testing.B) *kubernetes.Clientset {
 	b.Helper()
-	cfg := shared.restConfig(b)
+	cfg := shared.RESTConfig(b)
 	cfg.Dial = (&net.Dialer{Timeout: 10 * time.Second}).DialContext // own transport, not the shared one
 	cs, err := kubernetes.NewForConfig(cfg)
 	if err != nil {

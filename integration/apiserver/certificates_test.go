@@ -66,7 +66,7 @@ func requestCert(t *testing.T, client kubernetes.Interface, signer string, usage
 	defer cancel()
 	certPEM, err := csr.WaitForCertificate(ctx, client, name, uid)
 	if err != nil {
-		got, _ := shared.client(t).CertificatesV1().CertificateSigningRequests().Get(context.Background(), name, metav1.GetOptions{})
+		got, _ := shared.Client(t).CertificatesV1().CertificateSigningRequests().Get(context.Background(), name, metav1.GetOptions{})
 		t.Fatalf("CSR %s: no certificate: %v (status %+v)", name, err, got.Status)
 	}
 	der, err := x509.MarshalECPrivateKey(key)
@@ -95,7 +95,7 @@ func parseCert(t *testing.T, certPEM []byte) *x509.Certificate {
 // serving certificate for the node's own addresses once the Node exists.
 func TestNodeCertificateBootstrap(t *testing.T) {
 	ctx := context.Background()
-	admin := shared.client(t)
+	admin := shared.Client(t)
 	nodeSubject := pkix.Name{CommonName: "system:node:test-node", Organization: []string{"system:nodes"}}
 
 	certPEM, keyPEM, name := requestCert(t, tokenClient(t), certificatesv1.KubeAPIServerClientKubeletSignerName, nodeClientUsages, nodeSubject, nil, nil, 15*time.Minute)

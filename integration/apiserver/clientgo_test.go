@@ -81,13 +81,13 @@ func TestUnauthenticated(t *testing.T) {
 		t.Fatalf("/readyz: %d %q", code, body)
 	}
 	// /metrics counts requests by verb, resource and code.
-	metrics, err := shared.client(t).CoreV1().RESTClient().Get().AbsPath("/metrics").DoRaw(context.Background())
+	metrics, err := shared.Client(t).CoreV1().RESTClient().Get().AbsPath("/metrics").DoRaw(context.Background())
 	if err != nil || !strings.Contains(string(metrics), `apiserver_request_total{code="401",resource="namespaces",subresource="",verb="list"}`) ||
 		!strings.Contains(string(metrics), "apiserver_request_duration_seconds_bucket") {
 		t.Fatalf("/metrics (%v): %.2000s", err, metrics)
 	}
 	// The admin client certificate: /version reports the Kubernetes version.
-	ver, err := shared.client(t).Discovery().ServerVersion()
+	ver, err := shared.Client(t).Discovery().ServerVersion()
 	if err != nil || !strings.HasPrefix(ver.GitVersion, "v1.") {
 		t.Fatalf("server version %v, %v", ver, err)
 	}
@@ -99,7 +99,7 @@ func TestUnauthenticated(t *testing.T) {
 func TestObjectSemantics(t *testing.T) {
 	ctx := context.Background()
 	ns := newNamespace(t, shared)
-	cs := shared.client(t)
+	cs := shared.Client(t)
 	pods := cs.CoreV1().Pods(ns)
 
 	p := testPod("")
@@ -197,7 +197,7 @@ func TestObjectSemantics(t *testing.T) {
 func TestConcurrentUpdatesConflict(t *testing.T) {
 	ctx := context.Background()
 	ns := newNamespace(t, shared)
-	cms := shared.client(t).CoreV1().ConfigMaps(ns)
+	cms := shared.Client(t).CoreV1().ConfigMaps(ns)
 	base, err := cms.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "race"}, Data: map[string]string{}}, metav1.CreateOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -238,7 +238,7 @@ func TestConcurrentUpdatesConflict(t *testing.T) {
 func TestListAndSelectors(t *testing.T) {
 	ctx := context.Background()
 	ns := newNamespace(t, shared)
-	cs := shared.client(t)
+	cs := shared.Client(t)
 	pods := cs.CoreV1().Pods(ns)
 	for i := range 7 {
 		p := testPod(fmt.Sprintf("p%d", i))
@@ -301,7 +301,7 @@ func TestListAndSelectors(t *testing.T) {
 	}
 
 	// Protobuf on the wire.
-	cfg := shared.restConfig(t)
+	cfg := shared.RESTConfig(t)
 	cfg.ContentType = "application/vnd.kubernetes.protobuf"
 	cfg.AcceptContentTypes = "application/vnd.kubernetes.protobuf"
 	pcs, err := kubernetes.NewForConfig(cfg)
@@ -348,7 +348,7 @@ func nextEvent(t *testing.T, w watch.Interface) watch.Event {
 func TestWatch(t *testing.T) {
 	ctx := context.Background()
 	ns := newNamespace(t, shared)
-	pods := shared.client(t).CoreV1().Pods(ns)
+	pods := shared.Client(t).CoreV1().Pods(ns)
 	first, err := pods.Create(ctx, testPod("w0"), metav1.CreateOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -423,7 +423,7 @@ func TestWatch(t *testing.T) {
 func TestSubresources(t *testing.T) {
 	ctx := context.Background()
 	ns := newNamespace(t, shared)
-	cs := shared.client(t)
+	cs := shared.Client(t)
 	pods := cs.CoreV1().Pods(ns)
 	if _, err := pods.Create(ctx, testPod("b"), metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)

@@ -14,7 +14,7 @@ import (
 // TestDiscovery: legacy and aggregated (v2) discovery list the served
 // groups, resources, verbs and subresources.
 func TestDiscovery(t *testing.T) {
-	cs := shared.client(t)
+	cs := shared.Client(t)
 	groups, resources, err := cs.Discovery().ServerGroupsAndResources()
 	if err != nil {
 		t.Fatal(err)
@@ -45,7 +45,7 @@ func TestDiscovery(t *testing.T) {
 	}
 
 	// Aggregated discovery, as kubectl asks for it.
-	cfg := shared.restConfig(t)
+	cfg := shared.RESTConfig(t)
 	hc, err := rest.HTTPClientFor(cfg)
 	if err != nil {
 		t.Fatal(err)

@@ -104,7 +104,7 @@ const secretPayload = "top-secret-payload-3141"
 // createSecret creates default/NAME holding secretPayload.
 func createSecret(t *testing.T, srv *serverProc, name string) {
 	t.Helper()
-	_, err := srv.client(t).CoreV1().Secrets("default").Create(context.Background(), &corev1.Secret{
+	_, err := srv.Client(t).CoreV1().Secrets("default").Create(context.Background(), &corev1.Secret{
 		ObjectMeta: metav1.ObjectMeta{Name: name},
 		Data:       map[string][]byte{"password": []byte(secretPayload)},
 	}, metav1.CreateOptions{})
@@ -116,7 +116,7 @@ func createSecret(t *testing.T, srv *serverProc, name string) {
 // wantSecretInClear checks the API serves default/NAME decrypted.
 func wantSecretInClear(t *testing.T, srv *serverProc, name string) {
 	t.Helper()
-	s, err := srv.client(t).CoreV1().Secrets("default").Get(context.Background(), name, metav1.GetOptions{})
+	s, err := srv.Client(t).CoreV1().Secrets("default").Get(context.Background(), name, metav1.GetOptions{})
 	if err != nil {
 		t.Fatalf("get secret %s through the API: %v", name, err)
 	}
@@ -161,7 +161,7 @@ func TestEncryptionAtRestRotation(t *testing.T) {
 	wantCiphertext(t, etcd, "first", "k8s:enc:aescbc:v1:key1:")
 	wantSecretInClear(t, srv, "first")
 	// Resources the file does not list stay in clear.
-	if _, err := srv.client(t).CoreV1().ConfigMaps("default").Create(context.Background(),
+	if _, err := srv.Client(t).CoreV1().ConfigMaps("default").Create(context.Background(),
 		&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "plain"}, Data: map[string]string{"k": secretPayload}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}

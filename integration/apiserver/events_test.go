@@ -18,7 +18,7 @@ import (
 func TestEventsBothAPIs(t *testing.T) {
 	ctx := context.Background()
 	ns := newNamespace(t, shared)
-	cs := shared.client(t)
+	cs := shared.Client(t)
 	pod, err := cs.CoreV1().Pods(ns).Create(ctx, testPod("evpod"), metav1.CreateOptions{})
 	if err != nil {
 		t.Fatal(err)

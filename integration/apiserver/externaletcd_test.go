@@ -92,7 +92,7 @@ func TestExternalEtcd(t *testing.T) {
 		t.Cleanup(srv.stop)
 		servers[i] = srv
 	}
-	a, b := servers[0].client(t).CoreV1().ConfigMaps("default"), servers[1].client(t).CoreV1().ConfigMaps("default")
+	a, b := servers[0].Client(t).CoreV1().ConfigMaps("default"), servers[1].Client(t).CoreV1().ConfigMaps("default")
 	if _, err := a.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "shared"}, Data: map[string]string{"from": "a"}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}

@@ -13,10 +13,6 @@ import (
 	"testing"
 	"time"
 
-	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
-
 	"berth/integration/harness"
 	"berth/internal/prereq"
 )
@@ -81,28 +77,6 @@ func (p *serverProc) stop() {
 	}
 }
 
-func (p *serverProc) kubeconfig() string { return filepath.Join(p.Dir, "admin.kubeconfig") }
-
-// restConfig is the admin client configuration.
-func (p *serverProc) restConfig(t testing.TB) *rest.Config {
-	t.Helper()
-	cfg, err := clientcmd.BuildConfigFromFlags("", p.kubeconfig())
-	if err != nil {
-		t.Fatalf("kubeconfig: %v", err)
-	}
-	cfg.QPS, cfg.Burst = 1000, 2000
-	return cfg
-}
-
-func (p *serverProc) client(t testing.TB) *kubernetes.Clientset {
-	t.Helper()
-	cs, err := kubernetes.NewForConfig(p.restConfig(t))
-	if err != nil {
-		t.Fatalf("client: %v", err)
-	}
-	return cs
-}
-
 // kubectl runs kubectl of a version against the server; it returns
 // stdout, stderr and the error.
 func (p *serverProc) kubectl(t testing.TB, version string, stdin string, args ...string) (string, string, error) {
@@ -116,7 +90,7 @@ func (p *serverProc) kubectlEnv(t testing.TB, version string, env []string, stdi
 	bin := requireKubectl(t, version)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, bin, append([]string{"--kubeconfig", p.kubeconfig()}, args...)...)
+	cmd := exec.CommandContext(ctx, bin, append([]string{"--kubeconfig", p.Kubeconfig()}, args...)...)
 	cmd.Env = append(append(os.Environ(), "KUBECACHEDIR="+filepath.Join(p.Dir, "kubecache-"+version)), env...)
 	var out, errOut bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errOut

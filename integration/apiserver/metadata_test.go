@@ -22,8 +22,8 @@ func TestMetadataClient(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	ns := newNamespace(t, shared)
-	cs := shared.client(t)
-	mc, err := metadata.NewForConfig(shared.restConfig(t))
+	cs := shared.Client(t)
+	mc, err := metadata.NewForConfig(shared.RESTConfig(t))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -19,7 +19,7 @@ import (
 // The bootstrap namespaces exist and cannot be deleted.
 func TestNamespaceLifecycle(t *testing.T) {
 	ctx := context.Background()
-	cs := shared.client(t)
+	cs := shared.Client(t)
 	for _, name := range []string{"default", "kube-system", "kube-public", "kube-node-lease"} {
 		if _, err := cs.CoreV1().Namespaces().Get(ctx, name, metav1.GetOptions{}); err != nil {
 			t.Fatalf("bootstrap namespace %s: %v", name, err)

@@ -129,7 +129,7 @@ func TestPodLogsProxiedToNode(t *testing.T) {
 	agent := startFakeAgent(t, shared.Dir)
 	_, portStr, _ := net.SplitHostPort(agent.srv.Listener.Addr().String())
 	port, _ := strconv.Atoi(portStr)
-	cs := shared.client(t)
+	cs := shared.Client(t)
 	nodeName := fmt.Sprintf("proxy-node-%d", time.Now().UnixNano()%100000)
 	node, err := cs.CoreV1().Nodes().Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: nodeName}}, metav1.CreateOptions{})
 	if err != nil {
@@ -168,7 +168,7 @@ func TestPodLogsProxiedToNode(t *testing.T) {
 	}
 	agent.mu.Unlock()
 	// exec: the upgraded connection passes through the apiserver both ways.
-	cfg := shared.restConfig(t)
+	cfg := shared.RESTConfig(t)
 	tlsCfg, err := rest.TLSConfigFor(cfg)
 	if err != nil {
 		t.Fatal(err)

@@ -29,7 +29,7 @@ func TestRestart(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer func() { srv.stop() }()
-	cs := srv.client(t)
+	cs := srv.Client(t)
 	cms := cs.CoreV1().ConfigMaps("default")
 
 	// The informer sees every configmap, across the restart.

@@ -18,7 +18,7 @@ const tableAccept = "application/json;as=Table;v=v1;g=meta.k8s.io,application/js
 func TestTables(t *testing.T) {
 	ctx := context.Background()
 	ns := newNamespace(t, shared)
-	cs := shared.client(t)
+	cs := shared.Client(t)
 	if _, err := cs.CoreV1().Pods(ns).Create(ctx, testPod("tbl"), metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
@@ -47,7 +47,7 @@ func TestTables(t *testing.T) {
 	}
 
 	// Watch as tables: each event carries a one-row table.
-	cfg := shared.restConfig(t)
+	cfg := shared.RESTConfig(t)
 	hc, err := rest.HTTPClientFor(cfg)
 	if err != nil {
 		t.Fatal(err)

@@ -156,7 +156,7 @@ func exposeService(t *testing.T, cs kubernetes.Interface, ns, name string, targe
 // sidecar), a validating webhook's refusal as the client sees it, and a
 // server-side dry run refused by a webhook with side effects.
 func TestAdmissionWebhookThroughService(t *testing.T) {
-	cs := shared.client(t)
+	cs := shared.Client(t)
 	ctx := context.Background()
 	const hookNS, ns = "adm-svc-hooks", "adm-svc-app"
 	admissionNamespace(t, cs, hookNS, nil)

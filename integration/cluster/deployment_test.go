@@ -18,7 +18,7 @@ import (
 // ReplicaSet and pods (garbage collection), unless --cascade=orphan.
 func TestDeploymentLifecycle(t *testing.T) {
 	ctx := context.Background()
-	c := shared.client(t)
+	c := shared.Client(t)
 	nodes := addNodes(t, c, "deploy-node", 3)
 	ns := newNamespace(t, c)
 	fakeAgent(t, c, ns)
@@ -104,7 +104,7 @@ func TestDeploymentLifecycle(t *testing.T) {
 // blocking dependents are gone.
 func TestForegroundDeletion(t *testing.T) {
 	ctx := context.Background()
-	c := shared.client(t)
+	c := shared.Client(t)
 	ns := newNamespace(t, c)
 	cms := c.CoreV1().ConfigMaps(ns)
 	owner, err := cms.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "owner"}}, metav1.CreateOptions{})
@@ -150,7 +150,7 @@ func TestForegroundDeletion(t *testing.T) {
 // creates in it while it terminates are refused with NamespaceTerminating.
 func TestNamespaceDeletion(t *testing.T) {
 	ctx := context.Background()
-	c := shared.client(t)
+	c := shared.Client(t)
 	addNodes(t, c, "ns-node", 1)
 	ns := newNamespace(t, c)
 	fakeAgent(t, c, ns)

@@ -20,7 +20,7 @@ import (
 func TestEventRecorders(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	c := shared.client(t)
+	c := shared.Client(t)
 	ns := newNamespace(t, c)
 	pod, err := c.CoreV1().Pods(ns).Create(ctx, &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: "p"},

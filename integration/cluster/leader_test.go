@@ -101,7 +101,7 @@ func TestTwoServersOneLeader(t *testing.T) {
 	if len(byID) != 2 {
 		t.Fatalf("the servers share an identity: %v", byID)
 	}
-	ca, cb := a.client(t), b.client(t)
+	ca, cb := a.Client(t), b.Client(t)
 	for _, name := range leases {
 		eventually(t, "lease "+name+" held by a server", func() (bool, error) {
 			return byID[holder(t, ca, name)] != nil, nil
@@ -151,7 +151,7 @@ func TestTwoServersOneLeader(t *testing.T) {
 // the pod stays unbound, and /metrics reports no scheduler.
 func TestDisableScheduler(t *testing.T) {
 	p := startTestServer(t, "--disable", "scheduler")
-	c := p.client(t)
+	c := p.Client(t)
 	addNodes(t, c, "unsched-node", 1)
 	ns := newNamespace(t, c)
 	p.mustKubectl(t, deploymentYAML(ns, "web", 1), "apply", "-f", "-")

@@ -16,10 +16,6 @@ import (
 	"testing"
 	"time"
 
-	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
-
 	"berth/integration/harness"
 )
 
@@ -106,35 +102,13 @@ func (p *serverProc) identity(t *testing.T) string {
 	return ""
 }
 
-func (p *serverProc) kubeconfig() string { return filepath.Join(p.Dir, "admin.kubeconfig") }
-
-// restConfig is the admin client configuration.
-func (p *serverProc) restConfig(t testing.TB) *rest.Config {
-	t.Helper()
-	cfg, err := clientcmd.BuildConfigFromFlags("", p.kubeconfig())
-	if err != nil {
-		t.Fatalf("kubeconfig: %v", err)
-	}
-	cfg.QPS, cfg.Burst = 500, 1000
-	return cfg
-}
-
-func (p *serverProc) client(t testing.TB) *kubernetes.Clientset {
-	t.Helper()
-	cs, err := kubernetes.NewForConfig(p.restConfig(t))
-	if err != nil {
-		t.Fatalf("client: %v", err)
-	}
-	return cs
-}
-
 // kubectl runs kubectl against the server: stdout, stderr and the error.
 func (p *serverProc) kubectl(t testing.TB, stdin string, args ...string) (string, string, error) {
 	t.Helper()
 	harness.RequireKubectl(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, harness.Kubectl, append([]string{"--kubeconfig", p.kubeconfig()}, args...)...)
+	cmd := exec.CommandContext(ctx, harness.Kubectl, append([]string{"--kubeconfig", p.Kubeconfig()}, args...)...)
 	cmd.Env = append(os.Environ(), "KUBECACHEDIR="+filepath.Join(p.Dir, "kubecache"))
 	var out, errOut bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errOut

@@ -17,6 +17,10 @@ import (
 	"testing"
 	"time"
 
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+
 	"berth/integration/nodeenv"
 	"berth/internal/prereq"
 )
@@ -305,6 +309,31 @@ func LaunchServer(dir string, args ...string) (*Server, error) {
 		return nil, err
 	}
 	return s, nil
+}
+
+// Kubeconfig is the path of the server's admin kubeconfig.
+func (s *Server) Kubeconfig() string { return filepath.Join(s.Dir, "admin.kubeconfig") }
+
+// RESTConfig is the admin client configuration, with room for the tests'
+// bursts of requests.
+func (s *Server) RESTConfig(tb testing.TB) *rest.Config {
+	tb.Helper()
+	cfg, err := clientcmd.BuildConfigFromFlags("", s.Kubeconfig())
+	if err != nil {
+		tb.Fatalf("kubeconfig: %v", err)
+	}
+	cfg.QPS, cfg.Burst = 1000, 2000
+	return cfg
+}
+
+// Client is an admin clientset.
+func (s *Server) Client(tb testing.TB) *kubernetes.Clientset {
+	tb.Helper()
+	cs, err := kubernetes.NewForConfig(s.RESTConfig(tb))
+	if err != nil {
+		tb.Fatalf("client: %v", err)
+	}
+	return cs
 }
 
 // LogTail is the end of the process's log, for a failed package's output.
