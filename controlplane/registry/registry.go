@@ -22,8 +22,7 @@ import (
 	"k8s.io/apiserver/pkg/storage"
 	"k8s.io/client-go/tools/cache"
 
-	"berth/controlplane/registry/admissionregistration/mutatingwebhookconfiguration"
-	"berth/controlplane/registry/admissionregistration/validatingwebhookconfiguration"
+	"berth/controlplane/registry/admissionregistration/webhookconfiguration"
 	"berth/controlplane/registry/apps/deployment"
 	"berth/controlplane/registry/apps/replicaset"
 	"berth/controlplane/registry/certificates/certificatesigningrequest"
@@ -137,10 +136,10 @@ func Resources(typer runtime.ObjectTyper) map[schema.GroupResource]Resource {
 			AttrFunc: limitrange.GetAttrs, PredicateFunc: limitrange.Predicate},
 		{GroupResource: core("resourcequotas"), Strategy: resourcequota.NewStrategy(typer), StatusStrategy: resourcequota.NewStatusStrategy(typer),
 			Table: resourcequota.Table, AttrFunc: resourcequota.GetAttrs, PredicateFunc: resourcequota.Predicate},
-		{GroupResource: gr(admissionregistrationv1.SchemeGroupVersion, "mutatingwebhookconfigurations"), Strategy: mutatingwebhookconfiguration.NewStrategy(typer),
-			Table: mutatingwebhookconfiguration.Table, AttrFunc: mutatingwebhookconfiguration.GetAttrs, PredicateFunc: mutatingwebhookconfiguration.Predicate},
-		{GroupResource: gr(admissionregistrationv1.SchemeGroupVersion, "validatingwebhookconfigurations"), Strategy: validatingwebhookconfiguration.NewStrategy(typer),
-			Table: validatingwebhookconfiguration.Table, AttrFunc: validatingwebhookconfiguration.GetAttrs, PredicateFunc: validatingwebhookconfiguration.Predicate},
+		{GroupResource: gr(admissionregistrationv1.SchemeGroupVersion, "mutatingwebhookconfigurations"), Strategy: webhookconfiguration.NewMutatingStrategy(typer),
+			Table: webhookconfiguration.MutatingTable, AttrFunc: webhookconfiguration.GetAttrs, PredicateFunc: webhookconfiguration.Predicate},
+		{GroupResource: gr(admissionregistrationv1.SchemeGroupVersion, "validatingwebhookconfigurations"), Strategy: webhookconfiguration.NewValidatingStrategy(typer),
+			Table: webhookconfiguration.ValidatingTable, AttrFunc: webhookconfiguration.GetAttrs, PredicateFunc: webhookconfiguration.Predicate},
 		{GroupResource: gr(certificatesv1.SchemeGroupVersion, "certificatesigningrequests"), Strategy: certificatesigningrequest.NewStrategy(typer),
 			StatusStrategy: certificatesigningrequest.NewStatusStrategy(typer), ApprovalStrategy: certificatesigningrequest.NewApprovalStrategy(typer),
 			Table: certificatesigningrequest.Table, AttrFunc: certificatesigningrequest.GetAttrs, PredicateFunc: certificatesigningrequest.Predicate},

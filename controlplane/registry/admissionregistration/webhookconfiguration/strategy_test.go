@@ -1,0 +1,60 @@
+package webhookconfiguration
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"berth/internal/api/scheme"
+)
+
+func TestGenerationFollowsTheWebhooks(t *testing.T) {
+	ctx := context.Background()
+	s := NewMutatingStrategy(scheme.New())
+	old := &admissionregistrationv1.MutatingWebhookConfiguration{ObjectMeta: metav1.ObjectMeta{Name: "m"}}
+	s.PrepareForCreate(ctx, old)
+	if old.Generation != 1 {
+		t.Fatalf("generation %d after create, want 1", old.Generation)
+	}
+	same := old.DeepCopy()
+	same.Labels = map[string]string{"a": "b"}
+	s.PrepareForUpdate(ctx, same, old)
+	if same.Generation != 1 {
+		t.Errorf("generation %d after a label change, want 1", same.Generation)
+	}
+	changed := old.DeepCopy()
+	changed.Webhooks = []admissionregistrationv1.MutatingWebhook{{Name: "w.example.com"}}
+	s.PrepareForUpdate(ctx, changed, old)
+	if changed.Generation != 2 {
+		t.Errorf("generation %d after a webhook change, want 2", changed.Generation)
+	}
+}
+
+func TestValidatingKindValidatesItsOwnType(t *testing.T) {
+	s := NewValidatingStrategy(scheme.New())
+	bad := &admissionregistrationv1.ValidatingWebhookConfiguration{
+		ObjectMeta: metav1.ObjectMeta{Name: "v"},
+		Webhooks:   []admissionregistrationv1.ValidatingWebhook{{Name: "not-qualified"}},
+	}
+	if errs := s.Validate(context.Background(), bad); len(errs) == 0 {
+		t.Fatal("a webhook without a qualified name, client config or sideEffects validated")
+	}
+}
+
+func TestTablesCountTheWebhooks(t *testing.T) {
+	now := time.Now()
+	created := metav1.NewTime(now.Add(-time.Hour))
+	m := &admissionregistrationv1.MutatingWebhookConfiguration{ObjectMeta: metav1.ObjectMeta{Name: "m", CreationTimestamp: created},
+		Webhooks: make([]admissionregistrationv1.MutatingWebhook, 2)}
+	v := &admissionregistrationv1.ValidatingWebhookConfiguration{ObjectMeta: metav1.ObjectMeta{Name: "v", CreationTimestamp: created},
+		Webhooks: make([]admissionregistrationv1.ValidatingWebhook, 3)}
+	if row, _ := MutatingTable.Row(m, now); row[0] != "m" || row[1] != int64(2) || row[2] != "60m" {
+		t.Errorf("mutating row %v", row)
+	}
+	if row, _ := ValidatingTable.Row(v, now); row[0] != "v" || row[1] != int64(3) {
+		t.Errorf("validating row %v", row)
+	}
+}
