@@ -5,6 +5,7 @@ package csitest
 
 import (
 	"context"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -82,16 +83,20 @@ func StartDriver(tb testing.TB, cfg driver.Config) *driver.Driver {
 	return d
 }
 
-// WaitForSocket polls until a unix socket exists at path (10 s deadline).
+// WaitForSocket polls until a server accepts connections on the unix socket
+// at path (10 s deadline). The file alone is not enough: it appears at bind,
+// before the server listens, and a connect in between is refused.
 func WaitForSocket(tb testing.TB, path string) {
 	tb.Helper()
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		if fi, err := os.Stat(path); err == nil && fi.Mode()&os.ModeSocket != 0 {
+		conn, err := net.Dial("unix", path)
+		if err == nil {
+			conn.Close()
 			return
 		}
 		if time.Now().After(deadline) {
-			tb.Fatalf("socket %s did not appear within 10s", path)
+			tb.Fatalf("nothing accepted connections on %s within 10s: %v", path, err)
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
