@@ -14,6 +14,7 @@ import (
 
 	"berth/controlplane/pki"
 	"berth/internal/cluster"
+	"berth/internal/kubectli18n"
 )
 
 // dataDirEnv names the environment variable that points `berth kubectl`
@@ -26,7 +27,7 @@ const dataDirEnv = "BERTH_DATA_DIR"
 // decides the output and the exit code (it exits the process itself).
 func newKubectlCommand() *cobra.Command {
 	return &cobra.Command{
-		Use:   "kubectl [kubectl arguments]",
+		Use:   kubectli18n.Subcommand + " [kubectl arguments]",
 		Short: "Run kubectl (built in) against this machine's cluster",
 		Long: `Run kubectl, built into berth, with all arguments passed to it unchanged:
 "berth kubectl get pods -A" is "kubectl get pods -A".

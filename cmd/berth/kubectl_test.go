@@ -116,32 +116,25 @@ func TestKubectlFlagsAndHelpAreKubectls(t *testing.T) {
 	}
 }
 
-// helperEnv makes the test binary act as berth (TestBerthHelperProcess).
+// helperEnv makes the test binary act as berth (see TestMain).
 const helperEnv = "BERTH_TEST_HELPER_PROCESS"
 
-// TestBerthHelperProcess is berth's main when the test binary is re-run
-// by runBerthProcess; otherwise it does nothing.
-func TestBerthHelperProcess(t *testing.T) {
-	if os.Getenv(helperEnv) != "1" {
-		return
+// TestMain runs berth's main instead of the tests when the test binary is
+// re-run by runBerthProcess: its arguments are then berth's, from the
+// start of the process (package initializers see them too).
+func TestMain(m *testing.M) {
+	if os.Getenv(helperEnv) == "1" {
+		main()
+		os.Exit(0)
 	}
-	args := os.Args
-	for i, a := range args {
-		if a == "--" {
-			args = args[i+1:]
-			break
-		}
-	}
-	os.Args = append([]string{"berth"}, args...)
-	main()
-	os.Exit(0)
+	os.Exit(m.Run())
 }
 
 // runBerthProcess runs berth ARGS in a child process (kubectl exits the
 // process itself) and returns its exit code and output.
 func runBerthProcess(t *testing.T, env []string, args ...string) (int, string, string) {
 	t.Helper()
-	cmd := exec.Command(os.Args[0], append([]string{"-test.run=^TestBerthHelperProcess$", "--"}, args...)...)
+	cmd := exec.Command(os.Args[0], args...)
 	cmd.Env = append(append(os.Environ(), helperEnv+"=1"), env...)
 	var out, errOut bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errOut
@@ -155,6 +148,22 @@ func runBerthProcess(t *testing.T, env []string, args ...string) (int, string, s
 	default:
 		t.Fatalf("running berth %v: %v", args, err)
 		return 0, "", ""
+	}
+}
+
+// TestKubectlSpeaksTheUsersLanguage: kubectl's translations are loaded for
+// `berth kubectl` (internal/kubectli18n loads them for no other role).
+func TestKubectlSpeaksTheUsersLanguage(t *testing.T) {
+	env := []string{dataDirEnv + "=" + t.TempDir(), "KUBECONFIG=", "LC_ALL=", "LC_MESSAGES="}
+	for _, tc := range []struct{ lang, want string }{
+		{"ja_JP.UTF-8", "1つまたは複数のリソースを表示する"},
+		{"de_DE.UTF-8", "Zeige eine oder mehrere Resourcen"},
+		{"C", "Display one or many resources"},
+	} {
+		code, out, stderr := runBerthProcess(t, append(env, "LANG="+tc.lang), "kubectl", "--help")
+		if code != 0 || !strings.Contains(out, tc.want) {
+			t.Errorf("LANG=%s berth kubectl --help exited %d, printed:\n%s%s\nwant it to contain %q", tc.lang, code, out, stderr, tc.want)
+		}
 	}
 }
 
