@@ -4,12 +4,20 @@
 // berth is one binary for every role, so starting any role runs the
 // package initializers of all of them: code and read-only data spread over
 // the whole binary are touched once, and the kernel maps each touched page
-// with its neighbours (fault-around), leaving tens of megabytes of the
-// executable resident in the process although a long-running role such as
-// the agent uses a fraction of it. Those pages are clean copies of the
-// file: dropping them from the process's page tables costs nothing but a
-// minor fault when a page is used again, and the process keeps only what
-// it actually runs.
+// with its neighbours (fault-around, and whole large folios of the page
+// cache), leaving tens of megabytes of the executable resident in the
+// process although a long-running role such as the agent uses a fraction of
+// it. Those pages are clean copies of the file: dropping them from the
+// process's page tables costs a fault when a page is used again, and the
+// process keeps only what it actually uses.
+//
+// Read-only data (type descriptors, which the garbage collector reads, and
+// the function tables stack unwinding reads) is used a page here and a page
+// there, so for it Release goes further: it evicts those pages from the page
+// cache (the ones no process maps) and asks for no read-ahead, so a page used
+// later comes back alone instead of with megabytes around it. A page used for
+// the first time after Release is then read from disk: a burst of new work
+// right after costs a little more CPU and latency, once.
 package exepages
 
 import (
@@ -26,13 +34,15 @@ import (
 type Mapping struct {
 	Start, End uint64
 	Perms      string
+	// Offset is where in the file the mapping starts.
+	Offset uint64
 	// Rss and Anonymous (private copies of the file's pages) are in bytes.
 	Rss, Anonymous int64
 }
 
 // Released reports what Release did.
 type Released struct {
-	// Mappings is how many mappings were dropped.
+	// Mappings is how many read-only mappings were dropped.
 	Mappings int
 	// RssBefore and RssAfter are the executable's resident bytes.
 	RssBefore, RssAfter int64
@@ -41,8 +51,9 @@ type Released struct {
 // Release drops the process's read-only mappings of its own executable
 // that hold no private copy of a page (smaps' Anonymous is 0: nothing was
 // ever written to them, not even relocations), so their pages come back
-// from the page cache only as they are used. Writable mappings (data, bss)
-// are never touched.
+// only as they are used; for read-only data it also evicts the file's pages
+// from the page cache and disables read-ahead (see the package doc).
+// Writable mappings (data, bss) are never touched.
 func Release() (Released, error) {
 	exe, err := os.Readlink("/proc/self/exe")
 	if err != nil {
@@ -52,14 +63,30 @@ func Release() (Released, error) {
 	if err != nil {
 		return Released{}, err
 	}
+	file, err := os.Open(exe)
+	if err != nil {
+		return Released{}, fmt.Errorf("exepages: %w", err)
+	}
+	defer file.Close()
 	var r Released
 	for _, m := range maps {
 		r.RssBefore += m.Rss
 		if strings.Contains(m.Perms, "w") || m.Anonymous != 0 {
 			continue
 		}
-		if _, _, errno := unix.Syscall(unix.SYS_MADVISE, uintptr(m.Start), uintptr(m.End-m.Start), unix.MADV_DONTNEED); errno != 0 {
-			return r, fmt.Errorf("exepages: madvise %x-%x: %w", m.Start, m.End, errno)
+		code := strings.Contains(m.Perms, "x")
+		if !code {
+			if err := madvise(m, unix.MADV_RANDOM); err != nil {
+				return r, err
+			}
+		}
+		if err := madvise(m, unix.MADV_DONTNEED); err != nil {
+			return r, err
+		}
+		if !code {
+			if err := evict(file, int64(m.Offset), int64(m.End-m.Start)); err != nil {
+				return r, err
+			}
 		}
 		r.Mappings++
 	}
@@ -71,6 +98,26 @@ func Release() (Released, error) {
 		r.RssAfter += m.Rss
 	}
 	return r, nil
+}
+
+// evict drops a range of the file from the page cache, but for the pages
+// some process maps. Dirty pages cannot be dropped (a binary written a
+// moment ago, by a build): they are written back first.
+func evict(f *os.File, offset, length int64) error {
+	if err := unix.SyncFileRange(int(f.Fd()), offset, length, unix.SYNC_FILE_RANGE_WAIT_BEFORE|unix.SYNC_FILE_RANGE_WRITE|unix.SYNC_FILE_RANGE_WAIT_AFTER); err != nil {
+		return fmt.Errorf("exepages: writing back %s at %x: %w", f.Name(), offset, err)
+	}
+	if err := unix.Fadvise(int(f.Fd()), offset, length, unix.FADV_DONTNEED); err != nil {
+		return fmt.Errorf("exepages: evicting %s at %x from the page cache: %w", f.Name(), offset, err)
+	}
+	return nil
+}
+
+func madvise(m Mapping, advice int) error {
+	if _, _, errno := unix.Syscall(unix.SYS_MADVISE, uintptr(m.Start), uintptr(m.End-m.Start), uintptr(advice)); errno != 0 {
+		return fmt.Errorf("exepages: madvise(%d) %x-%x: %w", advice, m.Start, m.End, errno)
+	}
+	return nil
 }
 
 // Mappings lists the process's mappings of the file at path, from
@@ -94,7 +141,8 @@ func Mappings(path string) ([]Mapping, error) {
 		if start, end, ok := parseRange(fields[0]); ok && len(fields) >= 5 {
 			cur = nil
 			if len(fields) >= 6 && fields[5] == path {
-				out = append(out, Mapping{Start: start, End: end, Perms: fields[1]})
+				offset, _ := strconv.ParseUint(fields[2], 16, 64)
+				out = append(out, Mapping{Start: start, End: end, Perms: fields[1], Offset: offset})
 				cur = &out[len(out)-1]
 			}
 			continue
