@@ -212,8 +212,7 @@ func (p *apiPods) Update(pod *v1.Pod) {
 			p.log.Info("pod deleted in the apiserver; stopping it", "pod", pod.Namespace+"/"+pod.Name, "uid", pod.UID,
 				"grace", pod.DeletionGracePeriodSeconds)
 		}
-		p.workers.Update(pod)
-		p.workers.Remove(pod.UID)
+		p.workers.Update(pod) // terminates it
 		return
 	}
 	if pod.Status.Phase == v1.PodSucceeded || pod.Status.Phase == v1.PodFailed {

@@ -215,7 +215,9 @@ func (m *Manager) Run(ctx context.Context) error {
 }
 
 // Update sets the desired pod: a new pod gets a worker, a known one a new
-// spec. It does not wait for the pod's sync (but, called before Run, it
+// spec. A pod being deleted (a deletionTimestamp) is never started, as the
+// kubelet: its worker terminates it, with the deletion's grace period, and
+// ends. It does not wait for the pod's sync (but, called before Run, it
 // waits for Run to start).
 func (m *Manager) Update(pod *v1.Pod) {
 	m.cfg.Metrics.PodObservedOnWatch(pod, m.cfg.Clock.Now())
@@ -229,9 +231,13 @@ func (m *Manager) Update(pod *v1.Pod) {
 			w.mu.Unlock()
 			continue
 		}
-		if w.terminating {
+		switch {
+		case pod.DeletionTimestamp != nil:
+			w.pod = pod
+			w.markTerminating()
+		case w.terminating:
 			w.readd = pod // runs again once the termination is complete
-		} else {
+		default:
 			w.pod = pod
 		}
 		w.mu.Unlock()
@@ -248,11 +254,7 @@ func (m *Manager) Remove(uid types.UID) {
 		return
 	}
 	w.mu.Lock()
-	w.terminating = true
-	w.readd = nil
-	if w.cancelSync != nil {
-		w.cancelSync() // a sync blocked in a postStart hook ends
-	}
+	w.markTerminating()
 	w.mu.Unlock()
 	w.poke()
 }

@@ -423,6 +423,37 @@ func TestRemoveTerminatesAndCleansUp(t *testing.T) {
 	eventually(t, "running again", func() (bool, string) { return h.running(pod.UID, "app") != nil, "" })
 }
 
+// TestPodBeingDeletedIsTerminatedNotStarted: as the kubelet, a pod with a
+// deletionTimestamp is stopped by Update alone, and one first seen already
+// being deleted is never started (no sandbox, no volumes).
+func TestPodBeingDeletedIsTerminatedNotStarted(t *testing.T) {
+	srv := critest.NewServer(t)
+	srv.AddImage("busybox")
+	h := newHarness(t, srv)
+	running := testPod("running", v1.RestartPolicyAlways, nil, "app")
+	h.m.Update(running)
+	eventually(t, "running", func() (bool, string) { return h.running(running.UID, "app") != nil, "" })
+	now := metav1.Now()
+	deleted := running.DeepCopy()
+	deleted.DeletionTimestamp = &now
+	h.m.Update(deleted)
+	eventually(t, "the deleted pod gone", func() (bool, string) {
+		return len(h.containers(running.UID, "")) == 0 && len(h.sandboxes(running.UID)) == 0 && !h.m.Known(running.UID), ""
+	})
+
+	sandboxes := srv.Calls("RunPodSandbox")
+	late := testPod("late", v1.RestartPolicyAlways, nil, "app")
+	late.DeletionTimestamp = &now
+	h.m.Update(late)
+	eventually(t, "the worker of the late pod ended", func() (bool, string) { return !h.m.Known(late.UID), "" })
+	if n := srv.Calls("RunPodSandbox") - sandboxes; n != 0 {
+		t.Errorf("%d sandboxes run for a pod first seen being deleted", n)
+	}
+	if _, err := os.Stat(filepath.Join(h.root, "pods", string(late.UID))); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("pod directory of a pod never started: %v", err)
+	}
+}
+
 func TestRemoveRetriesWhenTheRuntimeFails(t *testing.T) {
 	srv := critest.NewServer(t)
 	srv.AddImage("busybox")

@@ -44,6 +44,16 @@ func (w *worker) poke() {
 	}
 }
 
+// markTerminating makes the worker terminate its pod and end (unless the
+// pod is added again meanwhile); w.mu is held.
+func (w *worker) markTerminating() {
+	w.terminating = true
+	w.readd = nil
+	if w.cancelSync != nil {
+		w.cancelSync() // a sync blocked in a postStart hook ends
+	}
+}
+
 func (w *worker) desired() (*v1.Pod, bool) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
