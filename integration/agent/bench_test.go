@@ -11,7 +11,6 @@ import (
 	"testing"
 	"time"
 
-	"golang.org/x/sys/unix"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"berth/cri"
@@ -69,7 +68,7 @@ type startupResult struct {
 func startupRound(b *testing.B, count int) startupResult {
 	b.StopTimer()
 	n := newNode(b, strings.Fields(os.Getenv("BERTH_BENCH_AGENT_ARGS"))...)
-	dropPageCache(b, harness.Binary(b))
+	harness.DropPageCache(b, harness.Binary(b))
 	a := n.start()
 	pid := a.Pid()
 	// The image is present, as in the kubelet's reference figures: the
@@ -149,25 +148,6 @@ func startupRound(b *testing.B, count int) startupResult {
 // percentile is the p-quantile of sorted latencies.
 func percentile(sorted []time.Duration, p float64) time.Duration {
 	return sorted[min(len(sorted)-1, int(float64(len(sorted))*p))]
-}
-
-// dropPageCache evicts a file's pages from the page cache, so the agent
-// maps its binary as read back from disk, as on a node where it was
-// installed long before: the page cache a fresh build leaves holds large
-// folios that are mapped whole, which inflates the resident set of every
-// process of that binary.
-func dropPageCache(b *testing.B, path string) {
-	f, err := os.Open(path)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer f.Close()
-	if err := f.Sync(); err != nil { // dirty pages stay in the cache
-		b.Fatalf("fsync %s: %v", path, err)
-	}
-	if err := unix.Fadvise(int(f.Fd()), 0, 0, unix.FADV_DONTNEED); err != nil {
-		b.Fatalf("fadvise %s: %v", path, err)
-	}
 }
 
 // rss is the process's resident set in bytes.

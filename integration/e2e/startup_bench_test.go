@@ -35,6 +35,7 @@ import (
 // Each iteration deletes its pods (gracefully) and waits until they are
 // gone.
 func BenchmarkPodStartupSLO(b *testing.B) {
+	harness.DropPageCache(b, harness.Binary(b))
 	c := harness.StartCluster(b, harness.ClusterOptions{})
 	cfg := rest.CopyConfig(c.Config)
 	cfg.QPS, cfg.Burst = 1000, 1000 // the creates go out at once

@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/sys/unix"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
@@ -344,4 +345,24 @@ func (p *Proc) LogTail() string {
 		out = out[len(out)-max:]
 	}
 	return out
+}
+
+// DropPageCache evicts a file's pages from the page cache, so the berth
+// processes a benchmark starts map their binary as read back from disk, as
+// on a node where it was installed long before: the page cache a fresh
+// build leaves holds large folios that are mapped whole, which inflates the
+// resident set of every process of that binary.
+func DropPageCache(tb testing.TB, path string) {
+	tb.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	defer f.Close()
+	if err := f.Sync(); err != nil { // dirty pages stay in the cache
+		tb.Fatalf("fsync %s: %v", path, err)
+	}
+	if err := unix.Fadvise(int(f.Fd()), 0, 0, unix.FADV_DONTNEED); err != nil {
+		tb.Fatalf("fadvise %s: %v", path, err)
+	}
 }
