@@ -53,7 +53,8 @@ func ConfigFromInformers(factory informers.SharedInformerFactory, client kuberne
 
 // NewChain builds the plugins in upstream's order — NamespaceLifecycle,
 // LimitRanger, ServiceAccount, NodeRestriction, PodSecurity,
-// DefaultTolerationSeconds, MutatingAdmissionWebhook,
+// DefaultTolerationSeconds, StorageObjectInUseProtection,
+// MutatingAdmissionWebhook,
 // ValidatingAdmissionWebhook, ResourceQuota — and chains them, with
 // upstream's reinvocation (NewReinvocationHandler).
 func NewChain(cfg ChainConfig) (Chain, error) {
@@ -90,6 +91,7 @@ func NewChain(cfg ChainConfig) (Chain, error) {
 		return nil, err
 	}
 	return NewReinvocationHandler(admission.NewChainHandler(
-		lifecycle, limits, sa, nodes, pss, NewDefaultTolerationSeconds(), mutating, validating, rq,
+		lifecycle, limits, sa, nodes, pss, NewDefaultTolerationSeconds(), NewStorageObjectInUseProtection(),
+		mutating, validating, rq,
 	)), nil
 }

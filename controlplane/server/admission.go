@@ -33,6 +33,7 @@ var AdmissionPlugins = []string{
 	berthadmission.PodSecurityName,
 	berthadmission.DefaultTolerationSecondsName,
 	berthadmission.DefaultStorageClassName,
+	berthadmission.StorageObjectInUseProtectionName,
 	berthadmission.MutatingWebhookName,
 	berthadmission.ValidatingWebhookName,
 	berthadmission.ResourceQuotaName,
@@ -48,6 +49,7 @@ var DefaultAdmissionPlugins = []string{
 	berthadmission.PodSecurityName,
 	berthadmission.DefaultTolerationSecondsName,
 	berthadmission.DefaultStorageClassName,
+	berthadmission.StorageObjectInUseProtectionName,
 	berthadmission.MutatingWebhookName,
 	berthadmission.ValidatingWebhookName,
 	berthadmission.ResourceQuotaName,
@@ -140,6 +142,8 @@ func (s *Server) newAdmission(rc *rest.Config, namespaces *genericregistry.Store
 			p = berthadmission.NewDefaultTolerationSeconds()
 		case berthadmission.DefaultStorageClassName:
 			p, err = berthadmission.NewDefaultStorageClass(factory.Storage().V1().StorageClasses().Lister())
+		case berthadmission.StorageObjectInUseProtectionName:
+			p = berthadmission.NewStorageObjectInUseProtection()
 		case berthadmission.MutatingWebhookName:
 			p, err = berthadmission.NewMutatingWebhook(cfg.Webhooks)
 		case berthadmission.ValidatingWebhookName:

@@ -66,6 +66,7 @@ func TestPersistentVolumes(t *testing.T) {
 	t.Run("WaitForFirstConsumerStaticVolume", e.testWaitForFirstConsumerStatic)
 	t.Run("UnschedulableClaims", e.testUnschedulable)
 	t.Run("DefaultStorageClass", e.testDefaultStorageClass)
+	t.Run("StorageObjectInUseProtection", e.testStorageProtection)
 }
 
 // testDefaultStorageClass: a claim naming no class gets the class marked

@@ -56,6 +56,7 @@ import (
 	"berth/controlplane/controller/replicaset"
 	"berth/controlplane/controller/rootcacertpublisher"
 	"berth/controlplane/controller/serviceaccount"
+	"berth/controlplane/controller/storageprotection"
 	"berth/controlplane/controller/volume"
 	"berth/controlplane/controller/volume/ephemeral"
 	"berth/internal/errdefs"
@@ -76,7 +77,7 @@ const (
 var Controllers = []string{
 	replicaset.Name, deployment.Name, garbagecollector.Name,
 	serviceaccount.Name, rootcacertpublisher.Name, nodeipam.Name, nodelifecycle.Name,
-	volume.Name, ephemeral.Name,
+	volume.Name, ephemeral.Name, storageprotection.PVCName, storageprotection.PVName,
 }
 
 // Config configures the manager.
@@ -319,6 +320,10 @@ func (m *Manager) build(name string, base controller.Config) (interface{ Run(con
 		return volume.New(volume.Config{Config: base})
 	case ephemeral.Name:
 		return ephemeral.New(ephemeral.Config{Config: base})
+	case storageprotection.PVCName:
+		return storageprotection.NewPVC(storageprotection.PVCConfig{Config: base})
+	case storageprotection.PVName:
+		return storageprotection.NewPV(storageprotection.PVConfig{Config: base})
 	case nodeipam.Name:
 		return nodeipam.New(nodeipam.Config{Config: base, Options: m.cfg.NodeIPAM})
 	case nodelifecycle.Name:
