@@ -3,9 +3,10 @@
 // a controller's sync function over keys with rate-limited retries.
 //
 // The controllers themselves live in subpackages (replicaset, deployment,
-// garbagecollector, serviceaccount, nodeipam, nodelifecycle); each exposes
-// New(Config) and Run(ctx) error, and manager starts a set of them under
-// leader election.
+// garbagecollector, serviceaccount, rootcacertpublisher, nodeipam,
+// nodelifecycle, volume, volume/ephemeral, storageprotection); each exposes
+// a constructor taking its Config and Run(ctx) error, and manager starts a
+// set of them under leader election.
 package controller
 
 import (
