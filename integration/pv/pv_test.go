@@ -41,7 +41,7 @@ type env struct {
 
 func TestPersistentVolumes(t *testing.T) {
 	if testing.Short() {
-		t.Skip("integration test")
+		t.Skip("-short: skipping the persistent volume integration tests")
 	}
 	// The fake nodes send no heartbeats: keep the node lifecycle
 	// controller from tainting them while the tests run.
