@@ -89,21 +89,14 @@ func TestPVCSyncMissingClaim(t *testing.T) {
 }
 
 func TestPVSync(t *testing.T) {
-	vol := func(ph corev1.PersistentVolumePhase, deleting bool, finalizers ...string) *corev1.PersistentVolume {
-		v := &corev1.PersistentVolume{ObjectMeta: metav1.ObjectMeta{Name: "v", Finalizers: finalizers}, Status: corev1.PersistentVolumeStatus{Phase: ph}}
-		if deleting {
-			v.DeletionTimestamp = &deleted
-		}
-		return v
-	}
 	for _, tc := range []struct {
 		name string
 		pv   *corev1.PersistentVolume
 		want []string
 	}{
-		{"bound volume kept", vol(corev1.VolumeBound, true, PVFinalizer), []string{PVFinalizer}},
-		{"released volume let go", vol(corev1.VolumeReleased, true, "other", PVFinalizer), []string{"other"}},
-		{"live volume protected", vol(corev1.VolumeAvailable, false), []string{PVFinalizer}},
+		{"bound volume kept", testVolume(corev1.VolumeBound, true, PVFinalizer), []string{PVFinalizer}},
+		{"released volume let go", testVolume(corev1.VolumeReleased, true, "other", PVFinalizer), []string{"other"}},
+		{"live volume protected", testVolume(corev1.VolumeAvailable, false), []string{PVFinalizer}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg, client := base(tc.pv)

@@ -100,27 +100,30 @@ func TestPlanClaim(t *testing.T) {
 	}
 }
 
-func TestPlanVolume(t *testing.T) {
-	vol := func(ph corev1.PersistentVolumePhase, deleting bool, finalizers ...string) *corev1.PersistentVolume {
-		v := &corev1.PersistentVolume{ObjectMeta: metav1.ObjectMeta{Name: "v", Finalizers: finalizers}, Status: corev1.PersistentVolumeStatus{Phase: ph}}
-		if deleting {
-			v.DeletionTimestamp = &deleted
-		}
-		return v
+// testVolume is a volume "v" in phase ph with finalizers, being deleted
+// when deleting is set.
+func testVolume(ph corev1.PersistentVolumePhase, deleting bool, finalizers ...string) *corev1.PersistentVolume {
+	v := &corev1.PersistentVolume{ObjectMeta: metav1.ObjectMeta{Name: "v", Finalizers: finalizers}, Status: corev1.PersistentVolumeStatus{Phase: ph}}
+	if deleting {
+		v.DeletionTimestamp = &deleted
 	}
+	return v
+}
+
+func TestPlanVolume(t *testing.T) {
 	for _, tc := range []struct {
 		name string
 		pv   *corev1.PersistentVolume
 		want Action
 	}{
-		{"live and protected", vol(corev1.VolumeBound, false, PVFinalizer), Nothing},
-		{"live without the finalizer", vol(corev1.VolumeAvailable, false), AddFinalizer},
-		{"deleted while bound", vol(corev1.VolumeBound, true, PVFinalizer), Nothing},
-		{"deleted once released", vol(corev1.VolumeReleased, true, PVFinalizer), RemoveFinalizer},
-		{"deleted while available", vol(corev1.VolumeAvailable, true, PVFinalizer), RemoveFinalizer},
-		{"deleted after failing", vol(corev1.VolumeFailed, true, "other", PVFinalizer), RemoveFinalizer},
-		{"deleted before the binder saw it", vol("", true, PVFinalizer), RemoveFinalizer},
-		{"deleted, finalizer already gone", vol(corev1.VolumeReleased, true, "other"), Nothing},
+		{"live and protected", testVolume(corev1.VolumeBound, false, PVFinalizer), Nothing},
+		{"live without the finalizer", testVolume(corev1.VolumeAvailable, false), AddFinalizer},
+		{"deleted while bound", testVolume(corev1.VolumeBound, true, PVFinalizer), Nothing},
+		{"deleted once released", testVolume(corev1.VolumeReleased, true, PVFinalizer), RemoveFinalizer},
+		{"deleted while available", testVolume(corev1.VolumeAvailable, true, PVFinalizer), RemoveFinalizer},
+		{"deleted after failing", testVolume(corev1.VolumeFailed, true, "other", PVFinalizer), RemoveFinalizer},
+		{"deleted before the binder saw it", testVolume("", true, PVFinalizer), RemoveFinalizer},
+		{"deleted, finalizer already gone", testVolume(corev1.VolumeReleased, true, "other"), Nothing},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if got := PlanVolume(tc.pv); got != tc.want {
