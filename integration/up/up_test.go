@@ -184,9 +184,18 @@ func TestUpRunsAClusterAndLeavesNothingBehind(t *testing.T) {
 	t.Cleanup(func() {
 		select {
 		case <-exited:
-		default: // the test failed half-way: kill it, its containerd gets SIGTERM by Pdeathsig
-			_ = cmd.Process.Kill()
-			<-exited
+		default:
+			// The test failed half-way: stop it as a user would, so it
+			// removes its pods (their network namespaces) and stops its
+			// containerd; kill it only if it hangs (its containerd then
+			// gets SIGTERM by Pdeathsig).
+			_ = cmd.Process.Signal(syscall.SIGTERM)
+			select {
+			case <-exited:
+			case <-time.After(time.Minute):
+				_ = cmd.Process.Kill()
+				<-exited
+			}
 		}
 		if t.Failed() {
 			t.Logf("berth up stdout:\n%s\nstderr (last 60 lines):\n%s", stdout.String(), lastLines(stderr.String(), 60))
