@@ -7,9 +7,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
-
-	"berth/controlplane/controller/garbagecollector"
 )
 
 // withDeployment creates a 2-replica deployment and waits for its pods.
@@ -33,55 +30,17 @@ func TestGarbageCollectionBackground(t *testing.T) {
 	})
 }
 
-// serverPropagates reports whether the apiserver honours DELETE's
-// propagationPolicy by adding the orphan/foregroundDeletion finalizer (a
-// generic registry with garbage collection enabled). If it does not, the
-// tests put the finalizer on the owner themselves before deleting it: the
-// state the apiserver would have produced, which is what the garbage
-// collector acts on.
-func serverPropagates(t *testing.T, ns string) bool {
+// deleteOwner deletes deployment web with kubectl's --cascade (orphan or
+// foreground): the apiserver adds the orphan / foregroundDeletion
+// finalizer the garbage collector acts on.
+func deleteOwner(t *testing.T, ns, cascade string) {
 	t.Helper()
-	ctx := context.Background()
-	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "probe", Namespace: ns}}
-	if _, err := env.client.CoreV1().ConfigMaps(ns).Create(ctx, cm, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	// A ConfigMap has no dependents: orphaning finishes at once once the
-	// collector runs, so look right after the DELETE returns.
-	orphan := metav1.DeletePropagationOrphan
-	if err := env.client.CoreV1().ConfigMaps(ns).Delete(ctx, "probe", metav1.DeleteOptions{PropagationPolicy: &orphan}); err != nil {
-		t.Fatal(err)
-	}
-	got, err := env.client.CoreV1().ConfigMaps(ns).Get(ctx, "probe", metav1.GetOptions{})
-	if apierrors.IsNotFound(err) {
-		t.Log("berth server ignores propagationPolicy (no orphan finalizer added): setting the finalizer by hand")
-		return false
-	}
-	return err == nil && got.DeletionTimestamp != nil
-}
-
-// deleteOwner deletes deployment web with policy, through kubectl when the
-// server propagates, else by adding the finalizer and deleting.
-func deleteOwner(t *testing.T, ns, cascade, finalizer string) bool {
-	t.Helper()
-	if serverPropagates(t, ns) {
-		kubectl(t, "-n", ns, "delete", "deployment", "web", "--cascade="+cascade, "--wait=false")
-		return true
-	}
-	ctx := context.Background()
-	patch := []byte(`{"metadata":{"finalizers":["` + finalizer + `"]}}`)
-	if _, err := env.client.AppsV1().Deployments(ns).Patch(ctx, "web", types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	if err := env.client.AppsV1().Deployments(ns).Delete(ctx, "web", metav1.DeleteOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	return false
+	kubectl(t, "-n", ns, "delete", "deployment", "web", "--cascade="+cascade, "--wait=false")
 }
 
 func TestGarbageCollectionOrphan(t *testing.T) {
 	ns := withDeployment(t)
-	deleteOwner(t, ns, "orphan", garbagecollector.FinalizerOrphan)
+	deleteOwner(t, ns, "orphan")
 	eventually(t, "deployment gone", func() (bool, error) {
 		_, err := env.client.AppsV1().Deployments(ns).Get(context.Background(), "web", metav1.GetOptions{})
 		return apierrors.IsNotFound(err), nil
@@ -102,7 +61,7 @@ func TestGarbageCollectionOrphan(t *testing.T) {
 func TestGarbageCollectionForeground(t *testing.T) {
 	ctx := context.Background()
 	ns := withDeployment(t)
-	strict := deleteOwner(t, ns, "foreground", garbagecollector.FinalizerForeground)
+	deleteOwner(t, ns, "foreground")
 	// The deployment stays (finalizer) until its ReplicaSet is gone.
 	eventually(t, "foreground deletion completes", func() (bool, error) {
 		d, err := env.client.AppsV1().Deployments(ns).Get(ctx, "web", metav1.GetOptions{})
@@ -120,13 +79,10 @@ func TestGarbageCollectionForeground(t *testing.T) {
 	if n := len(deploymentRSs(t, ns)); n != 0 {
 		t.Fatalf("%d replicasets survive their foreground-deleted deployment", n)
 	}
-	if strict {
-		// The ReplicaSet itself went in the foreground: its pods first.
-		if n := len(listPods(t, ns)); n != 0 {
-			t.Fatalf("%d pods survive", n)
-		}
+	// The ReplicaSet itself went in the foreground: its pods first.
+	if n := len(listPods(t, ns)); n != 0 {
+		t.Fatalf("%d pods survive their foreground-deleted deployment", n)
 	}
-	eventually(t, "pods collected", func() (bool, error) { return len(listPods(t, ns)) == 0, nil })
 }
 
 func TestNamespaceDeletionEmptiesIt(t *testing.T) {
