@@ -74,19 +74,13 @@ func Release() (Released, error) {
 		if strings.Contains(m.Perms, "w") || m.Anonymous != 0 {
 			continue
 		}
-		code := strings.Contains(m.Perms, "x")
-		if !code {
-			if err := madvise(m, unix.MADV_RANDOM); err != nil {
-				return r, err
-			}
+		if strings.Contains(m.Perms, "x") {
+			err = madvise(m, unix.MADV_DONTNEED)
+		} else {
+			err = releaseData(file, m)
 		}
-		if err := madvise(m, unix.MADV_DONTNEED); err != nil {
+		if err != nil {
 			return r, err
-		}
-		if !code {
-			if err := evict(file, int64(m.Offset), int64(m.End-m.Start)); err != nil {
-				return r, err
-			}
 		}
 		r.Mappings++
 	}
@@ -100,10 +94,18 @@ func Release() (Released, error) {
 	return r, nil
 }
 
-// evict drops a range of the file from the page cache, but for the pages
-// some process maps. Dirty pages cannot be dropped (a binary written a
+// releaseData drops a read-only data mapping m of file f without
+// read-ahead, and evicts its range from the page cache but for the pages
+// some process maps. Dirty pages cannot be evicted (a binary written a
 // moment ago, by a build): they are written back first.
-func evict(f *os.File, offset, length int64) error {
+func releaseData(f *os.File, m Mapping) error {
+	if err := madvise(m, unix.MADV_RANDOM); err != nil {
+		return err
+	}
+	if err := madvise(m, unix.MADV_DONTNEED); err != nil {
+		return err
+	}
+	offset, length := int64(m.Offset), int64(m.End-m.Start)
 	if err := unix.SyncFileRange(int(f.Fd()), offset, length, unix.SYNC_FILE_RANGE_WAIT_BEFORE|unix.SYNC_FILE_RANGE_WRITE|unix.SYNC_FILE_RANGE_WAIT_AFTER); err != nil {
 		return fmt.Errorf("exepages: writing back %s at %x: %w", f.Name(), offset, err)
 	}
