@@ -37,11 +37,12 @@ var (
 )
 
 // Main is TestMain for a package that runs berth processes: it starts the
-// package's containerd with opts (nodeenv.Main), runs the tests, and
+// package's containerd with opts (nodeenv.Run), runs the tests, and
 // removes the binary Binary built, if any.
 func Main(m *testing.M, opts nodeenv.Options) {
-	defer RemoveBinary()
-	nodeenv.Main(m, opts)
+	code := nodeenv.Run(m, opts)
+	RemoveBinary()
+	os.Exit(code)
 }
 
 // RemoveBinary removes the binary BuildBinary built, if any: for a

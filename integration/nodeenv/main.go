@@ -36,32 +36,37 @@ var (
 	current   *Env
 )
 
-// Main runs a test package on a fresh environment. It checks the
-// prerequisites (missing under CI=true: exit 1 with the reason; otherwise
+// Main runs a test package on a fresh environment and exits with Run's
+// code.
+func Main(m *testing.M, opts Options) { os.Exit(Run(m, opts)) }
+
+// Run runs a test package on a fresh environment. It checks the
+// prerequisites (missing under CI=true: code 1 with the reason; otherwise
 // the package is skipped with the reason; with -short the package is skipped
 // too), starts the environment, prints the containerd version it talks to,
-// runs the tests, stops the environment and exits. containerd's log is
-// printed when the environment or a test fails. An interrupt (SIGINT,
-// SIGTERM) stops the environment before exiting.
-func Main(m *testing.M, opts Options) {
+// runs the tests, stops the environment and returns the exit code for
+// TestMain. containerd's log is printed when the environment or a test
+// fails. An interrupt (SIGINT, SIGTERM) stops the environment and exits the
+// process.
+func Run(m *testing.M, opts Options) int {
 	flag.Parse()
 	if testing.Short() {
 		fmt.Println("nodeenv: -short: skipping the integration tests of this package")
-		os.Exit(0)
+		return 0
 	}
 	if err := CheckPrerequisites(); err != nil {
 		if inCI() {
 			fmt.Fprintf(os.Stderr, "nodeenv: FAIL: prerequisite missing under CI=true: %v\n", err)
-			os.Exit(1)
+			return 1
 		}
 		fmt.Printf("nodeenv: SKIP: the integration tests of this package need: %v\n", err)
-		os.Exit(0)
+		return 0
 	}
 
 	env, err := Start(context.Background(), opts)
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "nodeenv: FAIL: start: %v\n", err)
-		os.Exit(1)
+		return 1
 	}
 	currentMu.Lock()
 	current = env
@@ -95,7 +100,7 @@ func Main(m *testing.M, opts Options) {
 			code = 1
 		}
 	}
-	os.Exit(code)
+	return code
 }
 
 // Current is the environment Main started for this package; nil outside Main.
