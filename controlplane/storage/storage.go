@@ -176,3 +176,22 @@ func (f *Factory) decorate(
 		store.Close()
 	}, nil
 }
+
+// Raw is an etcd3 store without a watch cache for keys under
+// prefix/resourcePrefix holding objects of newFunc's kind (the service
+// allocators' RangeAllocations, the apiservers' endpoint leases): every
+// read goes to etcd. close releases it.
+func (f *Factory) Raw(gr schema.GroupResource, resourcePrefix string, newFunc, newListFunc func() runtime.Object) (_ apistorage.Interface, closeFn func(), _ error) {
+	gvks, _, err := f.cfg.Scheme.ObjectKinds(newFunc())
+	if err != nil {
+		return nil, nil, fmt.Errorf("storage for %s: %w", gr, err)
+	}
+	codec := f.Codec(gvks[0].GroupVersion())
+	versioner := apistorage.APIObjectVersioner{}
+	store, err := etcd3.New(f.cfg.Client, nil, codec, newFunc, newListFunc, f.cfg.Prefix, resourcePrefix, gr,
+		f.transformer(gr), etcd3.NewDefaultLeaseManagerConfig(), etcd3.NewDefaultDecoder(codec, versioner), versioner)
+	if err != nil {
+		return nil, nil, fmt.Errorf("storage for %s: %w", gr, err)
+	}
+	return store, store.Close, nil
+}
