@@ -10,6 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"berth/controlplane/server"
 	"berth/internal/cluster"
 	"berth/internal/containerd"
 )
@@ -84,6 +85,8 @@ DATA-DIR and come back on the next start.
 	f.StringVar(&cfg.RuntimeEndpoint, "container-runtime-endpoint", "", "CRI endpoint of a running runtime to use instead of starting berth's own containerd")
 	f.StringVar(&registriesFile, "registries", "", "registries file (k3s registries.yaml format): mirrors, TLS and credentials per registry")
 	f.StringVar(&cfg.PodCIDR, "pod-cidr", cluster.DefaultPodCIDR, "the node's pod subnet (IPv4, at most /30): its Node's spec.podCIDR")
+	f.StringVar(&cfg.ServiceClusterIPRange, "service-cluster-ip-range", server.DefaultServiceClusterIPRange, "CIDR the Services' cluster IPs come from (its first address is the kubernetes Service's)")
+	f.StringVar(&cfg.ServiceNodePortRange, "service-node-port-range", server.DefaultServiceNodePortRange, "port range NodePort and LoadBalancer Services' node ports come from")
 	f.StringVar(&cfg.CNIBridge, "cni-bridge", cluster.DefaultCNIBridge, "Linux bridge the pods attach to")
 	f.StringVar(&cfg.CNIConfDir, "cni-conf-dir", "", "CNI conf dir (default DATA-DIR/cni/net.d; with --container-runtime-endpoint, the runtime's: /etc/cni/net.d)")
 	f.StringVar(&cfg.CNIBinDir, "cni-bin-dir", "", "directory of the CNI plugins (default /usr/lib/cni or /opt/cni/bin)")

@@ -33,6 +33,7 @@ import (
 
 	"berth/controlplane/apiserver"
 	"berth/controlplane/registry"
+	"berth/controlplane/registry/core/service"
 	"berth/internal/errdefs"
 )
 
@@ -48,6 +49,9 @@ type Config struct {
 	// ServiceAccountTokens, when set, serves serviceaccounts/token (the
 	// TokenRequest API).
 	ServiceAccountTokens *TokenRequestConfig
+	// ServiceAllocators, when set, give Services their cluster IPs and
+	// node ports.
+	ServiceAllocators *service.Allocators
 }
 
 // Set is the built resources; Destroy releases their storage.
@@ -299,6 +303,11 @@ func Build(cfg Config) (_ *Set, err error) {
 		}
 		set.Resources = append(set.Resources, res)
 		set.ByGVR[res.GroupVersionResource()] = res
+	}
+	if cfg.ServiceAllocators != nil {
+		if err := installServiceAllocators(set, cfg.ServiceAllocators); err != nil {
+			return nil, err
+		}
 	}
 	if cfg.ServiceAccountTokens != nil {
 		if err := serveTokenRequest(set, *cfg.ServiceAccountTokens); err != nil {

@@ -102,6 +102,20 @@ type Config struct {
 	// keys accepted when verifying service-account tokens
 	// (--service-account-key-file, repeatable), e.g. a previous signing key.
 	ServiceAccountKeyFiles []string
+	// ServiceClusterIPRange is the CIDR Services' cluster IPs come from
+	// (--service-cluster-ip-range, default DefaultServiceClusterIPRange);
+	// its first address is the kubernetes Service's.
+	ServiceClusterIPRange string
+	// ServiceNodePortRange is the range NodePort and LoadBalancer
+	// Services' node ports come from (--service-node-port-range, default
+	// 30000-32767).
+	ServiceNodePortRange string
+	// ServiceRepairInterval is how often the allocations are reconciled
+	// with the Services (default 3m; also once at start).
+	ServiceRepairInterval time.Duration
+	// EndpointReconcilerTTL is the lifetime of this server's entry in the
+	// kubernetes Service's endpoints unless renewed (every 10s); default 15s.
+	EndpointReconcilerTTL time.Duration
 	// Logger receives the server's log; nil discards.
 	Logger *slog.Logger
 	// Metrics registers the server's Prometheus metrics; Gatherer serves
@@ -148,6 +162,9 @@ func (c *Config) Validate() error {
 		if !slices.Contains(manager.Controllers, n) {
 			return fmt.Errorf("server config: controller %q: want some of %v: %w", n, manager.Controllers, errdefs.ErrInvalidArgument)
 		}
+	}
+	if err := validateServices(c); err != nil {
+		return err
 	}
 	if err := c.NodeIPAM.Validate(); err != nil {
 		return fmt.Errorf("server config: %w", err)

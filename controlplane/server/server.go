@@ -129,11 +129,22 @@ func (s *Server) Run(ctx context.Context) (err error) {
 	if err != nil {
 		return err
 	}
-	set, err := resources.Build(resources.Config{Scheme: sch, Storage: factory, NodeTransport: nodeTransport, ServiceAccountTokens: saTokens.tokenRequest()})
+	svcAlloc, err := newServiceAllocation(cfg, factory)
+	if err != nil {
+		return err
+	}
+	defer svcAlloc.close()
+	set, err := resources.Build(resources.Config{Scheme: sch, Storage: factory, NodeTransport: nodeTransport,
+		ServiceAccountTokens: saTokens.tokenRequest(), ServiceAllocators: svcAlloc.allocators})
 	if err != nil {
 		return err
 	}
 	defer set.Destroy()
+	// As kube-apiserver, the allocations are repaired before serving.
+	repairers := svcAlloc.repairers(cfg, set)
+	if err := repairAtStart(ctx, set, repairers); err != nil {
+		return err
+	}
 
 	ln, err := net.Listen("tcp", cfg.Listen)
 	if err != nil {
@@ -240,7 +251,13 @@ func (s *Server) Run(ctx context.Context) (err error) {
 		ln.Close()
 		return err
 	}
-	comps = append(comps, csrComp, auth.component())
+	comps = append(comps, csrComp, auth.component(), repairComponent(cfg.ServiceRepairInterval, repairers))
+	k8sSvc, err := kubernetesServiceComponent(cfg, factory, svcAlloc, rc, ln.Addr().(*net.TCPAddr).Port)
+	if err != nil {
+		ln.Close()
+		return err
+	}
+	comps = append(comps, k8sSvc)
 	more, err := s.controlPlaneComponents(rc, id, leaders)
 	if err != nil {
 		ln.Close()

@@ -92,8 +92,9 @@ func (c *Cluster) Run(ctx context.Context) (err error) {
 	podNet := netip.MustParsePrefix(cfg.PodCIDR)
 	srv, err := server.New(server.Config{
 		DataDir: cfg.DataDir, Listen: cfg.Listen, EncryptionProviderConfig: cfg.EncryptionProviderConfig,
-		NodeIPAM: nodeipam.Options{ClusterCIDR: cfg.PodCIDR, NodeCIDRMaskSize: podNet.Bits()},
-		Logger:   log.With("component", "server"),
+		NodeIPAM:              nodeipam.Options{ClusterCIDR: cfg.PodCIDR, NodeCIDRMaskSize: podNet.Bits()},
+		ServiceClusterIPRange: cfg.ServiceClusterIPRange, ServiceNodePortRange: cfg.ServiceNodePortRange,
+		Logger: log.With("component", "server"),
 	})
 	if err != nil {
 		return err

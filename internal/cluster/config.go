@@ -86,6 +86,9 @@ type Config struct {
 	// PodCIDR is the node's pod subnet (its Node's spec.podCIDR and the
 	// CNI config's range); default 10.42.0.0/24. IPv4, at most /30.
 	PodCIDR string
+	// ServiceClusterIPRange and ServiceNodePortRange are the control
+	// plane's (server.Config's); defaults 10.43.0.0/16 and 30000-32767.
+	ServiceClusterIPRange, ServiceNodePortRange string
 	// CNIBridge is the pods' bridge; default berth0.
 	CNIBridge string
 	// Listen is the apiserver's address; default server.DefaultListen.
