@@ -77,6 +77,8 @@ another issued.
 	f.StringVar(&cfg.NodeIPAM.ClusterCIDR, "cluster-cidr", nodeipam.DefaultClusterCIDR, "IPv4 range the nodes' pod CIDRs are allocated from")
 	f.StringVar(&cfg.ServiceClusterIPRange, "service-cluster-ip-range", server.DefaultServiceClusterIPRange, "CIDR the Services' cluster IPs come from (its first address is the kubernetes Service's)")
 	f.StringVar(&cfg.ServiceNodePortRange, "service-node-port-range", server.DefaultServiceNodePortRange, "port range NodePort and LoadBalancer Services' node ports come from")
+	f.DurationVar(&cfg.ServiceRepairInterval, "service-repair-interval", server.DefaultServiceRepairInterval, "how often the cluster IP and node port allocations are reconciled with the Services")
+	_ = f.MarkHidden("service-repair-interval")
 	f.IntVar(&cfg.NodeIPAM.NodeCIDRMaskSize, "node-cidr-mask-size", nodeipam.DefaultNodeCIDRMaskSize, "prefix length of each node's pod CIDR")
 	f.DurationVar(&cfg.NodeLifecycle.GracePeriod, "node-monitor-grace-period", nodelifecycle.DefaultGracePeriod, "how long a node may go without renewing its Lease before it is marked unreachable")
 	f.DurationVar(&cfg.NodeLifecycle.StartupGracePeriod, "node-startup-grace-period", nodelifecycle.DefaultStartupGracePeriod, "the grace period of a node that never reported Ready")
