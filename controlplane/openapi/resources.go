@@ -47,6 +47,7 @@ var allVerbs = []string{VerbCreate, VerbDelete, VerbDeleteCollection, VerbGet, V
 //	attach       get and post, connect (pods)
 //	portforward  get and post, connect (pods)
 //	approval     get, put, patch of the resource's own kind (certificatesigningrequests)
+//	ephemeralcontainers  get, put, patch of the resource's own kind (pods)
 const (
 	SubresourceStatus      = "status"
 	SubresourceScale       = "scale"
@@ -57,6 +58,7 @@ const (
 	SubresourceAttach      = "attach"
 	SubresourcePortForward = "portforward"
 	SubresourceApproval    = "approval"
+	SubresourceEphemeral   = "ephemeralcontainers"
 )
 
 // Resource is one REST resource the apiserver serves, with what the OpenAPI
@@ -113,7 +115,7 @@ func DefaultResources() []Resource {
 	return []Resource{
 		namespaces,
 		core("Pod", "pods", true, &corev1.Pod{}, &corev1.PodList{},
-			SubresourceStatus, SubresourceBinding, SubresourceEviction, SubresourceLog,
+			SubresourceStatus, SubresourceBinding, SubresourceEviction, SubresourceEphemeral, SubresourceLog,
 			SubresourceExec, SubresourceAttach, SubresourcePortForward),
 		core("Node", "nodes", false, &corev1.Node{}, &corev1.NodeList{}, SubresourceStatus),
 		core("Event", "events", true, &corev1.Event{}, &corev1.EventList{}),

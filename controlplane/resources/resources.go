@@ -292,6 +292,7 @@ func Build(cfg Config) (_ *Set, err error) {
 			pods = store
 			res.Subresources["binding"] = apiserver.Subresource{Kind: corev1.SchemeGroupVersion.WithKind("Binding"), Storage: &bindingREST{store: store}}
 			res.Subresources["eviction"] = apiserver.Subresource{Kind: policyv1.SchemeGroupVersion.WithKind("Eviction"), Storage: &evictionREST{store: store}}
+			serveEphemeralContainers(res, store, cfg.Scheme)
 		case d.gv.Group == "" && d.resource == "nodes":
 			nodes = store
 		case d.gv.Group == "" && d.resource == "events":
