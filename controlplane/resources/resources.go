@@ -18,6 +18,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	eventsv1 "k8s.io/api/events/v1"
+	nodev1 "k8s.io/api/node/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	storagev1 "k8s.io/api/storage/v1"
@@ -177,6 +178,15 @@ func defs() []def {
 			short: []string{"csr"}, status: true, approval: true,
 			newObj:  func() runtime.Object { return &certificatesv1.CertificateSigningRequest{} },
 			newList: func() runtime.Object { return &certificatesv1.CertificateSigningRequestList{} }},
+		{gv: core, resource: "podtemplates", singular: "podtemplate", kind: "PodTemplate", namespaced: true,
+			newObj: func() runtime.Object { return &corev1.PodTemplate{} }, newList: func() runtime.Object { return &corev1.PodTemplateList{} }},
+		{gv: nodev1.SchemeGroupVersion, resource: "runtimeclasses", singular: "runtimeclass", kind: "RuntimeClass",
+			newObj: func() runtime.Object { return &nodev1.RuntimeClass{} }, newList: func() runtime.Object { return &nodev1.RuntimeClassList{} }},
+		{gv: storagev1.SchemeGroupVersion, resource: "volumeattachments", singular: "volumeattachment", kind: "VolumeAttachment", status: true,
+			newObj: func() runtime.Object { return &storagev1.VolumeAttachment{} }, newList: func() runtime.Object { return &storagev1.VolumeAttachmentList{} }},
+		{gv: storagev1.SchemeGroupVersion, resource: "csistoragecapacities", singular: "csistoragecapacity", kind: "CSIStorageCapacity", namespaced: true,
+			newObj:  func() runtime.Object { return &storagev1.CSIStorageCapacity{} },
+			newList: func() runtime.Object { return &storagev1.CSIStorageCapacityList{} }},
 	}
 }
 
