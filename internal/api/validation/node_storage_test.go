@@ -67,13 +67,13 @@ func TestValidateVolumeAttachment(t *testing.T) {
 		mutate func(*storagev1.VolumeAttachment)
 		wants  []want
 	}{
-		"valid":            {func(*storagev1.VolumeAttachment) {}, nil},
-		"no attacher":      {func(va *storagev1.VolumeAttachment) { va.Spec.Attacher = "" }, []want{{field.ErrorTypeRequired, "spec.attacher", ""}, {field.ErrorTypeRequired, "spec.attacher", ""}}},
-		"no source":        {func(va *storagev1.VolumeAttachment) { va.Spec.Source = storagev1.VolumeAttachmentSource{} }, []want{{field.ErrorTypeRequired, "spec.source", "must specify exactly one of inlineVolumeSpec and persistentVolumeName"}}},
-		"empty pv name":    {func(va *storagev1.VolumeAttachment) { va.Spec.Source.PersistentVolumeName = &empty }, []want{{field.ErrorTypeRequired, "spec.source.persistentVolumeName", "must specify non empty persistentVolumeName"}, {field.ErrorTypeInvalid, "spec.source.persistentVolumeName", ""}}},
-		"bad pv name":      {func(va *storagev1.VolumeAttachment) { va.Spec.Source.PersistentVolumeName = &bad }, []want{{field.ErrorTypeInvalid, "spec.source.persistentVolumeName", "RFC 1123 subdomain"}}},
-		"bad node name":    {func(va *storagev1.VolumeAttachment) { va.Spec.NodeName = "" }, []want{{field.ErrorTypeInvalid, "spec.nodeName", ""}}},
-		"negative code":    {func(va *storagev1.VolumeAttachment) { va.Status.AttachError = &storagev1.VolumeError{ErrorCode: &code} }, []want{{field.ErrorTypeInvalid, "status.attachError.errorCode", "must be between 0 and 2147483647"}}},
+		"valid":         {func(*storagev1.VolumeAttachment) {}, nil},
+		"no attacher":   {func(va *storagev1.VolumeAttachment) { va.Spec.Attacher = "" }, []want{{field.ErrorTypeRequired, "spec.attacher", ""}, {field.ErrorTypeRequired, "spec.attacher", ""}}},
+		"no source":     {func(va *storagev1.VolumeAttachment) { va.Spec.Source = storagev1.VolumeAttachmentSource{} }, []want{{field.ErrorTypeRequired, "spec.source", "must specify exactly one of inlineVolumeSpec and persistentVolumeName"}}},
+		"empty pv name": {func(va *storagev1.VolumeAttachment) { va.Spec.Source.PersistentVolumeName = &empty }, []want{{field.ErrorTypeRequired, "spec.source.persistentVolumeName", "must specify non empty persistentVolumeName"}, {field.ErrorTypeInvalid, "spec.source.persistentVolumeName", ""}}},
+		"bad pv name":   {func(va *storagev1.VolumeAttachment) { va.Spec.Source.PersistentVolumeName = &bad }, []want{{field.ErrorTypeInvalid, "spec.source.persistentVolumeName", "RFC 1123 subdomain"}}},
+		"bad node name": {func(va *storagev1.VolumeAttachment) { va.Spec.NodeName = "" }, []want{{field.ErrorTypeInvalid, "spec.nodeName", ""}}},
+		"negative code": {func(va *storagev1.VolumeAttachment) { va.Status.AttachError = &storagev1.VolumeError{ErrorCode: &code} }, []want{{field.ErrorTypeInvalid, "status.attachError.errorCode", "must be between 0 and 2147483647"}}},
 		"inline, not csi": {func(va *storagev1.VolumeAttachment) {
 			va.Spec.Source = storagev1.VolumeAttachmentSource{InlineVolumeSpec: &v1.PersistentVolumeSpec{AccessModes: []v1.PersistentVolumeAccessMode{v1.ReadWriteOnce},
 				Capacity: v1.ResourceList{v1.ResourceStorage: resource.MustParse("1Gi")}}}
