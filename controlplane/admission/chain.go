@@ -22,11 +22,12 @@ type ChainConfig struct {
 	PodSecurity        PodSecurityConfig
 	Webhooks           WebhookConfig
 	ResourceQuota      ResourceQuotaConfig
+	RuntimeClass       RuntimeClassConfig
 }
 
 // ConfigFromInformers fills a ChainConfig from a shared informer factory
 // (listers of namespaces, pods, service accounts, limit ranges, resource
-// quotas, webhook configurations, and the services and endpoint slices
+// quotas, runtime classes, webhook configurations, and the services and endpoint slices
 // webhooks' clientConfig.service resolve through) and a client for live lookups and
 // quota status writes. Call it before factory.Start; the apiserver must
 // serve every listed resource, or the informers never sync.
@@ -48,12 +49,13 @@ func ConfigFromInformers(factory informers.SharedInformerFactory, client kuberne
 				factory.Discovery().V1().EndpointSlices().Lister()),
 		},
 		ResourceQuota: ResourceQuotaConfig{Quotas: core.ResourceQuotas().Lister(), Client: client},
+		RuntimeClass:  RuntimeClassConfig{RuntimeClasses: factory.Node().V1().RuntimeClasses().Lister(), Client: client},
 	}
 }
 
 // NewChain builds the plugins in upstream's order — NamespaceLifecycle,
 // LimitRanger, ServiceAccount, NodeRestriction, PodSecurity,
-// DefaultTolerationSeconds, StorageObjectInUseProtection,
+// DefaultTolerationSeconds, StorageObjectInUseProtection, RuntimeClass,
 // MutatingAdmissionWebhook,
 // ValidatingAdmissionWebhook, ResourceQuota — and chains them, with
 // upstream's reinvocation (NewReinvocationHandler).
@@ -90,8 +92,12 @@ func NewChain(cfg ChainConfig) (Chain, error) {
 	if err != nil {
 		return nil, err
 	}
+	rc, err := NewRuntimeClass(cfg.RuntimeClass)
+	if err != nil {
+		return nil, err
+	}
 	return NewReinvocationHandler(admission.NewChainHandler(
-		lifecycle, limits, sa, nodes, pss, NewDefaultTolerationSeconds(), NewStorageObjectInUseProtection(),
+		lifecycle, limits, sa, nodes, pss, NewDefaultTolerationSeconds(), NewStorageObjectInUseProtection(), rc,
 		mutating, validating, rq,
 	)), nil
 }

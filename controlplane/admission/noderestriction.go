@@ -67,6 +67,8 @@ func (p *NodeRestriction) Validate(ctx context.Context, a admission.Attributes, 
 			return p.admitPodStatus(nodeName, a)
 		case "eviction":
 			return p.admitPodEviction(nodeName, a)
+		default:
+			return admission.NewForbidden(a, fmt.Errorf("unexpected pod subresource %q, only 'status' and 'eviction' are allowed", a.GetSubresource()))
 		}
 	case gr == nodesResource.GroupResource():
 		return p.admitNode(nodeName, a)

@@ -72,6 +72,8 @@ func TestNodeRestriction(t *testing.T) {
 			p.Spec.Volumes = []corev1.Volume{{Name: "s", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: "s"}}}}
 		}), node1), `node "node1" can not create pods that reference secrets`},
 		{"update own pod status", podStatus(mine), ""},
+		{"add ephemeral containers to own pod", admission.NewAttributesRecord(mine, mine, podGVK, "ns", "mine", podGVR, "ephemeralcontainers", admission.Update, &metav1.UpdateOptions{}, false, node1),
+			`unexpected pod subresource "ephemeralcontainers", only 'status' and 'eviction' are allowed`},
 		{"update other node's pod status", podStatus(theirs), `node "node1" can only update pod status for pods with spec.nodeName set to itself`},
 		{"delete own pod", podDelete("mine"), ""},
 		{"delete other node's pod", podDelete("theirs"), `node "node1" can only delete pods with spec.nodeName set to itself`},

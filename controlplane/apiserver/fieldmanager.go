@@ -43,8 +43,12 @@ func (h *Handler) fieldManagers(res *Resource) (map[string]*managedfields.FieldM
 }
 
 // resetFilters are the fields a strategy resets (status on the main
-// resource, spec on /status), which apply must not claim.
+// resource, spec on /status, all but spec.ephemeralContainers on
+// pods/ephemeralcontainers), which apply must not claim.
 func resetFilters(storage any) map[fieldpath.APIVersion]fieldpath.Filter {
+	if f, ok := storage.(rest.ResetFieldsFilterStrategy); ok {
+		return f.GetResetFieldsFilter()
+	}
 	r, ok := storage.(rest.ResetFieldsStrategy)
 	if !ok {
 		return nil

@@ -61,8 +61,9 @@ type subresourceSpec struct {
 
 // subresourceOps are the subresources New knows how to describe.
 var subresourceOps = map[string]subresourceSpec{
-	SubresourceStatus:   {kind: subresourceReadWrite},
-	SubresourceApproval: {kind: subresourceReadWrite},
+	SubresourceStatus:    {kind: subresourceReadWrite},
+	SubresourceApproval:  {kind: subresourceReadWrite},
+	SubresourceEphemeral: {kind: subresourceReadWrite},
 	SubresourceScale: {kind: subresourceReadWrite, object: &autoscalingv1.Scale{},
 		gvk: autoscalingv1.SchemeGroupVersion.WithKind("Scale")},
 	SubresourceBinding: {kind: subresourceCreate, object: &corev1.Binding{},

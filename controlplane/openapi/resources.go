@@ -12,6 +12,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	eventsv1 "k8s.io/api/events/v1"
+	nodev1 "k8s.io/api/node/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -47,6 +48,7 @@ var allVerbs = []string{VerbCreate, VerbDelete, VerbDeleteCollection, VerbGet, V
 //	attach       get and post, connect (pods)
 //	portforward  get and post, connect (pods)
 //	approval     get, put, patch of the resource's own kind (certificatesigningrequests)
+//	ephemeralcontainers  get, put, patch of the resource's own kind (pods)
 const (
 	SubresourceStatus      = "status"
 	SubresourceScale       = "scale"
@@ -57,6 +59,7 @@ const (
 	SubresourceAttach      = "attach"
 	SubresourcePortForward = "portforward"
 	SubresourceApproval    = "approval"
+	SubresourceEphemeral   = "ephemeralcontainers"
 )
 
 // Resource is one REST resource the apiserver serves, with what the OpenAPI
@@ -113,7 +116,7 @@ func DefaultResources() []Resource {
 	return []Resource{
 		namespaces,
 		core("Pod", "pods", true, &corev1.Pod{}, &corev1.PodList{},
-			SubresourceStatus, SubresourceBinding, SubresourceEviction, SubresourceLog,
+			SubresourceStatus, SubresourceBinding, SubresourceEviction, SubresourceEphemeral, SubresourceLog,
 			SubresourceExec, SubresourceAttach, SubresourcePortForward),
 		core("Node", "nodes", false, &corev1.Node{}, &corev1.NodeList{}, SubresourceStatus),
 		core("Event", "events", true, &corev1.Event{}, &corev1.EventList{}),
@@ -144,6 +147,10 @@ func DefaultResources() []Resource {
 			&admissionregistrationv1.ValidatingWebhookConfiguration{}, &admissionregistrationv1.ValidatingWebhookConfigurationList{}),
 		in(certificatesv1.SchemeGroupVersion, "CertificateSigningRequest", "certificatesigningrequests", false,
 			&certificatesv1.CertificateSigningRequest{}, &certificatesv1.CertificateSigningRequestList{}, SubresourceStatus, SubresourceApproval),
+		core("PodTemplate", "podtemplates", true, &corev1.PodTemplate{}, &corev1.PodTemplateList{}),
+		in(nodev1.SchemeGroupVersion, "RuntimeClass", "runtimeclasses", false, &nodev1.RuntimeClass{}, &nodev1.RuntimeClassList{}),
+		in(storagev1.SchemeGroupVersion, "VolumeAttachment", "volumeattachments", false, &storagev1.VolumeAttachment{}, &storagev1.VolumeAttachmentList{}, SubresourceStatus),
+		in(storagev1.SchemeGroupVersion, "CSIStorageCapacity", "csistoragecapacities", true, &storagev1.CSIStorageCapacity{}, &storagev1.CSIStorageCapacityList{}),
 		// Not stored: create only (kubectl auth whoami).
 		{GVK: authenticationv1.SchemeGroupVersion.WithKind("SelfSubjectReview"), Resource: "selfsubjectreviews",
 			Verbs: []string{VerbCreate}, Object: &authenticationv1.SelfSubjectReview{}},

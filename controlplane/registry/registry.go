@@ -12,6 +12,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	eventsv1 "k8s.io/api/events/v1"
+	nodev1 "k8s.io/api/node/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	"k8s.io/apimachinery/pkg/fields"
@@ -36,19 +37,23 @@ import (
 	"berth/controlplane/registry/core/persistentvolume"
 	"berth/controlplane/registry/core/persistentvolumeclaim"
 	"berth/controlplane/registry/core/pod"
+	"berth/controlplane/registry/core/podtemplate"
 	"berth/controlplane/registry/core/resourcequota"
 	"berth/controlplane/registry/core/secret"
 	"berth/controlplane/registry/core/service"
 	"berth/controlplane/registry/core/serviceaccount"
 	"berth/controlplane/registry/discovery/endpointslice"
 	eventsevent "berth/controlplane/registry/events/event"
+	"berth/controlplane/registry/node/runtimeclass"
 	"berth/controlplane/registry/rbac/clusterrole"
 	"berth/controlplane/registry/rbac/clusterrolebinding"
 	"berth/controlplane/registry/rbac/role"
 	"berth/controlplane/registry/rbac/rolebinding"
 	"berth/controlplane/registry/storage/csidriver"
 	"berth/controlplane/registry/storage/csinode"
+	"berth/controlplane/registry/storage/csistoragecapacity"
 	"berth/controlplane/registry/storage/storageclass"
+	"berth/controlplane/registry/storage/volumeattachment"
 )
 
 // Strategy is what a resource's strategy implements: create, update and
@@ -143,6 +148,15 @@ func Resources(typer runtime.ObjectTyper) map[schema.GroupResource]Resource {
 		{GroupResource: gr(certificatesv1.SchemeGroupVersion, "certificatesigningrequests"), Strategy: certificatesigningrequest.NewStrategy(typer),
 			StatusStrategy: certificatesigningrequest.NewStatusStrategy(typer), ApprovalStrategy: certificatesigningrequest.NewApprovalStrategy(typer),
 			Table: certificatesigningrequest.Table, AttrFunc: certificatesigningrequest.GetAttrs, PredicateFunc: certificatesigningrequest.Predicate},
+		{GroupResource: core("podtemplates"), Strategy: podtemplate.NewStrategy(typer), Table: podtemplate.Table,
+			AttrFunc: podtemplate.GetAttrs, PredicateFunc: podtemplate.Predicate},
+		{GroupResource: gr(nodev1.SchemeGroupVersion, "runtimeclasses"), Strategy: runtimeclass.NewStrategy(typer), Table: runtimeclass.Table,
+			AttrFunc: runtimeclass.GetAttrs, PredicateFunc: runtimeclass.Predicate},
+		{GroupResource: gr(storagev1.SchemeGroupVersion, "volumeattachments"), Strategy: volumeattachment.NewStrategy(typer),
+			StatusStrategy: volumeattachment.NewStatusStrategy(typer), Table: volumeattachment.Table,
+			AttrFunc: volumeattachment.GetAttrs, PredicateFunc: volumeattachment.Predicate},
+		{GroupResource: gr(storagev1.SchemeGroupVersion, "csistoragecapacities"), Strategy: csistoragecapacity.NewStrategy(typer), Table: csistoragecapacity.Table,
+			AttrFunc: csistoragecapacity.GetAttrs, PredicateFunc: csistoragecapacity.Predicate},
 	}
 	out := make(map[schema.GroupResource]Resource, len(list))
 	for _, r := range list {

@@ -19,6 +19,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	eventsv1 "k8s.io/api/events/v1"
+	nodev1 "k8s.io/api/node/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -46,6 +47,7 @@ func samples() map[schema.GroupResource]runtime.Object {
 	now := metav1.MicroTime{Time: time.Now()}
 	port := int32(80)
 	holder := "me"
+	pvName := "pv1"
 	return map[schema.GroupResource]runtime.Object{
 		{Resource: "pods"}:                                 &corev1.Pod{ObjectMeta: ns, Spec: podSpec},
 		{Resource: "namespaces"}:                           &corev1.Namespace{ObjectMeta: cl},
@@ -81,6 +83,12 @@ func samples() map[schema.GroupResource]runtime.Object {
 			Webhooks: []admissionregistrationv1.MutatingWebhook{{Name: "inject.berth.dev", ClientConfig: clientConfig(), SideEffects: &sideEffects, AdmissionReviewVersions: []string{"v1"}}}},
 		{Group: "admissionregistration.k8s.io", Resource: "validatingwebhookconfigurations"}: &admissionregistrationv1.ValidatingWebhookConfiguration{ObjectMeta: cl,
 			Webhooks: []admissionregistrationv1.ValidatingWebhook{{Name: "check.berth.dev", ClientConfig: clientConfig(), SideEffects: &sideEffects, AdmissionReviewVersions: []string{"v1"}}}},
+		{Resource: "podtemplates"}: &corev1.PodTemplate{ObjectMeta: ns, Template: tmpl},
+		{Group: "node.k8s.io", Resource: "runtimeclasses"}: &nodev1.RuntimeClass{ObjectMeta: cl, Handler: "runc",
+			Overhead: &nodev1.Overhead{PodFixed: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("10m")}}},
+		{Group: "storage.k8s.io", Resource: "volumeattachments"}: &storagev1.VolumeAttachment{ObjectMeta: cl, Spec: storagev1.VolumeAttachmentSpec{
+			Attacher: "local.csi.berth.dev", NodeName: "n1", Source: storagev1.VolumeAttachmentSource{PersistentVolumeName: &pvName}}},
+		{Group: "storage.k8s.io", Resource: "csistoragecapacities"}: &storagev1.CSIStorageCapacity{ObjectMeta: ns, StorageClassName: "local"},
 		{Group: "certificates.k8s.io", Resource: "certificatesigningrequests"}: &certificatesv1.CertificateSigningRequest{ObjectMeta: cl,
 			Spec: certificatesv1.CertificateSigningRequestSpec{Request: csrPEM(), SignerName: "kubernetes.io/kube-apiserver-client-kubelet",
 				Usages: []certificatesv1.KeyUsage{certificatesv1.UsageDigitalSignature, certificatesv1.UsageClientAuth}}},

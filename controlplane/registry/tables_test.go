@@ -9,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	eventsv1 "k8s.io/api/events/v1"
+	nodev1 "k8s.io/api/node/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -76,6 +77,17 @@ func TestTableCells(t *testing.T) {
 		{schema.GroupResource{Group: "events.k8s.io", Resource: "events"}, &eventsv1.Event{ObjectMeta: meta, Regarding: corev1.ObjectReference{Kind: "Pod", Name: "web"}, Reason: "Pulled",
 			Note: "pulled", Type: "Normal", ReportingController: "berth.dev/agent", ReportingInstance: "n1", EventTime: metav1.MicroTime{Time: created.Time}},
 			map[int]interface{}{1: "Normal", 2: "Pulled", 3: "pod/web", 5: "berth.dev/agent, n1", 6: "pulled", 8: int64(1), 9: "x"}},
+		{schema.GroupResource{Resource: "podtemplates"}, &corev1.PodTemplate{ObjectMeta: meta, Template: corev1.PodTemplateSpec{
+			ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": "web", "tier": "fe"}},
+			Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "a", Image: "busybox:1"}, {Name: "b", Image: "nginx:1"}}}}},
+			map[int]interface{}{0: "x", 1: "a,b", 2: "busybox:1,nginx:1", 3: "app=web,tier=fe"}},
+		{schema.GroupResource{Group: "node.k8s.io", Resource: "runtimeclasses"}, &nodev1.RuntimeClass{ObjectMeta: meta, Handler: "runc"},
+			map[int]interface{}{0: "x", 1: "runc"}},
+		{schema.GroupResource{Group: "storage.k8s.io", Resource: "volumeattachments"}, &storagev1.VolumeAttachment{ObjectMeta: meta, Spec: storagev1.VolumeAttachmentSpec{
+			Attacher: "csi.example.com", NodeName: "n1", Source: storagev1.VolumeAttachmentSource{PersistentVolumeName: &class}}, Status: storagev1.VolumeAttachmentStatus{Attached: true}},
+			map[int]interface{}{0: "x", 1: "csi.example.com", 2: "local", 3: "n1", 4: true}},
+		{schema.GroupResource{Group: "storage.k8s.io", Resource: "csistoragecapacities"}, &storagev1.CSIStorageCapacity{ObjectMeta: meta, StorageClassName: "local"},
+			map[int]interface{}{0: "x", 1: "local", 2: "<unset>"}},
 	} {
 		t.Run(tc.gr.String(), func(t *testing.T) {
 			res := Resources(scheme.New())[tc.gr]

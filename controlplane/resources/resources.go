@@ -18,6 +18,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	eventsv1 "k8s.io/api/events/v1"
+	nodev1 "k8s.io/api/node/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	storagev1 "k8s.io/api/storage/v1"
@@ -181,6 +182,15 @@ func defs() []def {
 			short: []string{"csr"}, status: true, approval: true,
 			newObj:  func() runtime.Object { return &certificatesv1.CertificateSigningRequest{} },
 			newList: func() runtime.Object { return &certificatesv1.CertificateSigningRequestList{} }},
+		{gv: core, resource: "podtemplates", singular: "podtemplate", kind: "PodTemplate", namespaced: true,
+			newObj: func() runtime.Object { return &corev1.PodTemplate{} }, newList: func() runtime.Object { return &corev1.PodTemplateList{} }},
+		{gv: nodev1.SchemeGroupVersion, resource: "runtimeclasses", singular: "runtimeclass", kind: "RuntimeClass",
+			newObj: func() runtime.Object { return &nodev1.RuntimeClass{} }, newList: func() runtime.Object { return &nodev1.RuntimeClassList{} }},
+		{gv: storagev1.SchemeGroupVersion, resource: "volumeattachments", singular: "volumeattachment", kind: "VolumeAttachment", status: true,
+			newObj: func() runtime.Object { return &storagev1.VolumeAttachment{} }, newList: func() runtime.Object { return &storagev1.VolumeAttachmentList{} }},
+		{gv: storagev1.SchemeGroupVersion, resource: "csistoragecapacities", singular: "csistoragecapacity", kind: "CSIStorageCapacity", namespaced: true,
+			newObj:  func() runtime.Object { return &storagev1.CSIStorageCapacity{} },
+			newList: func() runtime.Object { return &storagev1.CSIStorageCapacityList{} }},
 	}
 }
 
@@ -296,6 +306,7 @@ func Build(cfg Config) (_ *Set, err error) {
 			pods = store
 			res.Subresources["binding"] = apiserver.Subresource{Kind: corev1.SchemeGroupVersion.WithKind("Binding"), Storage: &bindingREST{store: store}}
 			res.Subresources["eviction"] = apiserver.Subresource{Kind: policyv1.SchemeGroupVersion.WithKind("Eviction"), Storage: &evictionREST{store: store}}
+			serveEphemeralContainers(res, store, cfg.Scheme)
 		case d.gv.Group == "" && d.resource == "nodes":
 			nodes = store
 		case d.gv.Group == "" && d.resource == "events":

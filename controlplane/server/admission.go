@@ -34,6 +34,7 @@ var AdmissionPlugins = []string{
 	berthadmission.DefaultTolerationSecondsName,
 	berthadmission.DefaultStorageClassName,
 	berthadmission.StorageObjectInUseProtectionName,
+	berthadmission.RuntimeClassName,
 	berthadmission.MutatingWebhookName,
 	berthadmission.ValidatingWebhookName,
 	berthadmission.ResourceQuotaName,
@@ -50,6 +51,7 @@ var DefaultAdmissionPlugins = []string{
 	berthadmission.DefaultTolerationSecondsName,
 	berthadmission.DefaultStorageClassName,
 	berthadmission.StorageObjectInUseProtectionName,
+	berthadmission.RuntimeClassName,
 	berthadmission.MutatingWebhookName,
 	berthadmission.ValidatingWebhookName,
 	berthadmission.ResourceQuotaName,
@@ -144,6 +146,8 @@ func (s *Server) newAdmission(rc *rest.Config, namespaces *genericregistry.Store
 			p, err = berthadmission.NewDefaultStorageClass(factory.Storage().V1().StorageClasses().Lister())
 		case berthadmission.StorageObjectInUseProtectionName:
 			p = berthadmission.NewStorageObjectInUseProtection()
+		case berthadmission.RuntimeClassName:
+			p, err = berthadmission.NewRuntimeClass(cfg.RuntimeClass)
 		case berthadmission.MutatingWebhookName:
 			p, err = berthadmission.NewMutatingWebhook(cfg.Webhooks)
 		case berthadmission.ValidatingWebhookName:
@@ -227,6 +231,7 @@ func informersSynced(f informers.SharedInformerFactory) []cache.InformerSynced {
 		core.Pods().Informer(), core.ResourceQuotas().Informer(),
 		reg.MutatingWebhookConfigurations().Informer(), reg.ValidatingWebhookConfigurations().Informer(),
 		core.Services().Informer(), f.Discovery().V1().EndpointSlices().Informer(),
+		f.Node().V1().RuntimeClasses().Informer(),
 	} {
 		out = append(out, i.HasSynced)
 	}

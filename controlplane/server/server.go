@@ -389,6 +389,7 @@ func openapiResources(set *resources.Set) []openapi.Resource {
 		openapi.SubresourceStatus: true, openapi.SubresourceScale: true, openapi.SubresourceBinding: true,
 		openapi.SubresourceEviction: true, openapi.SubresourceLog: true, openapi.SubresourceExec: true,
 		openapi.SubresourceAttach: true, openapi.SubresourcePortForward: true, openapi.SubresourceApproval: true,
+		openapi.SubresourceEphemeral: true,
 	}
 	var out []openapi.Resource
 	for _, r := range set.Resources {

@@ -17,6 +17,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	eventsv1 "k8s.io/api/events/v1"
+	nodev1 "k8s.io/api/node/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	storagev1 "k8s.io/api/storage/v1"
@@ -41,6 +42,7 @@ var GroupVersions = []schema.GroupVersion{
 	eventsv1.SchemeGroupVersion,
 	discoveryv1.SchemeGroupVersion,
 	storagev1.SchemeGroupVersion,
+	nodev1.SchemeGroupVersion,
 	rbacv1.SchemeGroupVersion,
 	policyv1.SchemeGroupVersion,
 	authenticationv1.SchemeGroupVersion,
@@ -67,6 +69,7 @@ func New() *runtime.Scheme {
 		eventsv1.AddToScheme,
 		discoveryv1.AddToScheme,
 		storagev1.AddToScheme,
+		nodev1.AddToScheme,
 		rbacv1.AddToScheme,
 		policyv1.AddToScheme,
 		authenticationv1.AddToScheme,

@@ -2,6 +2,7 @@ package validation
 
 import (
 	"fmt"
+	"reflect"
 	"regexp"
 	"strings"
 
@@ -114,18 +115,25 @@ func validateInitContainers(containers, regular []v1.Container, vols map[string]
 	return errs
 }
 
+// ephemeralContainerFields are the EphemeralContainerCommon fields an
+// ephemeral container may set; any other field set is Forbidden, so fields
+// added to the API later are refused until considered.
+var ephemeralContainerFields = sets.New("Name", "Image", "Command", "Args", "WorkingDir", "EnvFrom", "Env",
+	"VolumeMounts", "VolumeDevices", "TerminationMessagePath", "TerminationMessagePolicy", "ImagePullPolicy",
+	"SecurityContext", "Stdin", "StdinOnce", "TTY")
+
+// ephemeralForbidden is upstream's message for a field an ephemeral
+// container may not set.
+const ephemeralForbidden = "cannot be set for an Ephemeral Container"
+
 // validateEphemeralContainers validates ephemeral (debug) containers: names
-// unique across every container list, the common rules, and none of the
-// fields ephemeral containers may not have.
+// unique across every container list, the common rules, a target that is a
+// regular or init container, only the allowed fields set, and no subPath
+// mounts.
 func validateEphemeralContainers(ecs []v1.EphemeralContainer, regular, inits []v1.Container, vols map[string]v1.VolumeSource, fldPath *field.Path) field.ErrorList {
 	var errs field.ErrorList
-	names := sets.New[string]()
-	for _, c := range regular {
-		names.Insert(c.Name)
-	}
-	for _, c := range inits {
-		names.Insert(c.Name)
-	}
+	targets := sets.New(containerNames(regular)...).Insert(containerNames(inits)...)
+	names := targets.Clone()
 	for i := range ecs {
 		ec := &ecs[i]
 		p := fldPath.Index(i)
@@ -136,31 +144,35 @@ func validateEphemeralContainers(ecs []v1.EphemeralContainer, regular, inits []v
 		} else {
 			names.Insert(ec.Name)
 		}
-		if ec.TargetContainerName != "" && !sets.New(containerNames(regular)...).Insert(containerNames(inits)...).Has(ec.TargetContainerName) {
+		if ec.TargetContainerName != "" && !targets.Has(ec.TargetContainerName) {
 			errs = append(errs, field.NotFound(p.Child("targetContainerName"), ec.TargetContainerName))
 		}
-		const msg = "cannot be set for an Ephemeral Container"
-		if len(ec.Ports) > 0 {
-			errs = append(errs, field.Forbidden(p.Child("ports"), msg))
+		errs = append(errs, forbidFieldsOutside(ec.EphemeralContainerCommon, ephemeralContainerFields, ephemeralForbidden, p)...)
+		for j, m := range ec.VolumeMounts {
+			if m.SubPath != "" {
+				errs = append(errs, field.Forbidden(p.Child("volumeMounts").Index(j).Child("subPath"), ephemeralForbidden))
+			}
+			if m.SubPathExpr != "" {
+				errs = append(errs, field.Forbidden(p.Child("volumeMounts").Index(j).Child("subPathExpr"), ephemeralForbidden))
+			}
 		}
-		if ec.Lifecycle != nil {
-			errs = append(errs, field.Forbidden(p.Child("lifecycle"), msg))
+	}
+	return errs
+}
+
+// forbidFieldsOutside reports, for each field of the struct value that is
+// set (not its zero value) and not in allowed, a Forbidden error on the
+// field's JSON-style name (the Go name with a lower-case first letter).
+func forbidFieldsOutside(value any, allowed sets.Set[string], msg string, fldPath *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	v := reflect.ValueOf(value)
+	t := v.Type()
+	for i := 0; i < t.NumField(); i++ {
+		f := t.Field(i)
+		if allowed.Has(f.Name) || v.Field(i).IsZero() {
+			continue
 		}
-		if ec.LivenessProbe != nil {
-			errs = append(errs, field.Forbidden(p.Child("livenessProbe"), msg))
-		}
-		if ec.ReadinessProbe != nil {
-			errs = append(errs, field.Forbidden(p.Child("readinessProbe"), msg))
-		}
-		if ec.StartupProbe != nil {
-			errs = append(errs, field.Forbidden(p.Child("startupProbe"), msg))
-		}
-		if len(ec.Resources.Limits) > 0 || len(ec.Resources.Requests) > 0 {
-			errs = append(errs, field.Forbidden(p.Child("resources"), msg))
-		}
-		if ec.RestartPolicy != nil {
-			errs = append(errs, field.Forbidden(p.Child("restartPolicy"), msg))
-		}
+		errs = append(errs, field.Forbidden(fldPath.Child(strings.ToLower(f.Name[:1])+f.Name[1:]), msg))
 	}
 	return errs
 }

@@ -308,3 +308,17 @@ func validateOverhead(overhead v1.ResourceList, fldPath *field.Path) field.Error
 	}
 	return errs
 }
+
+// ValidatePodTemplate validates a core/v1 PodTemplate: its metadata (a
+// pod name) and the template, as a ReplicaSet's.
+func ValidatePodTemplate(t *v1.PodTemplate) field.ErrorList {
+	errs := apimachineryvalidation.ValidateObjectMeta(&t.ObjectMeta, true, ValidatePodName, metadataPath)
+	return append(errs, ValidatePodTemplateSpec(&t.Template, field.NewPath("template"))...)
+}
+
+// ValidatePodTemplateUpdate validates a PodTemplate update: any valid
+// template may replace another.
+func ValidatePodTemplateUpdate(newT, oldT *v1.PodTemplate) field.ErrorList {
+	errs := apimachineryvalidation.ValidateObjectMetaUpdate(&newT.ObjectMeta, &oldT.ObjectMeta, metadataPath)
+	return append(errs, ValidatePodTemplateSpec(&newT.Template, field.NewPath("template"))...)
+}

@@ -249,3 +249,36 @@ func ValidatePodBinding(binding *v1.Binding) field.ErrorList {
 	}
 	return errs
 }
+
+// mirrorPodAnnotation marks a static pod's mirror in the apiserver.
+const mirrorPodAnnotation = "kubernetes.io/config.mirror"
+
+// ValidatePodEphemeralContainersUpdate validates a write through
+// pods/ephemeralcontainers: the metadata update and the new spec must be
+// valid, mirror pods take none, and ephemeral containers may only be added:
+// an existing one (matched by name, patches do not keep the order) may be
+// neither removed nor changed.
+func ValidatePodEphemeralContainersUpdate(newPod, oldPod *v1.Pod) field.ErrorList {
+	metaPath := field.NewPath("metadata")
+	errs := apimachineryvalidation.ValidateObjectMetaUpdate(&newPod.ObjectMeta, &oldPod.ObjectMeta, metaPath)
+	errs = append(errs, apimachineryvalidation.ValidateObjectMeta(&newPod.ObjectMeta, true, ValidatePodName, metaPath)...)
+	errs = append(errs, ValidatePodSpec(&newPod.Spec, field.NewPath("spec"))...)
+	if _, ok := oldPod.Annotations[mirrorPodAnnotation]; ok {
+		return field.ErrorList{field.Forbidden(field.NewPath(""), "static pods do not support ephemeral containers")}
+	}
+	ecPath := field.NewPath("spec", "ephemeralContainers")
+	byName := make(map[string]*v1.EphemeralContainer, len(newPod.Spec.EphemeralContainers))
+	for i := range newPod.Spec.EphemeralContainers {
+		byName[newPod.Spec.EphemeralContainers[i].Name] = &newPod.Spec.EphemeralContainers[i]
+	}
+	for _, old := range oldPod.Spec.EphemeralContainers {
+		cur, ok := byName[old.Name]
+		switch {
+		case !ok:
+			errs = append(errs, field.Forbidden(ecPath, fmt.Sprintf("existing ephemeral containers %q may not be removed\n", old.Name)))
+		case !apiequality.Semantic.DeepEqual(old, *cur):
+			errs = append(errs, field.Forbidden(ecPath, fmt.Sprintf("existing ephemeral containers %q may not be changed\n%v", old.Name, cmp.Diff(old, *cur))))
+		}
+	}
+	return errs
+}
