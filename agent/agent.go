@@ -55,6 +55,7 @@ import (
 	"berth/agent/containerconfig"
 	agentcsi "berth/agent/csi"
 	"berth/agent/dns"
+	"berth/agent/envsource"
 	"berth/agent/images"
 	"berth/agent/kubeletapi"
 	"berth/agent/metrics"
@@ -197,6 +198,7 @@ func (a *Agent) Run(ctx context.Context) error {
 	volCfg := volumes.Config{RootDir: cfg.RootDir, Logger: log,
 		NodeAllocatable: v1.ResourceList{v1.ResourceMemory: *resource.NewQuantity(memory, resource.BinarySI)}}
 	var pullCreds func(context.Context, *v1.Pod, string) []*runtimeapi.AuthConfig
+	var envCfg envsource.Config // standalone: no objects, no services
 	var recorder probes.EventRecorder
 	if kube != nil {
 		events := record.NewBroadcaster(record.WithContext(ctx))
@@ -211,6 +213,9 @@ func (a *Agent) Run(ctx context.Context) error {
 		// service-account tokens.
 		volCfg.Objects, volCfg.Claims, volCfg.Tokens, volCfg.Recorder = objects, objects, objects, recorder
 		pullCreds = pullCredentials(kube, log)
+		services := envsource.NewServiceCache(kube)
+		run.Go("services", services.Run)
+		envCfg = envsource.Config{Objects: objects, Services: services}
 	}
 	// CSI drivers register through <root-dir>/plugins_registry (agent/csi).
 	csiPlugins, err := agentcsi.New(agentcsi.Config{RootDir: cfg.RootDir, NodeName: cfg.NodeName, Client: kube, Registerer: registry, Logger: log})
@@ -246,6 +251,7 @@ func (a *Agent) Run(ctx context.Context) error {
 			NodeName: cfg.NodeName, HostIPs: []string{cfg.NodeIP}, MemoryCapacity: memory, CgroupV2: cgroupV2(),
 			NodeAllocatable: v1.ResourceList{v1.ResourceMemory: *resource.NewQuantity(memory, resource.BinarySI)},
 		},
+		Env:          envsource.New(envCfg),
 		NetworkReady: a.networkReady,
 		PodCleanup: func(uid types.UID, _ *v1.Pod) error {
 			return cgroups.RemovePod(mounts, cfg.CgroupRoot, uid)
