@@ -40,7 +40,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"google.golang.org/grpc"
 	v1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	kubescheme "k8s.io/client-go/kubernetes/scheme"
@@ -195,8 +194,12 @@ func (a *Agent) Run(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("agent: %w", err)
 	}
-	volCfg := volumes.Config{RootDir: cfg.RootDir, Logger: log,
-		NodeAllocatable: v1.ResourceList{v1.ResourceMemory: *resource.NewQuantity(memory, resource.BinarySI)}}
+	// Unset limits read as the node's allocatable in the downward API.
+	allocatable, err := node.MachineAllocatable(cfg.RootDir)
+	if err != nil {
+		return fmt.Errorf("agent: %w", err)
+	}
+	volCfg := volumes.Config{RootDir: cfg.RootDir, Logger: log, NodeAllocatable: allocatable}
 	var pullCreds func(context.Context, *v1.Pod, string) []*runtimeapi.AuthConfig
 	var envCfg envsource.Config // standalone: no objects, no services
 	var recorder probes.EventRecorder
@@ -249,7 +252,7 @@ func (a *Agent) Run(ctx context.Context) error {
 		}},
 		ContainerOptions: containerconfig.Options{
 			NodeName: cfg.NodeName, HostIPs: []string{cfg.NodeIP}, MemoryCapacity: memory, CgroupV2: cgroupV2(),
-			NodeAllocatable: v1.ResourceList{v1.ResourceMemory: *resource.NewQuantity(memory, resource.BinarySI)},
+			NodeAllocatable: allocatable,
 		},
 		Env:          envsource.New(envCfg),
 		NetworkReady: a.networkReady,
