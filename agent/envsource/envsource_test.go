@@ -62,7 +62,7 @@ func TestFill(t *testing.T) {
 				{Prefix: "p-", ConfigMapRef: &v1.ConfigMapEnvSource{LocalObjectReference: v1.LocalObjectReference{Name: "cm"}}},
 				{Prefix: "$_-", SecretRef: &v1.SecretEnvSource{LocalObjectReference: v1.LocalObjectReference{Name: "sec"}}},
 			}},
-			wantFrom: []containerconfig.EnvVar{{Name: "a", Value: "1"}, {Name: "b", Value: "2"}, {Name: "p-a", Value: "1"}, {Name: "p-b", Value: "2"}, {Name: "$_-k", Value: "s3cret"}},
+			wantFrom:   []containerconfig.EnvVar{{Name: "a", Value: "1"}, {Name: "b", Value: "2"}, {Name: "p-a", Value: "1"}, {Name: "p-b", Value: "2"}, {Name: "$_-k", Value: "s3cret"}},
 			wantValues: map[string]string{},
 		},
 		{
