@@ -71,6 +71,7 @@ import (
 	"berth/agent/source/manifest"
 	"berth/agent/status"
 	"berth/agent/statussync"
+	"berth/agent/sysctl"
 	"berth/agent/volumes"
 	"berth/cni"
 	"berth/cri"
@@ -244,6 +245,10 @@ func (a *Agent) Run(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("agent: %w", err)
 	}
+	sysctls, err := sysctl.NewAllowlist(append(sysctl.Safe(kernelRelease()), cfg.AllowedUnsafeSysctls...))
+	if err != nil {
+		return fmt.Errorf("agent: %w", err)
+	}
 	workers, err := podworker.New(podworker.Config{
 		CRI: client, Reader: reader, Status: statuses, BackOff: crashBackOff,
 		Images: puller, Volumes: vols, Probes: prober, Hooks: hooks,
@@ -255,6 +260,7 @@ func (a *Agent) Run(ctx context.Context) error {
 			NodeAllocatable: allocatable,
 		},
 		Env:          envsource.New(envCfg),
+		Admit:        sysctls.Admit,
 		NetworkReady: a.networkReady,
 		PodCleanup: func(uid types.UID, _ *v1.Pod) error {
 			return cgroups.RemovePod(mounts, cfg.CgroupRoot, uid)
@@ -606,4 +612,10 @@ func memoryCapacity() (int64, error) {
 func cgroupV2() bool {
 	_, err := os.Stat("/sys/fs/cgroup/cgroup.controllers")
 	return err == nil
+}
+
+// kernelRelease is the running kernel's release (empty when unknown).
+func kernelRelease() string {
+	b, _ := os.ReadFile("/proc/sys/kernel/osrelease")
+	return strings.TrimSpace(string(b))
 }

@@ -31,6 +31,7 @@ type worker struct {
 
 	failures map[string]status.Failure // last start failure per container
 	rejected *status.Failure           // why the agent ended the pod (Failed), once it did
+	admitted bool                      // the pod passed admission (admit.go)
 	seq      uint64
 
 	firstSeen time.Time // when the worker was made: the pod's start for metrics
@@ -121,7 +122,7 @@ func (w *worker) finishTermination() bool {
 	}
 	w.m.cfg.Metrics.PodRestarted(isStatic(w.readd))
 	w.pod, w.readd, w.terminating = w.readd, nil, false
-	w.failures, w.rejected = map[string]status.Failure{}, nil
+	w.failures, w.rejected, w.admitted = map[string]status.Failure{}, nil, false
 	w.firstSeen, w.synced, w.running = w.m.cfg.Clock.Now(), false, false
 	w.poke()
 	return true
@@ -155,6 +156,10 @@ func (w *worker) sync(ctx context.Context, pod *v1.Pod) time.Duration {
 	if err != nil {
 		log.Warn("reading the pod's runtime state failed", "err", err)
 		return time.Second
+	}
+	if !w.admit(pod, rt) {
+		w.publish(pod, rt) // rejected before it ran: nothing to stop
+		return cfg.Resync
 	}
 	now := cfg.Clock.Now()
 	in := lifecycle.Input{Pod: pod, Runtime: rt, BackOff: cfg.BackOff, Now: now}
