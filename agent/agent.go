@@ -40,7 +40,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"google.golang.org/grpc"
 	v1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	kubescheme "k8s.io/client-go/kubernetes/scheme"
@@ -55,6 +54,7 @@ import (
 	"berth/agent/containerconfig"
 	agentcsi "berth/agent/csi"
 	"berth/agent/dns"
+	"berth/agent/envsource"
 	"berth/agent/images"
 	"berth/agent/kubeletapi"
 	"berth/agent/metrics"
@@ -71,6 +71,7 @@ import (
 	"berth/agent/source/manifest"
 	"berth/agent/status"
 	"berth/agent/statussync"
+	"berth/agent/sysctl"
 	"berth/agent/volumes"
 	"berth/cni"
 	"berth/cri"
@@ -194,9 +195,14 @@ func (a *Agent) Run(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("agent: %w", err)
 	}
-	volCfg := volumes.Config{RootDir: cfg.RootDir, Logger: log,
-		NodeAllocatable: v1.ResourceList{v1.ResourceMemory: *resource.NewQuantity(memory, resource.BinarySI)}}
+	// Unset limits read as the node's allocatable in the downward API.
+	allocatable, err := node.MachineAllocatable(cfg.RootDir)
+	if err != nil {
+		return fmt.Errorf("agent: %w", err)
+	}
+	volCfg := volumes.Config{RootDir: cfg.RootDir, Logger: log, NodeAllocatable: allocatable}
 	var pullCreds func(context.Context, *v1.Pod, string) []*runtimeapi.AuthConfig
+	var envCfg envsource.Config // standalone: no objects, no services
 	var recorder probes.EventRecorder
 	if kube != nil {
 		events := record.NewBroadcaster(record.WithContext(ctx))
@@ -211,6 +217,9 @@ func (a *Agent) Run(ctx context.Context) error {
 		// service-account tokens.
 		volCfg.Objects, volCfg.Claims, volCfg.Tokens, volCfg.Recorder = objects, objects, objects, recorder
 		pullCreds = pullCredentials(kube, log)
+		services := envsource.NewServiceCache(kube)
+		run.Go("services", services.Run)
+		envCfg = envsource.Config{Objects: objects, Services: services}
 	}
 	// CSI drivers register through <root-dir>/plugins_registry (agent/csi).
 	csiPlugins, err := agentcsi.New(agentcsi.Config{RootDir: cfg.RootDir, NodeName: cfg.NodeName, Client: kube, Registerer: registry, Logger: log})
@@ -236,6 +245,10 @@ func (a *Agent) Run(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("agent: %w", err)
 	}
+	sysctls, err := sysctl.NewAllowlist(append(sysctl.Safe(kernelRelease()), cfg.AllowedUnsafeSysctls...))
+	if err != nil {
+		return fmt.Errorf("agent: %w", err)
+	}
 	workers, err := podworker.New(podworker.Config{
 		CRI: client, Reader: reader, Status: statuses, BackOff: crashBackOff,
 		Images: puller, Volumes: vols, Probes: prober, Hooks: hooks,
@@ -244,8 +257,10 @@ func (a *Agent) Run(ctx context.Context) error {
 		}},
 		ContainerOptions: containerconfig.Options{
 			NodeName: cfg.NodeName, HostIPs: []string{cfg.NodeIP}, MemoryCapacity: memory, CgroupV2: cgroupV2(),
-			NodeAllocatable: v1.ResourceList{v1.ResourceMemory: *resource.NewQuantity(memory, resource.BinarySI)},
+			NodeAllocatable: allocatable,
 		},
+		Env:          envsource.New(envCfg),
+		Admit:        sysctls.Admit,
 		NetworkReady: a.networkReady,
 		PodCleanup: func(uid types.UID, _ *v1.Pod) error {
 			return cgroups.RemovePod(mounts, cfg.CgroupRoot, uid)
@@ -597,4 +612,10 @@ func memoryCapacity() (int64, error) {
 func cgroupV2() bool {
 	_, err := os.Stat("/sys/fs/cgroup/cgroup.controllers")
 	return err == nil
+}
+
+// kernelRelease is the running kernel's release (empty when unknown).
+func kernelRelease() string {
+	b, _ := os.ReadFile("/proc/sys/kernel/osrelease")
+	return strings.TrimSpace(string(b))
 }

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"berth/agent/backoff"
+	"berth/agent/sysctl"
 	"berth/internal/errdefs"
 )
 
@@ -79,6 +80,10 @@ type Config struct {
 	ImageBackOffInitial, ImageBackOffMax time.Duration
 	// MaxParallelStarts bounds pod starts in flight; zero is 2 × CPUs.
 	MaxParallelStarts int
+	// AllowedUnsafeSysctls are the sysctls (or prefixes ending in *) pods
+	// may set besides the safe ones; a pod setting any other is rejected
+	// (SysctlForbidden).
+	AllowedUnsafeSysctls []string
 	// RelistPeriod is the PLEG's; zero is 1 s.
 	RelistPeriod time.Duration
 	// ManifestRescan is the manifest directory's full rescan period; zero
@@ -221,6 +226,9 @@ func (c *Config) validate() error {
 	}
 	if c.MaxParallelStarts < 0 {
 		return bad("MaxParallelStarts", "%d must not be negative", c.MaxParallelStarts)
+	}
+	if _, err := sysctl.NewAllowlist(c.AllowedUnsafeSysctls); err != nil {
+		return bad("AllowedUnsafeSysctls (--allowed-unsafe-sysctls)", "%v", err)
 	}
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)

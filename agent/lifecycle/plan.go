@@ -46,6 +46,9 @@ type Input struct {
 	// failed its liveness or startup probe, and which; nil means no
 	// probe ever failed.
 	Unhealthy func(id string) (probes.ProbeType, bool)
+	// StartTime is the pod's status.startTime, from which its
+	// activeDeadlineSeconds counts; zero when it has not started.
+	StartTime time.Time
 }
 
 // Start is a container to create and start.
@@ -113,9 +116,13 @@ type Plan struct {
 	ContainersToKill []Kill
 	// Waiting are containers held back by their restart back-off, by name.
 	Waiting map[string]Wait
-	// RetryAt is the earliest time a held-back container may start; zero
-	// when nothing waits.
+	// RetryAt is when the worker must look again without news: the
+	// earliest time a held-back container may start, or the pod's active
+	// deadline; zero when nothing waits.
 	RetryAt time.Time
+	// DeadlineExceeded: the pod ran past its activeDeadlineSeconds. The
+	// plan kills the pod, and the pod is Failed (ReasonDeadlineExceeded).
+	DeadlineExceeded bool
 }
 
 // Empty reports a plan with nothing to do.
@@ -129,6 +136,36 @@ func Compute(in Input) Plan {
 	if rt == nil {
 		rt = &podstate.Pod{UID: pod.UID}
 	}
+	deadline, hasDeadline := ActiveDeadline(pod, in.StartTime)
+	if hasDeadline && !in.Now.Before(deadline) {
+		// As the kubelet's activeDeadlineHandler: the pod is evicted, every
+		// container stopped, none started again.
+		return Plan{KillPod: true, DeadlineExceeded: true}
+	}
+	plan := compute(in, pod, rt)
+	if hasDeadline && (plan.RetryAt.IsZero() || deadline.Before(plan.RetryAt)) {
+		plan.RetryAt = deadline
+	}
+	return plan
+}
+
+// Reason and message of a pod that ran past its activeDeadlineSeconds, as
+// upstream's (its status and its Normal event).
+const (
+	ReasonDeadlineExceeded  = "DeadlineExceeded"
+	MessageDeadlineExceeded = "Pod was active on the node longer than the specified deadline"
+)
+
+// ActiveDeadline is when pod, started at start, has been active for its
+// activeDeadlineSeconds; false when it has none or has not started.
+func ActiveDeadline(pod *v1.Pod, start time.Time) (time.Time, bool) {
+	if pod.Spec.ActiveDeadlineSeconds == nil || start.IsZero() {
+		return time.Time{}, false
+	}
+	return start.Add(time.Duration(*pod.Spec.ActiveDeadlineSeconds) * time.Second), true
+}
+
+func compute(in Input, pod *v1.Pod, rt *podstate.Pod) Plan {
 	create, attempt, sandboxID := SandboxChanged(pod, rt)
 	plan := Plan{KillPod: create, CreateSandbox: create, Attempt: attempt, SandboxID: sandboxID}
 	if !create {

@@ -158,3 +158,15 @@ func Allocatable(capacity, systemReserved, kubeReserved v1.ResourceList, evictio
 	}
 	return out
 }
+
+// MachineAllocatable is the allocatable the Node of an agent with rootDir and
+// the default settings (DefaultMaxPods, no reservations,
+// DefaultEvictionHard) reports on this machine now: what unset CPU, memory
+// and ephemeral-storage limits read as through the downward API.
+func MachineAllocatable(rootDir string) (v1.ResourceList, error) {
+	m, err := ReadMachine(rootDir)
+	if err != nil {
+		return nil, err
+	}
+	return Allocatable(Capacity(m, DefaultMaxPods), nil, nil, DefaultEvictionHard()), nil
+}

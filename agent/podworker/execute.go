@@ -160,6 +160,10 @@ func (w *worker) execute(ctx context.Context, log *slog.Logger, pod *v1.Pod, rt 
 	return retry
 }
 
+// envRetry is when a container whose environment could not be resolved (a
+// ConfigMap, Secret or key missing) is tried again.
+const envRetry = 2 * time.Second
+
 // volumeRetryDefault is when a failed volume set-up is looked at again when
 // the volume manager names no time (a pod it rejects as a whole, or no
 // back-off configured).
@@ -219,6 +223,15 @@ func (w *worker) startContainer(ctx context.Context, log *slog.Logger, pod *v1.P
 	}
 	if err == nil {
 		err = w.imageUser(ctx, pod, c, res.ImageRef, &opts)
+	}
+	if err == nil && cfg.Env != nil {
+		if err = cfg.Env.Fill(ctx, pod, c, &opts); err != nil {
+			// A missing ConfigMap, Secret or key may appear: look again.
+			log.Warn("the container's environment cannot be resolved", "err", err)
+			w.failedEvent(pod, c.Name, err.Error())
+			w.failures[c.Name] = status.Failure{Reason: ReasonCreateContainerConfigError, Message: err.Error()}
+			return cfg.Clock.Now().Add(envRetry)
+		}
 	}
 	if err == nil {
 		opts.Mounts, err = volumeMounts(pod, c, mounts, opts)

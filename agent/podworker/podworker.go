@@ -76,6 +76,16 @@ type Config struct {
 	// (agent/containerconfig: NodeName, HostIPs, MemoryCapacity, CgroupV2,
 	// …); the worker sets the per-container fields.
 	ContainerOptions containerconfig.Options
+	// Admit is the node's admission of a pod it has not started yet
+	// (agent/sysctl's allowlist); a pod it refuses is Failed with reason
+	// and "Pod was rejected: <message>", and never started. Nil admits all.
+	Admit func(pod *v1.Pod) (reason, message string, ok bool)
+	// Env resolves each container's ConfigMap, Secret and Service variables
+	// into its options (agent/envsource) before its config is built; a
+	// failure is a CreateContainerConfigError, retried. Nil: none resolved.
+	Env interface {
+		Fill(ctx context.Context, pod *v1.Pod, c *v1.Container, opts *containerconfig.Options) error
+	}
 
 	// Volumes sets up and tears down the pods' volumes (agent/volumes); nil
 	// runs pods without their volumes set up (a pod declaring volume mounts

@@ -30,6 +30,8 @@ type worker struct {
 	cancelSync  context.CancelFunc // ends the sync in flight (the pod is removed)
 
 	failures map[string]status.Failure // last start failure per container
+	rejected *status.Failure           // why the agent ended the pod (Failed), once it did
+	admitted bool                      // the pod passed admission (admit.go)
 	seq      uint64
 
 	firstSeen time.Time // when the worker was made: the pod's start for metrics
@@ -120,7 +122,7 @@ func (w *worker) finishTermination() bool {
 	}
 	w.m.cfg.Metrics.PodRestarted(isStatic(w.readd))
 	w.pod, w.readd, w.terminating = w.readd, nil, false
-	w.failures = map[string]status.Failure{}
+	w.failures, w.rejected, w.admitted = map[string]status.Failure{}, nil, false
 	w.firstSeen, w.synced, w.running = w.m.cfg.Clock.Now(), false, false
 	w.poke()
 	return true
@@ -155,13 +157,25 @@ func (w *worker) sync(ctx context.Context, pod *v1.Pod) time.Duration {
 		log.Warn("reading the pod's runtime state failed", "err", err)
 		return time.Second
 	}
+	if !w.admit(pod, rt) {
+		w.publish(pod, rt) // rejected before it ran: nothing to stop
+		return cfg.Resync
+	}
 	now := cfg.Clock.Now()
 	in := lifecycle.Input{Pod: pod, Runtime: rt, BackOff: cfg.BackOff, Now: now}
+	if old, ok := cfg.Status.Status(pod.UID); ok && old.StartTime != nil {
+		in.StartTime = old.StartTime.Time
+	}
 	if cfg.Probes != nil {
 		cfg.Probes.AddPod(pod)
 		in.Unhealthy = w.unhealthy
 	}
 	plan := lifecycle.Compute(in)
+	if plan.DeadlineExceeded && w.rejected == nil {
+		log.Info("the pod ran past its activeDeadlineSeconds; stopping it")
+		w.rejected = &status.Failure{Reason: lifecycle.ReasonDeadlineExceeded, Message: lifecycle.MessageDeadlineExceeded}
+		w.podEvent(pod, v1.EventTypeNormal, lifecycle.ReasonDeadlineExceeded, lifecycle.MessageDeadlineExceeded)
+	}
 	next := cfg.Resync
 	if !plan.Empty() {
 		// As the kubelet, the status is published before the actions run
@@ -200,7 +214,7 @@ func (w *worker) publish(pod *v1.Pod, rt *podstate.Pod) {
 		oldp = &old
 	}
 	in := status.Input{
-		Pod: pod, Runtime: rt, Old: oldp, Failures: w.failures,
+		Pod: pod, Runtime: rt, Old: oldp, Failures: w.failures, Rejected: w.rejected,
 		RuntimeName: cfg.RuntimeName, HostIP: cfg.HostIP, QOSClass: cfg.QOSClass(pod), Now: cfg.Clock.Now(),
 	}
 	if cfg.Probes != nil {

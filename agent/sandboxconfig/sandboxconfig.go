@@ -17,6 +17,7 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
+	utilsysctl "k8s.io/component-helpers/node/util/sysctl"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"berth/agent/dns"
@@ -286,7 +287,8 @@ func linuxConfig(pod *v1.Pod, opts Options) (*runtimeapi.LinuxPodSandboxConfig, 
 		if s.Name == "" {
 			return nil, fmt.Errorf("spec.securityContext.sysctls[%d].name: required: %w", i, errdefs.ErrInvalidArgument)
 		}
-		lc.Sysctls[s.Name] = s.Value
+		// As the kubelet: slashes as separators become dots.
+		lc.Sysctls[utilsysctl.NormalizeName(s.Name)] = s.Value
 	}
 	if psc.RunAsUser != nil {
 		sc.RunAsUser = &runtimeapi.Int64Value{Value: *psc.RunAsUser}

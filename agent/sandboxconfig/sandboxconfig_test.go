@@ -159,7 +159,7 @@ func TestBuild(t *testing.T) {
 				FSGroup:                  i64(2000),
 				SupplementalGroups:       []int64{4000, 5000},
 				SupplementalGroupsPolicy: &merge,
-				Sysctls:                  []v1.Sysctl{{Name: "net.ipv4.ip_local_port_range", Value: "1024 65000"}, {Name: "kernel.shm_rmid_forced", Value: "1"}},
+				Sysctls:                  []v1.Sysctl{{Name: "net.ipv4.ip_local_port_range", Value: "1024 65000"}, {Name: "kernel/shm_rmid_forced", Value: "1"}},
 				SELinuxOptions:           &v1.SELinuxOptions{User: "u", Role: "r", Type: "t", Level: "s0"},
 			}
 		}, func(w *runtimeapi.PodSandboxConfig) {

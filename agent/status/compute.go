@@ -60,6 +60,10 @@ type Input struct {
 	// computed from it). Nil: a container is started and ready while it
 	// runs.
 	Probes func(pod *v1.Pod, st *v1.PodStatus)
+	// Rejected, when set, is why the agent ended the pod itself (upstream's
+	// evictions and admission rejections: DeadlineExceeded,
+	// SysctlForbidden, …): the pod is Failed with this reason and message.
+	Rejected *Failure
 }
 
 // Compute returns the pod's status.
@@ -97,8 +101,12 @@ func Compute(in Input) v1.PodStatus {
 	slices.SortFunc(st.ContainerStatuses, func(a, b v1.ContainerStatus) int { return strings.Compare(a.Name, b.Name) })
 
 	st.Phase = Phase(pod, st.InitContainerStatuses, st.ContainerStatuses)
-	if in.Old != nil && (in.Old.Phase == v1.PodSucceeded || in.Old.Phase == v1.PodFailed) {
-		st.Phase = in.Old.Phase // terminal phases are final
+	switch {
+	case in.Old != nil && (in.Old.Phase == v1.PodSucceeded || in.Old.Phase == v1.PodFailed):
+		// Terminal phases are final, with their reason.
+		st.Phase, st.Reason, st.Message = in.Old.Phase, in.Old.Reason, in.Old.Message
+	case in.Rejected != nil:
+		st.Phase, st.Reason, st.Message = v1.PodFailed, in.Rejected.Reason, in.Rejected.Message
 	}
 	if in.Probes != nil {
 		in.Probes(pod, &st)

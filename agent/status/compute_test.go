@@ -221,3 +221,23 @@ func TestHostNetworkPodIPIsHostIP(t *testing.T) {
 		t.Errorf("host-network sandbox not ready to start containers: %+v", c)
 	}
 }
+
+// TestComputeRejected: a pod the agent ended itself (its active deadline
+// passed) is Failed with the reason and message given, which stay.
+func TestComputeRejected(t *testing.T) {
+	p := pod(v1.RestartPolicyAlways, nil, "app")
+	running := runtimeOf(true, "10.1.0.2").c("app", podstate.ContainerRunning, 0, "", 0).done()
+	why := &Failure{Reason: "DeadlineExceeded", Message: "Pod was active on the node longer than the specified deadline"}
+	st := Compute(Input{Pod: p, Runtime: running, Now: t0, Rejected: why})
+	if st.Phase != v1.PodFailed || st.Reason != why.Reason || st.Message != why.Message {
+		t.Fatalf("status phase=%s reason=%q message=%q, want Failed %q %q", st.Phase, st.Reason, st.Message, why.Reason, why.Message)
+	}
+	killed := runtimeOf(false, "10.1.0.2").c("app", podstate.ContainerExited, 137, "Error", 0).done()
+	next := Compute(Input{Pod: p, Runtime: killed, Old: &st, Now: t0.Add(time.Second)})
+	if next.Phase != v1.PodFailed || next.Reason != why.Reason || next.Message != why.Message {
+		t.Fatalf("next status phase=%s reason=%q message=%q: the terminal phase and its reason must stay", next.Phase, next.Reason, next.Message)
+	}
+	if plain := Compute(Input{Pod: p, Runtime: running, Now: t0}); plain.Phase != v1.PodRunning || plain.Reason != "" {
+		t.Fatalf("without a rejection: phase=%s reason=%q", plain.Phase, plain.Reason)
+	}
+}

@@ -1,0 +1,129 @@
+package podworker
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+
+	"berth/agent/containerconfig"
+	"berth/agent/lifecycle"
+	"berth/agent/sysctl"
+	"berth/cri/critest"
+)
+
+// TestForbiddenSysctlRejectsThePod: a pod setting an unsafe sysctl the node
+// does not allow is Failed/SysctlForbidden, with upstream's message and a
+// Warning event, and nothing of it ever runs; a safe one starts.
+func TestForbiddenSysctlRejectsThePod(t *testing.T) {
+	srv := critest.NewServer(t)
+	srv.AddImage("busybox")
+	allow, err := sysctl.NewAllowlist(sysctl.Safe("6.1.0"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, events := newEventHarness(t, srv, func(cfg *Config) { cfg.Admit = allow.Admit })
+	bad := testPod("unsafe", v1.RestartPolicyNever, nil, "app")
+	bad.Spec.SecurityContext = &v1.PodSecurityContext{Sysctls: []v1.Sysctl{{Name: "kernel.shm_rmid_forced", Value: "1"}, {Name: "kernel.msgmax", Value: "10000"}}}
+	h.m.Update(bad)
+	const msg = `forbidden sysctl: "kernel.msgmax" not allowlisted`
+	waitEvent(t, events, "Warning SysctlForbidden "+msg)
+	eventually(t, "pod Failed", func() (bool, string) {
+		st := h.podStatus(bad.UID)
+		return st.Phase == v1.PodFailed, fmt.Sprintf("%+v", st)
+	})
+	if st := h.podStatus(bad.UID); st.Reason != sysctl.ReasonForbidden || st.Message != "Pod was rejected: "+msg {
+		t.Errorf("status reason %q message %q", st.Reason, st.Message)
+	}
+	h.m.Wake(bad.UID)
+	time.Sleep(300 * time.Millisecond) // a resync: still nothing may run
+	if sbs := h.sandboxes(bad.UID); len(sbs) != 0 {
+		t.Fatalf("a rejected pod got sandboxes %v", sbs)
+	}
+
+	good := testPod("safe", v1.RestartPolicyAlways, nil, "app")
+	good.Spec.SecurityContext = &v1.PodSecurityContext{Sysctls: []v1.Sysctl{{Name: "kernel/shm_rmid_forced", Value: "1"}}}
+	h.m.Update(good)
+	eventually(t, "the safe pod Running", func() (bool, string) {
+		return h.podStatus(good.UID).Phase == v1.PodRunning, fmt.Sprintf("%+v", h.podStatus(good.UID))
+	})
+}
+
+// TestActiveDeadlineFailsThePod: past activeDeadlineSeconds the running pod
+// is stopped and Failed/DeadlineExceeded, with the Normal event, and its
+// containers are not started again.
+func TestActiveDeadlineFailsThePod(t *testing.T) {
+	srv := critest.NewServer(t)
+	srv.AddImage("busybox")
+	h, events := newEventHarness(t, srv, nil)
+	pod := testPod("deadline", v1.RestartPolicyAlways, nil, "app")
+	long := int64(3600)
+	pod.Spec.ActiveDeadlineSeconds = &long
+	h.m.Update(pod)
+	eventually(t, "pod Running", func() (bool, string) {
+		return h.running(pod.UID, "app") != nil && h.podStatus(pod.UID).Phase == v1.PodRunning, fmt.Sprintf("%+v", h.podStatus(pod.UID))
+	})
+	// Shortened below the time it has run: it takes effect at once.
+	short := pod.DeepCopy()
+	one := int64(1)
+	short.Spec.ActiveDeadlineSeconds = &one
+	time.Sleep(time.Second)
+	h.m.Update(short)
+	waitEvent(t, events, "Normal DeadlineExceeded "+lifecycle.MessageDeadlineExceeded)
+	eventually(t, "pod Failed and stopped", func() (bool, string) {
+		st := h.podStatus(pod.UID)
+		return st.Phase == v1.PodFailed && h.running(pod.UID, "app") == nil, fmt.Sprintf("%+v", st)
+	})
+	st := h.podStatus(pod.UID)
+	if st.Reason != lifecycle.ReasonDeadlineExceeded || st.Message != lifecycle.MessageDeadlineExceeded {
+		t.Errorf("status reason %q message %q", st.Reason, st.Message)
+	}
+	creates := srv.Calls("CreateContainer")
+	time.Sleep(300 * time.Millisecond)
+	if n := srv.Calls("CreateContainer"); n != creates {
+		t.Errorf("%d containers created after the deadline", n-creates)
+	}
+}
+
+// envFunc is an Env resolver from a function.
+type envFunc func(ctx context.Context, pod *v1.Pod, c *v1.Container, opts *containerconfig.Options) error
+
+func (f envFunc) Fill(ctx context.Context, pod *v1.Pod, c *v1.Container, opts *containerconfig.Options) error {
+	return f(ctx, pod, c, opts)
+}
+
+// TestEnvErrorIsCreateContainerConfigErrorAndRetried: a container whose
+// environment cannot be resolved waits in CreateContainerConfigError with
+// the resolver's message (and a Failed event), and starts once it can.
+func TestEnvErrorIsCreateContainerConfigErrorAndRetried(t *testing.T) {
+	srv := critest.NewServer(t)
+	srv.AddImage("busybox")
+	ready := make(chan struct{})
+	h, events := newEventHarness(t, srv, func(cfg *Config) {
+		cfg.Env = envFunc(func(_ context.Context, pod *v1.Pod, _ *v1.Container, opts *containerconfig.Options) error {
+			select {
+			case <-ready:
+				opts.EnvValues = map[string]string{"V": "x"}
+				return nil
+			default:
+				return fmt.Errorf(`configmap "cm" not found`)
+			}
+		})
+	})
+	pod := testPod("env", v1.RestartPolicyAlways, nil, "app")
+	pod.Spec.Containers[0].Env = []v1.EnvVar{{Name: "V", ValueFrom: &v1.EnvVarSource{ConfigMapKeyRef: &v1.ConfigMapKeySelector{
+		LocalObjectReference: v1.LocalObjectReference{Name: "cm"}, Key: "k"}}}}
+	h.m.Update(pod)
+	waitEvent(t, events, `Warning Failed Error: configmap "cm" not found`)
+	eventually(t, "CreateContainerConfigError", func() (bool, string) {
+		cs := containerStatus(h.podStatus(pod.UID), "app")
+		w := cs.State.Waiting
+		return w != nil && w.Reason == ReasonCreateContainerConfigError && w.Message == `configmap "cm" not found`, fmt.Sprintf("%+v", cs.State)
+	})
+	close(ready)
+	eventually(t, "the container running once the configMap exists", func() (bool, string) {
+		return h.running(pod.UID, "app") != nil, fmt.Sprintf("%+v", h.podStatus(pod.UID))
+	})
+}
