@@ -14,6 +14,8 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"berth/agent/containerconfig"
+	"berth/agent/dns"
+	"berth/agent/etchosts"
 	"berth/agent/images"
 	"berth/agent/lifecycle"
 	"berth/agent/metrics"
@@ -223,6 +225,9 @@ func (w *worker) startContainer(ctx context.Context, log *slog.Logger, pod *v1.P
 	if err == nil {
 		opts.Mounts, err = volumeMounts(pod, c, mounts, opts)
 	}
+	if err == nil && etchosts.ShouldMount(pod, c, podIPs) {
+		err = w.hostsMount(pod, podIPs, &opts)
+	}
 	var ccfg *runtimeapi.ContainerConfig
 	if err == nil {
 		ccfg, err = containerconfig.Build(pod, c, opts)
@@ -292,6 +297,23 @@ func volumeMounts(pod *v1.Pod, c *v1.Container, mounts *volumes.Mounts, opts con
 		break
 	}
 	return mounts.Container(c, env)
+}
+
+// hostsMount writes the pod's managed /etc/hosts (agent/etchosts) and adds
+// its mount to opts.
+func (w *worker) hostsMount(pod *v1.Pod, podIPs []string, opts *containerconfig.Options) error {
+	cfg := &w.m.cfg
+	hostname, domain, err := dns.Hostname(pod, cfg.SandboxOptions.DNS.ClusterDomain)
+	if err != nil {
+		return err
+	}
+	dir := filepath.Join(cfg.RootDir, "pods", string(pod.UID))
+	m, err := etchosts.File(dir, cfg.NodeHostsFile, pod, podIPs, hostname, domain)
+	if err != nil {
+		return err
+	}
+	opts.Mounts = append(opts.Mounts, m)
+	return nil
 }
 
 // imageUser reads the image's configured user when the container's
