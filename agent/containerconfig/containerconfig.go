@@ -39,6 +39,11 @@ type Options struct {
 	ImageUID  *int64
 	ImageUser string
 
+	// TargetContainerID is the runtime ID of the container an ephemeral
+	// container targets (targetContainerName): unless the pod shares one
+	// process namespace, it joins that container's.
+	TargetContainerID string
+
 	// Mounts are the container's volume mounts, resolved to host paths.
 	Mounts []*runtimeapi.Mount
 	// TerminationMessageHostPath is the host file (created by the caller)

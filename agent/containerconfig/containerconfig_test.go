@@ -379,3 +379,36 @@ func TestLogPath(t *testing.T) {
 		t.Fatalf("LogPath = %q", got)
 	}
 }
+
+// An ephemeral container targeting a container joins its process namespace
+// (TARGET), unless the pod shares one process namespace (POD).
+func TestBuildEphemeralContainerTarget(t *testing.T) {
+	p := buildPod()
+	p.Spec.Containers[0].Resources = v1.ResourceRequirements{}
+	p.Spec.EphemeralContainers = []v1.EphemeralContainer{{
+		EphemeralContainerCommon: v1.EphemeralContainerCommon{Name: "debug", Image: "busybox:1.36"},
+		TargetContainerName:      "app",
+	}}
+	c := (*v1.Container)(&p.Spec.EphemeralContainers[0].EphemeralContainerCommon)
+	got, err := Build(p, c, Options{MemoryCapacity: 10 * gib, TargetContainerID: "app-id"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ns := got.Linux.SecurityContext.NamespaceOptions
+	if ns.Pid != runtimeapi.NamespaceMode_TARGET || ns.TargetId != "app-id" {
+		t.Errorf("pid namespace %v target %q, want TARGET app-id", ns.Pid, ns.TargetId)
+	}
+	if got.Annotations[cri.AnnotationContainerType] != string(cri.ContainerTypeEphemeral) {
+		t.Errorf("container type annotation %q", got.Annotations[cri.AnnotationContainerType])
+	}
+	p.Spec.ShareProcessNamespace = boolp(true)
+	if got, err = Build(p, c, Options{MemoryCapacity: 10 * gib, TargetContainerID: "app-id"}); err != nil {
+		t.Fatal(err)
+	}
+	if ns := got.Linux.SecurityContext.NamespaceOptions; ns.Pid != runtimeapi.NamespaceMode_POD || ns.TargetId != "" {
+		t.Errorf("shared process namespace: pid %v target %q, want POD", ns.Pid, ns.TargetId)
+	}
+	if got, err = Build(p, &p.Spec.Containers[0], Options{MemoryCapacity: 10 * gib}); err != nil || got.Linux.SecurityContext.NamespaceOptions.TargetId != "" {
+		t.Errorf("a regular container got a target (%v)", err)
+	}
+}

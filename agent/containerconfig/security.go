@@ -161,6 +161,10 @@ func securityContext(pod *v1.Pod, c *v1.Container, opts Options) (*runtimeapi.Li
 	if out.NamespaceOptions, err = sandboxconfig.NamespaceOptions(pod); err != nil {
 		return nil, err
 	}
+	if opts.TargetContainerID != "" && out.NamespaceOptions.GetPid() == runtimeapi.NamespaceMode_CONTAINER {
+		out.NamespaceOptions.Pid = runtimeapi.NamespaceMode_TARGET
+		out.NamespaceOptions.TargetId = opts.TargetContainerID
+	}
 	out.SupplementalGroups = sandboxconfig.SupplementalGroups(pod.Spec.SecurityContext)
 	if out.SupplementalGroupsPolicy, err = sandboxconfig.SupplementalGroupsPolicy(pod.Spec.SecurityContext); err != nil {
 		return nil, err

@@ -57,6 +57,15 @@ type Start struct {
 	Container *v1.Container
 	// Init marks an init container.
 	Init bool
+	// Ephemeral marks an ephemeral container (kubectl debug): never
+	// restarted, no probes, hooks or ports.
+	Ephemeral bool
+	// TargetID is the runtime ID of the container whose process namespace
+	// an ephemeral container joins (its targetContainerName); empty: none.
+	TargetID string
+	// TargetMissing names a targetContainerName the runtime holds no
+	// container for: the start fails with upstream's error.
+	TargetMissing string
 	// RestartCount is the restart count the new container carries: one more
 	// than its newest predecessor's, 0 for the first.
 	RestartCount int
@@ -96,7 +105,7 @@ type Wait struct {
 // Plan is the set of actions for one sync of a pod. The executor applies it
 // in this order: kill the pod (every container, then the sandbox) when
 // KillPod; kill ContainersToKill; create the sandbox when CreateSandbox; start
-// InitToStart; start ContainersToStart in order.
+// EphemeralToStart; start InitToStart; start ContainersToStart in order.
 type Plan struct {
 	// KillPod: stop every container of the pod and its sandboxes.
 	KillPod bool
@@ -107,6 +116,10 @@ type Plan struct {
 	SandboxID string
 	// Attempt is the attempt number of the sandbox to create.
 	Attempt uint32
+	// EphemeralToStart are the ephemeral containers never started yet, in
+	// spec order: they start in the running sandbox whatever the init
+	// containers' progress, and before them, as upstream.
+	EphemeralToStart []Start
 	// InitToStart is the next init container to run, if any.
 	InitToStart *Start
 	// ContainersToStart are the app containers to start, in spec order.
@@ -127,7 +140,8 @@ type Plan struct {
 
 // Empty reports a plan with nothing to do.
 func (p *Plan) Empty() bool {
-	return !p.KillPod && !p.CreateSandbox && p.InitToStart == nil && len(p.ContainersToStart) == 0 && len(p.ContainersToKill) == 0
+	return !p.KillPod && !p.CreateSandbox && p.InitToStart == nil && len(p.ContainersToStart) == 0 &&
+		len(p.ContainersToKill) == 0 && len(p.EphemeralToStart) == 0
 }
 
 // Compute plans one sync of in.Pod.
@@ -176,6 +190,9 @@ func compute(in Input, pod *v1.Pod, rt *podstate.Pod) Plan {
 		p.planNewSandbox()
 	} else {
 		p.planExistingSandbox()
+		if !plan.KillPod {
+			p.planEphemeral()
+		}
 	}
 	p.applyBackOff()
 	return plan
@@ -267,6 +284,28 @@ func (p *planner) planExistingSandbox() {
 	}
 	if keep == 0 && len(p.plan.ContainersToStart) == 0 {
 		p.plan.KillPod = true
+	}
+}
+
+// planEphemeral plans the start of every ephemeral container the runtime
+// holds no container for; one that ran once is never started again. A new
+// sandbox gets none: they were added to the pod that ran in the old one.
+func (p *planner) planEphemeral() {
+	pod := p.in.Pod
+	for i := range pod.Spec.EphemeralContainers {
+		ec := &pod.Spec.EphemeralContainers[i]
+		if p.rt.Latest(ec.Name) != nil {
+			continue
+		}
+		s := Start{Container: (*v1.Container)(&ec.EphemeralContainerCommon), Ephemeral: true}
+		if t := ec.TargetContainerName; t != "" {
+			if target := p.rt.Latest(t); target != nil {
+				s.TargetID = target.ID
+			} else {
+				s.TargetMissing = t
+			}
+		}
+		p.plan.EphemeralToStart = append(p.plan.EphemeralToStart, s)
 	}
 }
 
@@ -451,9 +490,12 @@ func ShouldRestart(c *v1.Container, pod *v1.Pod, rt *podstate.Pod) bool {
 // strayContainers are running containers the spec does not account for: not
 // named in it, or older instances of a name whose newest is a different one.
 func strayContainers(pod *v1.Pod, rt *podstate.Pod) []Kill {
-	known := make(map[string]bool, len(pod.Spec.InitContainers)+len(pod.Spec.Containers))
+	known := make(map[string]bool, len(pod.Spec.InitContainers)+len(pod.Spec.Containers)+len(pod.Spec.EphemeralContainers))
 	for i := range pod.Spec.InitContainers {
 		known[pod.Spec.InitContainers[i].Name] = true
+	}
+	for i := range pod.Spec.EphemeralContainers {
+		known[pod.Spec.EphemeralContainers[i].Name] = true
 	}
 	for i := range pod.Spec.Containers {
 		known[pod.Spec.Containers[i].Name] = true

@@ -25,6 +25,8 @@ import (
 const (
 	ContainerTypeContainer     = "container"
 	ContainerTypeInitContainer = "init_container"
+	// ContainerTypeEphemeralContainer: an ephemeral (debug) container.
+	ContainerTypeEphemeralContainer = "ephemeral_container"
 )
 
 // Operations of kubelet_pod_worker_duration_seconds, as the kubelet's
@@ -163,7 +165,8 @@ func (m *Metrics) PodRestarted(static bool) {
 }
 
 // ContainerStarted counts a container being started, of containerType
-// (ContainerTypeContainer or ContainerTypeInitContainer).
+// (ContainerTypeContainer, ContainerTypeInitContainer or
+// ContainerTypeEphemeralContainer).
 func (m *Metrics) ContainerStarted(containerType string) {
 	if m != nil {
 		m.startedContainers.WithLabelValues(containerType).Inc()

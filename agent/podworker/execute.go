@@ -14,6 +14,8 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"berth/agent/containerconfig"
+	"berth/agent/dns"
+	"berth/agent/etchosts"
 	"berth/agent/images"
 	"berth/agent/lifecycle"
 	"berth/agent/metrics"
@@ -36,9 +38,11 @@ import (
 //     FailedMount events).
 //  4. CreateSandbox: wait for a start slot, make the log directory, run the
 //     sandbox. A failure ends the sync.
-//  5. InitToStart: pull, create and start the next init container, and end
+//  5. EphemeralToStart, in spec order: pull, create, start (before init
+//     containers, as upstream: a debugger runs even while one fails).
+//  6. InitToStart: pull, create and start the next init container, and end
 //     the sync (the next one runs when it exits).
-//  6. ContainersToStart, in spec order: pull, create, start, postStart
+//  7. ContainersToStart, in spec order: pull, create, start, postStart
 //     hook; a failure of one is recorded for its status and does not stop
 //     the others.
 //
@@ -72,7 +76,7 @@ func (w *worker) execute(ctx context.Context, log *slog.Logger, pod *v1.Pod, rt 
 			return cfg.Clock.Now().Add(time.Second)
 		}
 	}
-	if plan.InitToStart == nil && len(plan.ContainersToStart) == 0 && !plan.CreateSandbox {
+	if plan.InitToStart == nil && len(plan.ContainersToStart) == 0 && len(plan.EphemeralToStart) == 0 && !plan.CreateSandbox {
 		return time.Time{}
 	}
 	sbOpts := cfg.SandboxOptions
@@ -150,6 +154,9 @@ func (w *worker) execute(ctx context.Context, log *slog.Logger, pod *v1.Pod, rt 
 			retry = t
 		}
 	}
+	for i := range plan.EphemeralToStart {
+		earliest(w.startContainer(ctx, log, pod, sandboxID, sandboxCfg, podIPs, mounts, &plan.EphemeralToStart[i]))
+	}
 	if plan.InitToStart != nil {
 		earliest(w.startContainer(ctx, log, pod, sandboxID, sandboxCfg, podIPs, mounts, plan.InitToStart))
 		return retry
@@ -216,6 +223,11 @@ func (w *worker) startContainer(ctx context.Context, log *slog.Logger, pod *v1.P
 	}
 	opts := cfg.ContainerOptions
 	opts.RestartCount = s.RestartCount
+	opts.TargetContainerID = s.TargetID
+	if s.TargetMissing != "" {
+		// As upstream: the debugger's target must exist.
+		err = fmt.Errorf("unable to find target container %s", s.TargetMissing)
+	}
 	opts.ImageRef = res.ImageRef
 	opts.PodIPs = podIPs
 	if err == nil && c.TerminationMessagePath != "" {
@@ -235,6 +247,9 @@ func (w *worker) startContainer(ctx context.Context, log *slog.Logger, pod *v1.P
 	}
 	if err == nil {
 		opts.Mounts, err = volumeMounts(pod, c, mounts, opts)
+	}
+	if err == nil && etchosts.ShouldMount(pod, c, podIPs) {
+		err = w.hostsMount(pod, podIPs, &opts)
 	}
 	var ccfg *runtimeapi.ContainerConfig
 	if err == nil {
@@ -258,8 +273,11 @@ func (w *worker) startContainer(ctx context.Context, log *slog.Logger, pod *v1.P
 		cfg.BackOff.Next(s.BackOffKey, s.BackOffSince)
 	}
 	containerType := metrics.ContainerTypeContainer
-	if s.Init {
+	switch {
+	case s.Init:
 		containerType = metrics.ContainerTypeInitContainer
+	case s.Ephemeral:
+		containerType = metrics.ContainerTypeEphemeralContainer
 	}
 	cfg.Metrics.ContainerStarted(containerType) // as the kubelet: counted when attempted
 	if err := cfg.CRI.StartContainer(ctx, id); err != nil {
@@ -305,6 +323,23 @@ func volumeMounts(pod *v1.Pod, c *v1.Container, mounts *volumes.Mounts, opts con
 		break
 	}
 	return mounts.Container(c, env)
+}
+
+// hostsMount writes the pod's managed /etc/hosts (agent/etchosts) and adds
+// its mount to opts.
+func (w *worker) hostsMount(pod *v1.Pod, podIPs []string, opts *containerconfig.Options) error {
+	cfg := &w.m.cfg
+	hostname, domain, err := dns.Hostname(pod, cfg.SandboxOptions.DNS.ClusterDomain)
+	if err != nil {
+		return err
+	}
+	dir := filepath.Join(cfg.RootDir, "pods", string(pod.UID))
+	m, err := etchosts.File(dir, cfg.NodeHostsFile, pod, podIPs, hostname, domain)
+	if err != nil {
+		return err
+	}
+	opts.Mounts = append(opts.Mounts, m)
+	return nil
 }
 
 // imageUser reads the image's configured user when the container's

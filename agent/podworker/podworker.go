@@ -118,6 +118,9 @@ type Config struct {
 	// RootDir holds per-pod files (termination message files) under
 	// <RootDir>/pods/<uid>.
 	RootDir string
+	// NodeHostsFile is the node's hosts file, the base of host-network
+	// pods' managed /etc/hosts; default /etc/hosts.
+	NodeHostsFile string
 	// RuntimeHandler is passed to RunPodSandbox (empty: the default).
 	RuntimeHandler string
 	// RuntimeName prefixes container IDs in status; default "containerd".
@@ -172,6 +175,9 @@ func (c *Config) validate() error {
 	}
 	if c.RuntimeName == "" {
 		c.RuntimeName = "containerd"
+	}
+	if c.NodeHostsFile == "" {
+		c.NodeHostsFile = "/etc/hosts"
 	}
 	if c.QOSClass == nil {
 		c.QOSClass = func(*v1.Pod) v1.PodQOSClass { return "" }

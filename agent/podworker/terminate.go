@@ -10,6 +10,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 
 	"berth/agent/backoff"
+	"berth/agent/etchosts"
 	"berth/agent/sandboxconfig"
 	"berth/cri"
 )
@@ -84,8 +85,8 @@ func (w *worker) terminate(ctx context.Context, pod *v1.Pod) bool {
 
 // removePodDir removes <root>/pods/<uid>: the volumes first (torn down by
 // agent/volumes, which never deletes across a mount), then the agent's own
-// files (termination messages), then the directory. A directory that still
-// holds something else is left, with a warning.
+// files (termination messages, the managed /etc/hosts), then the directory.
+// A directory that still holds something else is left, with a warning.
 func (w *worker) removePodDir(ctx context.Context) error {
 	cfg := &w.m.cfg
 	dir := filepath.Join(cfg.RootDir, "pods", string(w.uid))
@@ -95,6 +96,9 @@ func (w *worker) removePodDir(ctx context.Context) error {
 		}
 	}
 	if err := os.RemoveAll(filepath.Join(dir, "containers")); err != nil {
+		return err
+	}
+	if err := os.Remove(filepath.Join(dir, etchosts.FileName)); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return err
 	}
 	if err := os.Remove(dir); err != nil && !errors.Is(err, fs.ErrNotExist) {

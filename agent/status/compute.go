@@ -96,9 +96,11 @@ func Compute(in Input) v1.PodStatus {
 		}
 	}
 	hasInit := len(pod.Spec.InitContainers) > 0
-	st.InitContainerStatuses = containerStatuses(in, rt, pod.Spec.InitContainers, hasInit, true)
-	st.ContainerStatuses = containerStatuses(in, rt, pod.Spec.Containers, hasInit, false)
+	st.InitContainerStatuses = containerStatuses(in, rt, pod.Spec.InitContainers, hasInit, initContainer)
+	st.ContainerStatuses = containerStatuses(in, rt, pod.Spec.Containers, hasInit, appContainer)
 	slices.SortFunc(st.ContainerStatuses, func(a, b v1.ContainerStatus) int { return strings.Compare(a.Name, b.Name) })
+	st.EphemeralContainerStatuses = containerStatuses(in, rt, ephemeralSpecs(pod), hasInit, ephemeralContainer)
+	slices.SortFunc(st.EphemeralContainerStatuses, func(a, b v1.ContainerStatus) int { return strings.Compare(a.Name, b.Name) })
 
 	st.Phase = Phase(pod, st.InitContainerStatuses, st.ContainerStatuses)
 	switch {
@@ -115,9 +117,28 @@ func Compute(in Input) v1.PodStatus {
 	return st
 }
 
+// kind is which list of the spec a container is in.
+type kind int
+
+const (
+	appContainer kind = iota
+	initContainer
+	ephemeralContainer
+)
+
+// ephemeralSpecs are the pod's ephemeral containers as containers.
+func ephemeralSpecs(pod *v1.Pod) []v1.Container {
+	var out []v1.Container
+	for i := range pod.Spec.EphemeralContainers {
+		out = append(out, v1.Container(pod.Spec.EphemeralContainers[i].EphemeralContainerCommon))
+	}
+	return out
+}
+
 // containerStatuses converts the runtime's containers of one list of the
-// spec, as upstream's convertToAPIContainerStatuses.
-func containerStatuses(in Input, rt *podstate.Pod, specs []v1.Container, hasInit, init bool) []v1.ContainerStatus {
+// spec, as upstream's convertToAPIContainerStatuses. Ephemeral containers
+// are never ready and have no started flag (no probes), as upstream.
+func containerStatuses(in Input, rt *podstate.Pod, specs []v1.Container, hasInit bool, k kind) []v1.ContainerStatus {
 	if len(specs) == 0 {
 		return nil
 	}
@@ -135,17 +156,23 @@ func containerStatuses(in Input, rt *podstate.Pod, specs []v1.Container, hasInit
 			cs.ContainerID = containerID(in.RuntimeName, latest.ID)
 			cs.ImageID = latest.ImageRef
 			cs.RestartCount = int32(latest.RestartCount)
-			cs.Ready = latest.State == podstate.ContainerRunning && !init
-			started := latest.State == podstate.ContainerRunning
-			cs.Started = &started
+			if k != ephemeralContainer {
+				cs.Ready = latest.State == podstate.ContainerRunning && k == appContainer
+				started := latest.State == podstate.ContainerRunning
+				cs.Started = &started
+			}
 			if prev := rt.Previous(c.Name); prev != nil && prev.State == podstate.ContainerExited {
 				cs.LastTerminationState = state(prev)
 			}
 		}
 		// A container that will be started again shows why it is not yet.
 		restartable := lifecycle.ShouldRestart(c, in.Pod, rt)
-		if latest := rt.Latest(c.Name); init && latest != nil && latest.State == podstate.ContainerExited && latest.ExitCode == 0 {
+		latest := rt.Latest(c.Name)
+		switch {
+		case k == initContainer && latest != nil && latest.State == podstate.ContainerExited && latest.ExitCode == 0:
 			restartable = false // a completed init container never runs again
+		case k == ephemeralContainer:
+			restartable = latest == nil // started once at most
 		}
 		if f, ok := in.Failures[c.Name]; ok && restartable {
 			if cs.State.Terminated != nil {
