@@ -6,12 +6,16 @@ BIN      := $(CURDIR)/bin
 BERTH    := $(BIN)/berth
 TEST_TIMEOUT  ?= 28m
 
-.PHONY: all deps build vet test unit bench up demo clean
+.PHONY: all deps build vet kubectls test unit bench up demo clean
 
 # `berth kubectl` (k8s.io/kubectl built in) reports the Kubernetes release of
 # its k8s.io/kubectl module (v0.37.2 is v1.37.2); kubectl version needs it.
 KUBE_VERSION := $(shell PATH=/usr/local/go/bin:$$PATH go list -m -f '{{.Version}}' k8s.io/kubectl | sed 's/^v0\./v1./')
 KUBE_LDFLAGS := $(foreach p,k8s.io/component-base/version k8s.io/client-go/pkg/version,-X $(p).gitVersion=$(KUBE_VERSION) -X $(p).gitMajor=1 -X $(p).gitMinor=$(word 2,$(subst ., ,$(KUBE_VERSION))))
+
+# Upstream kubectl of every release the tests drive, as v1.XX.Y/kubectl:
+# internal/prereq.Kubectl finds them here.
+export BERTH_KUBECTL_DIR ?= /var/cache/berth/kubectl
 
 all: build
 
@@ -27,8 +31,12 @@ build:
 vet:
 	go vet ./...
 
+## kubectls: upstream kubectl of each release the tests drive (1.27–1.34, hack/kubectl), built from the module proxy into $(BERTH_KUBECTL_DIR) when missing
+kubectls:
+	./hack/kubectl/build.sh
+
 ## test: every test, unit and integration, against real containerd
-test: deps build vet
+test: deps build vet kubectls
 	BERTH_BIN=$(BERTH) go test -count=1 -timeout $(TEST_TIMEOUT) -v ./... 2>&1 | ./hack/testsummary.sh
 
 ## unit: the tests that need no runtime (fast feedback while editing)

@@ -18,27 +18,15 @@ import (
 // kubectlBinary is one kubectl release to run against the documents.
 type kubectlBinary struct{ name, path string }
 
-// kubectls are the releases on the build machines, 1.27 to 1.33.
-func kubectls() []kubectlBinary {
-	sdk := "/usr/lib/google-cloud-sdk/bin/kubectl.1."
-	return []kubectlBinary{
-		{name: "1.27", path: sdk + "27"},
-		{name: "1.28", path: sdk + "28"},
-		{name: "1.29", path: sdk + "29"},
-		{name: "1.30", path: sdk + "30"},
-		{name: "1.31", path: sdk + "31"},
-		{name: "1.32", path: "/usr/bin/kubectl"},
-		{name: "1.33", path: sdk + "33"},
-	}
-}
+// kubectlReleases are the releases run against the documents, oldest
+// first: every one hack/kubectl builds.
+var kubectlReleases = []string{"1.27", "1.28", "1.29", "1.30", "1.31", "1.32", "1.33", "1.34"}
 
-// requireKubectl fails (CI=true) or skips the test when the binary is
-// missing.
-func requireKubectl(t *testing.T, k kubectlBinary) {
+// requireKubectl is the kubectl of a release (prereq.Kubectl: a missing one
+// fails the test under CI=true, else skips it).
+func requireKubectl(t *testing.T, release string) kubectlBinary {
 	t.Helper()
-	if _, err := os.Stat(k.path); err != nil {
-		prereq.Missing(t, "kubectl %s not installed at %s", k.name, k.path)
-	}
+	return kubectlBinary{name: release, path: prereq.Kubectl(t, release)}
 }
 
 // runKubectl runs kubectl against server with a private cache and no
@@ -85,9 +73,9 @@ func TestKubectlExplain(t *testing.T) {
 	docs := newDefaultDocuments(t)
 	resources := DefaultResources()
 	srv, _ := startTestAPI(t, docs, resources)
-	for _, k := range kubectls() {
-		t.Run(k.name, func(t *testing.T) {
-			requireKubectl(t, k)
+	for _, release := range kubectlReleases {
+		t.Run(release, func(t *testing.T) {
+			k := requireKubectl(t, release)
 			out, err := runKubectl(t, k, srv.URL, "explain", "pods.spec.containers")
 			if err != nil {
 				t.Fatalf("kubectl explain pods.spec.containers: %v\n%s", err, out)
@@ -132,8 +120,7 @@ func TestKubectlExplain(t *testing.T) {
 // oldest kubectl, whose template is the fussiest about paths (it finds a
 // kind through the GET of its cluster-wide list path).
 func TestKubectlExplainEveryResource(t *testing.T) {
-	k := kubectls()[0]
-	requireKubectl(t, k)
+	k := requireKubectl(t, kubectlReleases[0])
 	resources := DefaultResources()
 	srv, _ := startTestAPI(t, newDefaultDocuments(t), resources)
 	for _, r := range resources {
@@ -158,9 +145,9 @@ func TestKubectlExplainEveryResource(t *testing.T) {
 // patch strategy and merge key from the documents).
 func TestKubectlApplyUsesServerSideValidation(t *testing.T) {
 	docs := newDefaultDocuments(t)
-	for _, k := range kubectls() {
-		t.Run(k.name, func(t *testing.T) {
-			requireKubectl(t, k)
+	for _, release := range kubectlReleases {
+		t.Run(release, func(t *testing.T) {
+			k := requireKubectl(t, release)
 			srv, api := startTestAPI(t, docs, DefaultResources())
 			dir := t.TempDir()
 			manifest := filepath.Join(dir, "pod.yaml")
@@ -286,9 +273,9 @@ spec:
 			t.Fatal(err)
 		}
 	}
-	for _, k := range kubectls() {
-		t.Run(k.name, func(t *testing.T) {
-			requireKubectl(t, k)
+	for _, release := range kubectlReleases {
+		t.Run(release, func(t *testing.T) {
+			k := requireKubectl(t, release)
 			out, err := runKubectl(t, k, srv.URL, "create", "--dry-run=client", "--validate=strict", "-f", valid)
 			if err != nil {
 				t.Fatalf("valid manifest rejected: %v\n%s", err, out)

@@ -38,10 +38,10 @@ spec:
         image: busybox:1.36
 `
 
-// TestKubectl walks the everyday kubectl flows with the oldest and newest
-// kubectl on the machine.
+// TestKubectl walks the everyday kubectl flows with the oldest and the two
+// newest kubectl releases hack/kubectl builds, and 1.32 (the harness's).
 func TestKubectl(t *testing.T) {
-	for _, version := range []string{"1.32", "1.33", "1.27"} {
+	for _, version := range []string{"1.32", "1.33", "1.34", "1.27"} {
 		t.Run(version, func(t *testing.T) {
 			requireKubectl(t, version)
 			ns := newNamespace(t, shared)

@@ -1,5 +1,6 @@
 // Package apiserver_test drives `berth server` as a process, with real
-// kubectl (1.32 and 1.27) and client-go as its clients.
+// kubectl (1.27 to 1.34, built by hack/kubectl) and client-go as its
+// clients.
 package apiserver_test
 
 import (
@@ -16,14 +17,6 @@ import (
 	"berth/integration/harness"
 	"berth/internal/prereq"
 )
-
-// The kubectl versions the tests drive: the system's, and the newest and
-// oldest on the machine.
-var kubectls = map[string]string{
-	"1.32": "/usr/bin/kubectl",
-	"1.33": "/usr/lib/google-cloud-sdk/bin/kubectl.1.33",
-	"1.27": "/usr/lib/google-cloud-sdk/bin/kubectl.1.27",
-}
 
 // apiOnly are the flags of a server running the apiserver alone. Without
 // the controllers no namespace gets its "default" service account, so the
@@ -111,15 +104,11 @@ func (p *serverProc) mustKubectl(t testing.TB, version, stdin string, args ...st
 	return out
 }
 
-// requireKubectl returns the kubectl binary of a version. Missing: the
-// test fails under CI=true, else it is skipped.
-func requireKubectl(t testing.TB, version string) string {
+// requireKubectl returns the kubectl binary of a release (hack/kubectl
+// builds it). Missing: the test fails under CI=true, else it is skipped.
+func requireKubectl(t testing.TB, release string) string {
 	t.Helper()
-	bin := kubectls[version]
-	if _, err := os.Stat(bin); err != nil {
-		prereq.Missing(t, "kubectl %s not installed (%s)", version, bin)
-	}
-	return bin
+	return prereq.Kubectl(t, release)
 }
 
 // newNamespace creates a namespace for one test and deletes it afterwards.

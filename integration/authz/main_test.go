@@ -195,11 +195,11 @@ func clientFor(t *testing.T, cfg *rest.Config) kubernetes.Interface {
 // (--token ..., or --client-certificate/--client-key): stdout, stderr, err.
 func (s *server) kubectl(t *testing.T, creds []string, args ...string) (string, string, error) {
 	t.Helper()
-	harness.RequireKubectl(t)
+	kubectl := harness.RequireKubectl(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	base := []string{"--server", "https://" + s.Addr, "--certificate-authority", filepath.Join(s.Dir, "ca.crt")}
-	cmd := exec.CommandContext(ctx, harness.Kubectl, append(append(base, creds...), args...)...)
+	cmd := exec.CommandContext(ctx, kubectl, append(append(base, creds...), args...)...)
 	cmd.Env = append(os.Environ(), "KUBECACHEDIR="+t.TempDir(), "KUBECONFIG="+filepath.Join(t.TempDir(), "none"))
 	var out, errOut bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errOut

@@ -1,6 +1,6 @@
 // Package cluster drives `berth server` as a whole control plane, run as a
 // process: the apiserver with the controller manager and the scheduler
-// inside it. Clients are real kubectl (/usr/bin/kubectl) and client-go.
+// inside it. Clients are real kubectl (harness.KubectlRelease) and client-go.
 // Nodes are only Node objects whose status and Leases the tests write (no
 // agent); where pods must become ready the tests write their status.
 package cluster
@@ -105,10 +105,10 @@ func (p *serverProc) identity(t *testing.T) string {
 // kubectl runs kubectl against the server: stdout, stderr and the error.
 func (p *serverProc) kubectl(t testing.TB, stdin string, args ...string) (string, string, error) {
 	t.Helper()
-	harness.RequireKubectl(t)
+	kubectl := harness.RequireKubectl(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, harness.Kubectl, append([]string{"--kubeconfig", p.Kubeconfig()}, args...)...)
+	cmd := exec.CommandContext(ctx, kubectl, append([]string{"--kubeconfig", p.Kubeconfig()}, args...)...)
 	cmd.Env = append(os.Environ(), "KUBECACHEDIR="+filepath.Join(p.Dir, "kubecache"))
 	var out, errOut bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errOut

@@ -14,6 +14,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/watch"
+
+	"berth/integration/harness"
 )
 
 func newDeployment(ns string, replicas int32, image string) *appsv1.Deployment {
@@ -305,12 +307,7 @@ func TestDeploymentProgressDeadline(t *testing.T) {
 		}
 		return false, nil
 	})
-	path, err := exec.LookPath("kubectl")
-	if err != nil {
-		kubectl(t, "version") // fails under CI, skips otherwise
-		return
-	}
-	out, err := exec.Command(path, "--kubeconfig", env.kubeconfig, "-n", ns, "rollout", "status", "deployment/web", "--timeout=30s").CombinedOutput()
+	out, err := exec.Command(harness.RequireKubectl(t), "--kubeconfig", env.kubeconfig, "-n", ns, "rollout", "status", "deployment/web", "--timeout=30s").CombinedOutput()
 	if err == nil || !strings.Contains(string(out), "exceeded its progress deadline") {
 		t.Fatalf("rollout status: err %v, output %s", err, out)
 	}

@@ -1,7 +1,7 @@
 package controllers
 
 import (
-	"berth/internal/prereq"
+	"berth/integration/harness"
 	"context"
 	"fmt"
 	"os/exec"
@@ -122,14 +122,11 @@ func getRS(t *testing.T, ns, name string) *appsv1.ReplicaSet {
 	return rs
 }
 
-// kubectl runs kubectl against the server; outside CI a missing kubectl skips.
+// kubectl runs kubectl (harness.RequireKubectl: outside CI a missing one
+// skips) against the server.
 func kubectl(t *testing.T, args ...string) string {
 	t.Helper()
-	path, err := exec.LookPath("kubectl")
-	if err != nil {
-		prereq.Missing(t, "kubectl not found: %v", err)
-	}
-	cmd := exec.Command(path, append([]string{"--kubeconfig", env.kubeconfig}, args...)...)
+	cmd := exec.Command(harness.RequireKubectl(t), append([]string{"--kubeconfig", env.kubeconfig}, args...)...)
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		t.Fatalf("kubectl %s: %v\n%s", strings.Join(args, " "), err, out)

@@ -44,7 +44,7 @@ type Cluster struct {
 	// KubeletPort is the first agent's API port on 127.0.0.1.
 	KubeletPort int
 
-	cacheDir string
+	kubectl, cacheDir string
 }
 
 // ServerOptions configures StartServer.
@@ -86,7 +86,7 @@ func StartCluster(tb testing.TB, opts ClusterOptions) *Cluster {
 // StartServer runs `berth server` on 127.0.0.1 and waits until it serves.
 func StartServer(tb testing.TB, opts ServerOptions) *Cluster {
 	tb.Helper()
-	RequireKubectl(tb)
+	kubectl := RequireKubectl(tb)
 	if opts.ClusterCIDR == "" {
 		env := nodeenv.Current()
 		prefix, err := netip.ParsePrefix(env.PodCIDR)
@@ -96,7 +96,7 @@ func StartServer(tb testing.TB, opts ServerOptions) *Cluster {
 		opts.ClusterCIDR, opts.MaskBits = env.PodCIDR, prefix.Bits()
 	}
 	dir := tb.TempDir()
-	c := &Cluster{DataDir: filepath.Join(dir, "server"), cacheDir: filepath.Join(dir, "kubecache")}
+	c := &Cluster{DataDir: filepath.Join(dir, "server"), kubectl: kubectl, cacheDir: filepath.Join(dir, "kubecache")}
 	args := append([]string{"server", "--data-dir", c.DataDir, "--listen", "127.0.0.1:0",
 		"--cluster-cidr", opts.ClusterCIDR, "--node-cidr-mask-size", strconv.Itoa(opts.MaskBits)}, opts.Args...)
 	c.Server = Start(tb, "berth server", args...)
@@ -167,7 +167,7 @@ func (c *Cluster) Kubectl(tb testing.TB, stdin string, args ...string) (string, 
 // KubectlCommand is a kubectl command with the admin kubeconfig, for the
 // caller to start and stream (kubectl logs -f, port-forward).
 func (c *Cluster) KubectlCommand(ctx context.Context, args ...string) *exec.Cmd {
-	cmd := exec.CommandContext(ctx, Kubectl, append([]string{"--kubeconfig", c.Kubeconfig()}, args...)...)
+	cmd := exec.CommandContext(ctx, c.kubectl, append([]string{"--kubeconfig", c.Kubeconfig()}, args...)...)
 	cmd.Env = append(os.Environ(), "KUBECACHEDIR="+c.cacheDir)
 	return cmd
 }

@@ -26,8 +26,9 @@ import (
 	"berth/internal/prereq"
 )
 
-// Kubectl is the kubectl the tests drive.
-const Kubectl = "/usr/bin/kubectl"
+// KubectlRelease is the release of upstream kubectl the tests drive
+// (hack/kubectl builds it; see RequireKubectl).
+const KubectlRelease = "1.32"
 
 var (
 	binOnce  sync.Once
@@ -114,13 +115,12 @@ func KubeLDFlags() (string, error) {
 	return strings.Join(flags, " "), nil
 }
 
-// RequireKubectl fails the test under CI=true when kubectl is missing,
-// else skips it.
-func RequireKubectl(tb testing.TB) {
+// RequireKubectl returns the path of kubectl KubectlRelease, built by
+// hack/kubectl (make kubectls). Missing, the test fails under CI=true and is
+// skipped elsewhere.
+func RequireKubectl(tb testing.TB) string {
 	tb.Helper()
-	if _, err := os.Stat(Kubectl); err != nil {
-		prereq.Missing(tb, "kubectl not installed (%s)", Kubectl)
-	}
+	return prereq.Kubectl(tb, KubectlRelease)
 }
 
 // Proc is a running berth process.

@@ -36,8 +36,6 @@ import (
 	"berth/internal/version"
 )
 
-const kubectl = "/usr/bin/kubectl"
-
 // requirePrerequisites fails under CI=true and skips otherwise when the
 // machine cannot run a cluster.
 func requirePrerequisites(t *testing.T) {
@@ -45,14 +43,9 @@ func requirePrerequisites(t *testing.T) {
 	if testing.Short() {
 		t.Skip("-short: skipping the berth up integration test")
 	}
-	err := nodeenv.CheckPrerequisites()
-	if _, kerr := os.Stat(kubectl); kerr != nil {
-		err = errors.Join(err, fmt.Errorf("%s (kubectl)", kubectl))
+	if err := nodeenv.CheckPrerequisites(); err != nil {
+		prereq.Missing(t, "berth up needs: %v", err)
 	}
-	if err == nil {
-		return
-	}
-	prereq.Missing(t, "berth up needs: %v", err)
 }
 
 // built are the binaries of binaries(), built once for the package and
@@ -144,6 +137,7 @@ func claimSubnet(t *testing.T) (bridge, cidr string) {
 // TestUpRunsAClusterAndLeavesNothingBehind is the whole life of `berth up`.
 func TestUpRunsAClusterAndLeavesNothingBehind(t *testing.T) {
 	requirePrerequisites(t)
+	kubectl := harness.RequireKubectl(t)
 	berth, pause := binaries(t)
 	bridge, cidr := claimSubnet(t)
 	dataDir := shortTempDir(t)
