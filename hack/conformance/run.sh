@@ -234,7 +234,7 @@ berth-up)
 upstream-control-plane)
   say "starting the cluster: etcd, kube-apiserver, kube-controller-manager, kube-scheduler and berth agent"
   BERTH=$BERTH BIN=$bin WORK=$work/data POD_CIDR=$POD_CIDR BRIDGE=$BRIDGE KUBELET_PORT=$kubelet_port \
-    REGISTRIES=$work/registry/registries.yaml "$here/upstream.sh" >"$results/cluster.log" 2>&1 &
+    REGISTRIES=$work/registry/registries.yaml LOGS=$results "$here/upstream.sh" >"$results/cluster.log" 2>&1 &
   cluster_pid=$!
   until_ok "the upstream control plane and berth agent to be ready" 300 test -e "$work/data/ready"
   kubeconfig=$work/data/admin.kubeconfig

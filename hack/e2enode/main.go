@@ -4,7 +4,7 @@
 // registries.yaml, and the sandbox image given. It writes -dir/ready holding
 // the CRI endpoint once containerd answers, and on SIGTERM or SIGINT
 // removes every pod through CRI (stop the agent first), stops containerd,
-// unmounts what is left under -dir and deletes the pod bridge.
+// unmounts what is left under -unmount-under and deletes the pod bridge.
 //
 // It is a tool of `make conformance TARGET=upstream-control-plane`
 // (hack/conformance/upstream.sh), not part of berth.
@@ -32,14 +32,18 @@ func main() {
 	registries := flag.String("registries", "", "registries file (k3s registries.yaml format)")
 	sandboxImage := flag.String("sandbox-image", "", "sandbox (pause) image (required)")
 	bridge := flag.String("bridge", "", "the agent's pod bridge, deleted at the end (required)")
+	unmountUnder := flag.String("unmount-under", "", "at the end, unmount whatever is left under this directory (default -dir; give the agent's root too)")
 	flag.Parse()
-	if err := run(*dir, *cniConfDir, *cniBinDir, *registries, *sandboxImage, *bridge); err != nil {
+	if *unmountUnder == "" {
+		*unmountUnder = *dir
+	}
+	if err := run(*dir, *cniConfDir, *cniBinDir, *registries, *sandboxImage, *bridge, *unmountUnder); err != nil {
 		fmt.Fprintln(os.Stderr, "e2enode:", err)
 		os.Exit(1)
 	}
 }
 
-func run(dir, cniConfDir, cniBinDir, registriesFile, sandboxImage, bridge string) error {
+func run(dir, cniConfDir, cniBinDir, registriesFile, sandboxImage, bridge, unmountUnder string) error {
 	if dir == "" || cniConfDir == "" || sandboxImage == "" || bridge == "" {
 		return errors.New("-dir, -cni-conf-dir, -sandbox-image and -bridge are required")
 	}
@@ -71,7 +75,7 @@ func run(dir, cniConfDir, cniBinDir, registriesFile, sandboxImage, bridge string
 		return fmt.Errorf("containerd stopped while starting: %v", err)
 	case <-sig.Done():
 		cancelRun()
-		return errors.Join(<-done, cluster.HostCleanup(dir, bridge))
+		return errors.Join(<-done, cluster.HostCleanup(unmountUnder, bridge))
 	}
 	if err := os.WriteFile(filepath.Join(dir, "ready"), []byte(ctd.Endpoint()+"\n"), 0o644); err != nil {
 		return err
@@ -86,6 +90,6 @@ func run(dir, cniConfDir, cniBinDir, registriesFile, sandboxImage, bridge string
 	case err := <-done:
 		errs = append(errs, fmt.Errorf("containerd stopped: %v", err))
 	}
-	errs = append(errs, cluster.HostCleanup(dir, bridge))
+	errs = append(errs, cluster.HostCleanup(unmountUnder, bridge))
 	return errors.Join(errs...)
 }
