@@ -77,9 +77,8 @@ stop() {
   return "$rc"
 }
 
-# leftovers: what of this run is still on the machine (pod network
-# namespaces are named cni-<uuid> by containerd; each run has its own data
-# dir and bridge).
+# leftovers: what of this run is still on the machine (its bridge, mounts
+# under its work dir, pod network namespaces), reported; fails when any.
 leftovers() {
   local found=0
   if ip link show "$BRIDGE" >/dev/null 2>&1; then
@@ -91,10 +90,13 @@ leftovers() {
     grep -F " $work/" /proc/self/mountinfo | awk '{print "  " $5}' >&2
     found=1
   fi
+  # A namespace created during the run with no process left in it is a pod
+  # network of this run's (other runs' pods on the machine keep their pause
+  # process in theirs).
   local ns
   for ns in $(ip netns list 2>/dev/null | awk '{print $1}'); do
-    if ! grep -qxF "$ns" "$work/netns.before" 2>/dev/null; then
-      echo "conformance: network namespace $ns appeared during the run and is still there" >&2
+    if ! grep -qxF "$ns" "$work/netns.before" 2>/dev/null && [ -z "$(ip netns pids "$ns" 2>/dev/null)" ]; then
+      echo "conformance: network namespace $ns appeared during the run and is still there, empty" >&2
       found=1
     fi
   done
