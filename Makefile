@@ -6,7 +6,7 @@ BIN      := $(CURDIR)/bin
 BERTH    := $(BIN)/berth
 TEST_TIMEOUT  ?= 28m
 
-.PHONY: all deps build vet kubectls test unit bench up demo clean
+.PHONY: all deps build vet kubectls test unit bench up demo conformance clean
 
 # `berth kubectl` (k8s.io/kubectl built in) reports the Kubernetes release of
 # its k8s.io/kubectl module (v0.37.2 is v1.37.2); kubectl version needs it.
@@ -56,6 +56,11 @@ up: deps build
 ## demo: as root, offline: berth up, examples/ applied with berth kubectl, scaled, rolled out, deleted, stopped (hack/demo.sh)
 demo: deps build
 	BERTH=$(BERTH) ./hack/demo.sh
+
+## conformance: upstream's e2e suite (e2e.test v1.34.4) against `berth up`, offline (hack/conformance/run.sh);
+## knobs (from the command line or the environment) FOCUS, SKIP, NODES, TARGET=upstream-control-plane; not part of `make test`
+conformance: deps build
+	BERTH=$(BERTH) ./hack/conformance/run.sh
 
 clean:
 	rm -rf $(BIN)

@@ -9,6 +9,7 @@ wanted=(
   "runc:/usr/sbin/runc"
   "containernetworking-plugins:/usr/lib/cni/bridge"
   "busybox-static:/bin/busybox"
+  "bash-static:/bin/bash-static" # /bin/sh of the e2e test images (make conformance)
   "iptables:/usr/sbin/iptables"
   "iproute2:/usr/sbin/ip"
   "e2fsprogs:/usr/sbin/mkfs.ext4"

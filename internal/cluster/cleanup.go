@@ -15,11 +15,11 @@ import (
 // removeTimeout bounds removing every pod through CRI at shutdown.
 const removeTimeout = 2 * time.Minute
 
-// removeAllPods stops and removes every container and pod sandbox of the
+// RemoveAllPods stops and removes every container and pod sandbox of the
 // runtime at endpoint, so CNI DEL runs, the shims exit and nothing stays
 // mounted. Containers get no grace period beyond CRI's default: the agent
 // has already stopped.
-func removeAllPods(endpoint string) error {
+func RemoveAllPods(endpoint string) error {
 	ctx, cancel := context.WithTimeout(context.Background(), removeTimeout)
 	defer cancel()
 	client, err := cri.New(ctx, cri.Config{Endpoint: endpoint})
@@ -58,10 +58,10 @@ func removeAllPods(endpoint string) error {
 	return nil
 }
 
-// hostCleanup runs after berth's containerd stopped: whatever is still
+// HostCleanup runs after berth's containerd stopped: whatever is still
 // mounted under dataDir is unmounted (deepest first; a busy mount is an
 // error, not detached) and the pod bridge deleted.
-func hostCleanup(dataDir, bridge string) error {
+func HostCleanup(dataDir, bridge string) error {
 	var errs []error
 	if err := mountinfo.UnmountAll(dataDir); err != nil {
 		errs = append(errs, fmt.Errorf("cluster: %w", err))

@@ -74,7 +74,7 @@ func (c *Cluster) Run(ctx context.Context) (err error) {
 		ctd, sandboxImage, closeRegistry, err := c.startContainerd(ctx, sup, func() {
 			// Once berth's containerd runs: after it stopped (cleanups run
 			// after the supervisor), unmount and delete the bridge.
-			cleanups = append(cleanups, func() error { return hostCleanup(cfg.DataDir, cfg.CNIBridge) })
+			cleanups = append(cleanups, func() error { return HostCleanup(cfg.DataDir, cfg.CNIBridge) })
 		})
 		if closeRegistry != nil {
 			cleanups = append(cleanups, closeRegistry)
@@ -85,7 +85,7 @@ func (c *Cluster) Run(ctx context.Context) (err error) {
 		info.RuntimeEndpoint, info.OwnContainerd, info.SandboxImage = ctd.Endpoint(), true, sandboxImage
 		// Runs before containerd stops: registered as a stop hook just
 		// above containerd in the supervisor's stack.
-		sup.onStop(func() error { return removeAllPods(ctd.Endpoint()) })
+		sup.onStop(func() error { return RemoveAllPods(ctd.Endpoint()) })
 	}
 
 	// nodeipam hands the single node exactly PodCIDR.

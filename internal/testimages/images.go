@@ -99,10 +99,10 @@ func BinaryImage(name string, binary []byte) (v1.Image, error) {
 	if name == "" || strings.ContainsAny(name, "/\x00") || name == "." || name == ".." {
 		return nil, fmt.Errorf("testimages: binary image: name %q must be a single path element: %w", name, errdefs.ErrInvalidArgument)
 	}
-	if err := requireStatic(name+" binary", binary); err != nil {
+	if err := RequireStatic(name+" binary", binary); err != nil {
 		return nil, err
 	}
-	layer, err := newLayer([]entry{{name: name, mode: 0o755, data: binary}})
+	layer, err := Layer([]File{{Name: name, Mode: 0o755, Data: binary}})
 	if err != nil {
 		return nil, err
 	}
@@ -122,26 +122,14 @@ func BusyboxImage(busyboxPath string) (v1.Image, error) {
 	if err != nil {
 		return nil, fmt.Errorf("testimages: busybox: %w", err)
 	}
-	if err := requireStatic(busyboxPath, bin); err != nil {
+	if err := RequireStatic(busyboxPath, bin); err != nil {
 		return nil, err
 	}
-	entries := []entry{
-		{name: "bin", dir: true, mode: 0o755},
-		{name: "bin/busybox", mode: 0o755, data: bin},
-		{name: "etc", dir: true, mode: 0o755},
-		{name: "etc/passwd", mode: 0o644, data: []byte(
-			"root:x:0:0:root:/root:/bin/sh\nnobody:x:65534:65534:nobody:/nonexistent:/bin/false\n")},
-		{name: "etc/group", mode: 0o644, data: []byte("root:x:0:\nnogroup:x:65534:\n")},
-		{name: "root", dir: true, mode: 0o700},
-		{name: "tmp", dir: true, mode: 0o777 | fs.ModeSticky},
-		{name: "usr", dir: true, mode: 0o755},
-		{name: "usr/bin", dir: true, mode: 0o755},
-		{name: "var", dir: true, mode: 0o755},
-	}
+	entries := append(BaseFiles(), File{Name: "bin/busybox", Mode: 0o755, Data: bin})
 	for _, a := range BusyboxApplets {
-		entries = append(entries, entry{name: "bin/" + a, link: "busybox", mode: 0o777})
+		entries = append(entries, File{Name: "bin/" + a, Link: "busybox"})
 	}
-	layer, err := newLayer(entries)
+	layer, err := Layer(entries)
 	if err != nil {
 		return nil, err
 	}
@@ -152,9 +140,9 @@ func BusyboxImage(busyboxPath string) (v1.Image, error) {
 	})
 }
 
-// requireStatic rejects a binary that needs a dynamic loader: the images
+// RequireStatic rejects a binary that needs a dynamic loader: the images
 // hold no libc.
-func requireStatic(what string, bin []byte) error {
+func RequireStatic(what string, bin []byte) error {
 	f, err := elf.NewFile(bytes.NewReader(bin))
 	if err != nil {
 		return fmt.Errorf("testimages: %s is not an ELF executable: %v: %w", what, err, errdefs.ErrInvalidArgument)
@@ -169,41 +157,67 @@ func requireStatic(what string, bin []byte) error {
 	return nil
 }
 
-// entry is one file, directory or symlink of a layer.
-type entry struct {
-	name string // relative, no leading slash
-	dir  bool
-	link string // symlink target, when set
-	mode fs.FileMode
-	data []byte
+// BaseFiles are the directories and account files every image with a shell
+// has: /bin, /etc/passwd and /etc/group with root and nobody (65534), /root,
+// a world-writable sticky /tmp, /usr/bin, /var.
+func BaseFiles() []File {
+	return []File{
+		{Name: "bin", Mode: fs.ModeDir | 0o755},
+		{Name: "etc", Mode: fs.ModeDir | 0o755},
+		{Name: "etc/passwd", Mode: 0o644, Data: []byte(
+			"root:x:0:0:root:/root:/bin/sh\nnobody:x:65534:65534:nobody:/nonexistent:/bin/false\n")},
+		{Name: "etc/group", Mode: 0o644, Data: []byte("root:x:0:\nnogroup:x:65534:\n")},
+		{Name: "root", Mode: fs.ModeDir | 0o700},
+		{Name: "tmp", Mode: fs.ModeDir | fs.ModeSticky | 0o777},
+		{Name: "usr", Mode: fs.ModeDir | 0o755},
+		{Name: "usr/bin", Mode: fs.ModeDir | 0o755},
+		{Name: "var", Mode: fs.ModeDir | 0o755},
+	}
 }
 
-// newLayer writes entries into a gzipped tar layer, owned by root, with
-// fixed times.
-func newLayer(entries []entry) (v1.Layer, error) {
-	sorted := append([]entry(nil), entries...)
-	sort.SliceStable(sorted, func(i, j int) bool { return sorted[i].name < sorted[j].name })
+// File is one file, directory (Mode has fs.ModeDir) or symlink (Link set) of
+// a layer.
+type File struct {
+	Name string // relative, no leading slash
+	Link string // symlink target, when set
+	// Mode is the permission bits plus fs.ModeDir, fs.ModeSetuid,
+	// fs.ModeSetgid and fs.ModeSticky.
+	Mode     fs.FileMode
+	Data     []byte
+	UID, GID int
+}
+
+// Layer writes files into a gzipped tar layer with fixed times, in name
+// order (a directory before what it holds, when both are listed).
+func Layer(files []File) (v1.Layer, error) {
+	sorted := append([]File(nil), files...)
+	sort.SliceStable(sorted, func(i, j int) bool { return sorted[i].Name < sorted[j].Name })
 	var buf bytes.Buffer
 	tw := tar.NewWriter(&buf)
 	for _, e := range sorted {
-		h := &tar.Header{Name: e.name, ModTime: epoch, Format: tar.FormatPAX, Mode: int64(e.mode.Perm())}
-		if e.mode&fs.ModeSticky != 0 {
-			h.Mode |= 0o1000
+		if e.Name == "" || strings.HasPrefix(e.Name, "/") {
+			return nil, fmt.Errorf("testimages: layer: file name %q must be relative and not empty: %w", e.Name, errdefs.ErrInvalidArgument)
+		}
+		h := &tar.Header{Name: e.Name, ModTime: epoch, Format: tar.FormatPAX, Mode: int64(e.Mode.Perm()), Uid: e.UID, Gid: e.GID}
+		for bit, tarBit := range map[fs.FileMode]int64{fs.ModeSticky: 0o1000, fs.ModeSetgid: 0o2000, fs.ModeSetuid: 0o4000} {
+			if e.Mode&bit != 0 {
+				h.Mode |= tarBit
+			}
 		}
 		switch {
-		case e.dir:
-			h.Typeflag, h.Name = tar.TypeDir, e.name+"/"
-		case e.link != "":
-			h.Typeflag, h.Linkname = tar.TypeSymlink, e.link
+		case e.Mode.IsDir():
+			h.Typeflag, h.Name = tar.TypeDir, e.Name+"/"
+		case e.Link != "":
+			h.Typeflag, h.Linkname, h.Mode = tar.TypeSymlink, e.Link, 0o777
 		default:
-			h.Typeflag, h.Size = tar.TypeReg, int64(len(e.data))
+			h.Typeflag, h.Size = tar.TypeReg, int64(len(e.Data))
 		}
 		if err := tw.WriteHeader(h); err != nil {
-			return nil, fmt.Errorf("testimages: layer %s: %w", e.name, err)
+			return nil, fmt.Errorf("testimages: layer %s: %w", e.Name, err)
 		}
 		if h.Typeflag == tar.TypeReg {
-			if _, err := tw.Write(e.data); err != nil {
-				return nil, fmt.Errorf("testimages: layer %s: %w", e.name, err)
+			if _, err := tw.Write(e.Data); err != nil {
+				return nil, fmt.Errorf("testimages: layer %s: %w", e.Name, err)
 			}
 		}
 	}
@@ -214,6 +228,16 @@ func newLayer(entries []entry) (v1.Layer, error) {
 	return tarball.LayerFromOpener(func() (io.ReadCloser, error) {
 		return io.NopCloser(bytes.NewReader(data)), nil
 	})
+}
+
+// Image is a linux image of this machine's architecture with the one layer
+// of files and the config cfg.
+func Image(files []File, cfg v1.Config) (v1.Image, error) {
+	layer, err := Layer(files)
+	if err != nil {
+		return nil, err
+	}
+	return newImage(layer, cfg)
 }
 
 // newImage is a linux image of this machine's architecture with one layer.

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"io/fs"
 	"os"
 	"runtime"
 	"strings"
@@ -167,7 +168,7 @@ func TestBinaryImage(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := requireStatic("built", bin); err != nil {
+	if err := RequireStatic("built", bin); err != nil {
 		t.Fatalf("BuildStatic gave a non-static binary: %v", err)
 	}
 	img, err := BinaryImage("server", bin)
@@ -203,5 +204,51 @@ func TestBuildStaticErrors(t *testing.T) {
 	const missing = "berth/no/such/package"
 	if _, err := BuildStatic(context.Background(), "", missing); err == nil || !strings.Contains(err.Error(), missing) {
 		t.Errorf("BuildStatic(%s) = %v, want an error naming the package", missing, err)
+	}
+}
+
+// Image keeps each file's owner and its setuid, setgid and sticky bits (the
+// nonewprivs e2e image is a setuid-root binary), and refuses absolute names.
+func TestImageOwnersAndSpecialBits(t *testing.T) {
+	img, err := Image([]File{
+		{Name: "usr", Mode: fs.ModeDir | 0o755},
+		{Name: "usr/nnp", Mode: fs.ModeSetuid | 0o755, Data: []byte("x")},
+		{Name: "usr/g", Mode: fs.ModeSetgid | 0o750, Data: []byte("y"), UID: 1234, GID: 50000},
+		{Name: "tmp", Mode: fs.ModeDir | fs.ModeSticky | 0o777},
+		{Name: "usr/link", Link: "nnp"},
+	}, v1.Config{User: "1234"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := files(t, img)
+	for name, want := range map[string]struct {
+		mode     int64
+		uid, gid int
+		typ      byte
+	}{
+		"usr/nnp":  {0o4755, 0, 0, tar.TypeReg},
+		"usr/g":    {0o2750, 1234, 50000, tar.TypeReg},
+		"tmp":      {0o1777, 0, 0, tar.TypeDir},
+		"usr/link": {0o777, 0, 0, tar.TypeSymlink},
+	} {
+		f, ok := got[name]
+		if !ok {
+			t.Errorf("%s missing from the image", name)
+			continue
+		}
+		if f.hdr.Mode != want.mode || f.hdr.Uid != want.uid || f.hdr.Gid != want.gid || f.hdr.Typeflag != want.typ {
+			t.Errorf("%s: mode %o uid %d gid %d type %c, want mode %o uid %d gid %d type %c",
+				name, f.hdr.Mode, f.hdr.Uid, f.hdr.Gid, f.hdr.Typeflag, want.mode, want.uid, want.gid, want.typ)
+		}
+	}
+	cf, err := img.ConfigFile()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cf.Config.User != "1234" {
+		t.Errorf("user = %q, want 1234", cf.Config.User)
+	}
+	if _, err := Image([]File{{Name: "/abs", Data: []byte("z")}}, v1.Config{}); !errors.Is(err, errdefs.ErrInvalidArgument) {
+		t.Errorf("absolute name: err = %v, want ErrInvalidArgument", err)
 	}
 }
