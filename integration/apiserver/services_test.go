@@ -40,7 +40,7 @@ func newService(name string, typ corev1.ServiceType, mutate ...func(*corev1.Serv
 }
 
 // wantInvalid checks err is 422 Invalid with a message containing want.
-func wantInvalid(t *testing.T, err error, want string) {
+func wantInvalidMessage(t *testing.T, err error, want string) {
 	t.Helper()
 	if !apierrors.IsInvalid(err) || !strings.Contains(err.Error(), want) {
 		t.Fatalf("got %v, want Invalid containing %q", err, want)
@@ -71,16 +71,16 @@ func TestServiceAllocation(t *testing.T) {
 		t.Fatalf("ClusterIP service spec %+v", web.Spec)
 	}
 	_, err = create(newService("taken", corev1.ServiceTypeClusterIP, func(s *corev1.Service) { s.Spec.ClusterIP = web.Spec.ClusterIP }))
-	wantInvalid(t, err, fmt.Sprintf(`spec.clusterIPs: Invalid value: ["%s"]: failed to allocate IP %s: provided IP is already allocated`, ip, ip))
+	wantInvalidMessage(t, err, fmt.Sprintf(`spec.clusterIPs: Invalid value: ["%s"]: failed to allocate IP %s: provided IP is already allocated`, ip, ip))
 	_, err = create(newService("outside", corev1.ServiceTypeClusterIP, func(s *corev1.Service) { s.Spec.ClusterIP = "10.99.0.1" }))
-	wantInvalid(t, err, "the provided IP (10.99.0.1) is not in the valid range. The range of valid IPs is 10.43.0.0/16")
+	wantInvalidMessage(t, err, "the provided IP (10.99.0.1) is not in the valid range. The range of valid IPs is 10.43.0.0/16")
 	_, err = create(newService("dual", corev1.ServiceTypeClusterIP, func(s *corev1.Service) {
 		p := corev1.IPFamilyPolicyRequireDualStack
 		s.Spec.IPFamilyPolicy = &p
 	}))
-	wantInvalid(t, err, "this cluster is not configured for dual-stack services")
+	wantInvalidMessage(t, err, "this cluster is not configured for dual-stack services")
 	_, err = create(newService("v6", corev1.ServiceTypeClusterIP, func(s *corev1.Service) { s.Spec.IPFamilies = []corev1.IPFamily{corev1.IPv6Protocol} }))
-	wantInvalid(t, err, "spec.ipFamilies[0]: Invalid value: \"IPv6\": not configured on this cluster")
+	wantInvalidMessage(t, err, "spec.ipFamilies[0]: Invalid value: \"IPv6\": not configured on this cluster")
 
 	// A requested IP; a dry run checks it without taking it.
 	if _, err := svcs.Create(ctx, newService("dry", corev1.ServiceTypeClusterIP, func(s *corev1.Service) { s.Spec.ClusterIP = "10.43.200.7" }),
@@ -94,7 +94,7 @@ func TestServiceAllocation(t *testing.T) {
 	// The cluster IP is immutable.
 	fixed.Spec.ClusterIP, fixed.Spec.ClusterIPs = "10.43.200.8", []string{"10.43.200.8"}
 	_, err = svcs.Update(ctx, fixed, metav1.UpdateOptions{})
-	wantInvalid(t, err, "may not change once set")
+	wantInvalidMessage(t, err, "may not change once set")
 	// Deleting gives the IP back.
 	if err := svcs.Delete(ctx, "fixed", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
@@ -125,9 +125,9 @@ func TestServiceAllocation(t *testing.T) {
 		t.Fatalf("node ports %+v", np.Spec.Ports)
 	}
 	_, err = create(newService("np-taken", corev1.ServiceTypeNodePort, func(s *corev1.Service) { s.Spec.Ports[0].NodePort = port }))
-	wantInvalid(t, err, fmt.Sprintf("spec.ports[0].nodePort: Invalid value: %d: provided port is already allocated", port))
+	wantInvalidMessage(t, err, fmt.Sprintf("spec.ports[0].nodePort: Invalid value: %d: provided port is already allocated", port))
 	_, err = create(newService("np-outside", corev1.ServiceTypeNodePort, func(s *corev1.Service) { s.Spec.Ports[0].NodePort = 80 }))
-	wantInvalid(t, err, "provided port is not in the valid range. The range of valid ports is 30000-32767")
+	wantInvalidMessage(t, err, "provided port is not in the valid range. The range of valid ports is 30000-32767")
 	// Back to ClusterIP: the node port is given back.
 	np.Spec.Type = corev1.ServiceTypeClusterIP
 	np, err = svcs.Update(ctx, np, metav1.UpdateOptions{})
