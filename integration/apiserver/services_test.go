@@ -54,7 +54,9 @@ func TestServiceAllocation(t *testing.T) {
 	ctx := context.Background()
 	ns := newNamespace(t, shared)
 	svcs := shared.Client(t).CoreV1().Services(ns)
-	create := func(svc *corev1.Service) (*corev1.Service, error) { return svcs.Create(ctx, svc, metav1.CreateOptions{}) }
+	create := func(svc *corev1.Service) (*corev1.Service, error) {
+		return svcs.Create(ctx, svc, metav1.CreateOptions{})
+	}
 	mustCreate := func(svc *corev1.Service) *corev1.Service {
 		t.Helper()
 		out, err := create(svc)
