@@ -50,6 +50,7 @@ import (
 
 	"berth/controlplane/controller"
 	"berth/controlplane/controller/deployment"
+	"berth/controlplane/controller/endpointslice"
 	"berth/controlplane/controller/garbagecollector"
 	"berth/controlplane/controller/nodeipam"
 	"berth/controlplane/controller/nodelifecycle"
@@ -78,6 +79,7 @@ var Controllers = []string{
 	replicaset.Name, deployment.Name, garbagecollector.Name,
 	serviceaccount.Name, rootcacertpublisher.Name, nodeipam.Name, nodelifecycle.Name,
 	volume.Name, ephemeral.Name, storageprotection.PVCName, storageprotection.PVName,
+	endpointslice.Name,
 }
 
 // Config configures the manager.
@@ -324,6 +326,8 @@ func (m *Manager) build(name string, base controller.Config) (interface{ Run(con
 		return storageprotection.NewPVC(storageprotection.PVCConfig{Config: base})
 	case storageprotection.PVName:
 		return storageprotection.NewPV(storageprotection.PVConfig{Config: base})
+	case endpointslice.Name:
+		return endpointslice.New(endpointslice.Config{Config: base})
 	case nodeipam.Name:
 		return nodeipam.New(nodeipam.Config{Config: base, Options: m.cfg.NodeIPAM})
 	case nodelifecycle.Name:
