@@ -87,6 +87,7 @@ func (s *Server) Run(ctx context.Context) (err error) {
 	if h, _, _ := net.SplitHostPort(cfg.Listen); h != "" && h != "0.0.0.0" && h != "::" {
 		hosts = append(hosts, h)
 	}
+	hosts = append(hosts, serviceCertHosts(cfg)...)
 	creds, err := pki.Ensure(pki.Options{Dir: cfg.DataDir, Hosts: hosts})
 	if err != nil {
 		return err

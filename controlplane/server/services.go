@@ -200,3 +200,17 @@ func publicIP(cfg Config) (netip.Addr, error) {
 	}
 	return a.Unmap(), nil
 }
+
+// serviceCertHosts are the serving certificate's names for in-cluster
+// clients, as kube-apiserver's: the kubernetes Service's IP and full name,
+// and the address published in its endpoints.
+func serviceCertHosts(cfg Config) []string {
+	hosts := []string{"kubernetes.default.svc.cluster.local"}
+	if r, err := allocator.ParseIPRange(cfg.ServiceClusterIPRange); err == nil {
+		hosts = append(hosts, r.First().String())
+	}
+	if ip, err := publicIP(cfg); err == nil {
+		hosts = append(hosts, ip.String())
+	}
+	return hosts
+}

@@ -2,8 +2,11 @@ package apiserver_test
 
 import (
 	"context"
+	"crypto/x509"
+	"encoding/pem"
 	"fmt"
 	"net/netip"
+	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -193,6 +196,22 @@ func TestKubernetesService(t *testing.T) {
 	if svc.Spec.ClusterIP != "10.43.0.1" || svc.Spec.Ports[0].Port != 443 || svc.Spec.Ports[0].Name != "https" ||
 		svc.Spec.Ports[0].TargetPort.IntValue() != wantPort || svc.Labels["component"] != "apiserver" || len(svc.Spec.Selector) != 0 {
 		t.Fatalf("kubernetes service %+v", svc)
+	}
+	// In-cluster clients reach it by the Service's IP and name.
+	data, err := os.ReadFile(filepath.Join(shared.Dir, "serving.crt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	block, _ := pem.Decode(data)
+	cert, err := x509.ParseCertificate(block.Bytes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cert.VerifyHostname("10.43.0.1"); err != nil {
+		t.Error(err)
+	}
+	if err := cert.VerifyHostname("kubernetes.default.svc.cluster.local"); err != nil {
+		t.Error(err)
 	}
 }
 
