@@ -71,8 +71,8 @@ func waitSlices(t *testing.T, ns, svc, want string) {
 	})
 }
 
-// TestEndpointSlices: a Service's EndpointSlices follow its pods' IPs,
-// readiness and deletion, with named target ports resolved.
+// TestEndpointSlices: a Service's EndpointSlices (and Endpoints) follow
+// its pods' IPs, readiness and deletion, with named target ports resolved.
 func TestEndpointSlices(t *testing.T) {
 	ctx := context.Background()
 	ns := namespace(t)
@@ -96,6 +96,24 @@ func TestEndpointSlices(t *testing.T) {
 	setPodStatus(t, ns, "b", "10.42.0.3", true)
 	setPodStatus(t, ns, "c", "10.42.0.4", false)
 	waitSlices(t, ns, "web", "10.42.0.2:8080 true/true/false,10.42.0.3:8081 true/true/false,10.42.0.4:8080 false/false/false")
+	// The legacy Endpoints, one subset per resolved port.
+	eventually(t, "endpoints", func() (bool, error) {
+		ep, err := env.client.CoreV1().Endpoints(ns).Get(ctx, "web", metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		var got []string
+		for _, s := range ep.Subsets {
+			for _, a := range s.Addresses {
+				got = append(got, fmt.Sprintf("%s:%d", a.IP, s.Ports[0].Port))
+			}
+			for _, a := range s.NotReadyAddresses {
+				got = append(got, fmt.Sprintf("%s:%d notready", a.IP, s.Ports[0].Port))
+			}
+		}
+		slices.Sort(got)
+		return strings.Join(got, ",") == "10.42.0.2:8080,10.42.0.3:8081,10.42.0.4:8080 notready", fmt.Errorf("endpoints %v", got)
+	})
 
 	// Readiness lost, then a graceful delete (the pod terminates).
 	setPodStatus(t, ns, "a", "10.42.0.2", false)

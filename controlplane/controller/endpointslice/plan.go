@@ -24,7 +24,8 @@ import (
 	discoveryv1 "k8s.io/api/discovery/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/intstr"
+
+	"berth/controlplane/controller"
 )
 
 // Upstream's constants.
@@ -187,17 +188,8 @@ func podIP(pod *corev1.Pod, at discoveryv1.AddressType) string {
 	return ""
 }
 
-func podReady(pod *corev1.Pod) bool {
-	for _, c := range pod.Status.Conditions {
-		if c.Type == corev1.PodReady {
-			return c.Status == corev1.ConditionTrue
-		}
-	}
-	return false
-}
-
 func podEndpoint(svc *corev1.Service, pod *corev1.Pod, ip string, zones map[string]string) discoveryv1.Endpoint {
-	serving := podReady(pod)
+	serving := controller.PodReady(pod)
 	terminating := pod.DeletionTimestamp != nil
 	ready := svc.Spec.PublishNotReadyAddresses || (serving && !terminating)
 	ep := discoveryv1.Endpoint{
@@ -224,7 +216,7 @@ func podEndpoint(svc *corev1.Service, pod *corev1.Pod, ip string, zones map[stri
 func endpointPorts(svc *corev1.Service, pod *corev1.Pod) []discoveryv1.EndpointPort {
 	out := []discoveryv1.EndpointPort{}
 	for _, sp := range svc.Spec.Ports {
-		n, ok := findPort(pod, sp)
+		n, ok := controller.FindPort(pod, sp)
 		if !ok {
 			continue
 		}
@@ -241,23 +233,6 @@ func endpointPort(sp corev1.ServicePort, n int32) discoveryv1.EndpointPort {
 		p.AppProtocol = &ap
 	}
 	return p
-}
-
-func findPort(pod *corev1.Pod, sp corev1.ServicePort) (int32, bool) {
-	switch {
-	case sp.TargetPort.Type == intstr.String && sp.TargetPort.StrVal != "":
-		for _, c := range append(slices.Clone(pod.Spec.InitContainers), pod.Spec.Containers...) {
-			for _, cp := range c.Ports {
-				if cp.Name == sp.TargetPort.StrVal && cp.Protocol == sp.Protocol {
-					return cp.ContainerPort, true
-				}
-			}
-		}
-		return 0, false
-	case sp.TargetPort.Type == intstr.Int && sp.TargetPort.IntVal != 0:
-		return sp.TargetPort.IntVal, true
-	}
-	return sp.Port, true
 }
 
 // newSlice is a slice of svc (named by the apiserver from
