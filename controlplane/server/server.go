@@ -252,7 +252,12 @@ func (s *Server) Run(ctx context.Context) (err error) {
 		ln.Close()
 		return err
 	}
-	comps = append(comps, csrComp, auth.component(), repairComponent(cfg.ServiceRepairInterval, repairers))
+	repairComp, err := repairComponent(cfg.ServiceRepairInterval, rc, repairers)
+	if err != nil {
+		ln.Close()
+		return err
+	}
+	comps = append(comps, csrComp, auth.component(), repairComp)
 	k8sSvc, err := kubernetesServiceComponent(cfg, factory, svcAlloc, rc, ln.Addr().(*net.TCPAddr).Port)
 	if err != nil {
 		ln.Close()
