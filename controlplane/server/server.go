@@ -87,6 +87,7 @@ func (s *Server) Run(ctx context.Context) (err error) {
 	if h, _, _ := net.SplitHostPort(cfg.Listen); h != "" && h != "0.0.0.0" && h != "::" {
 		hosts = append(hosts, h)
 	}
+	hosts = append(hosts, serviceCertHosts(cfg)...)
 	creds, err := pki.Ensure(pki.Options{Dir: cfg.DataDir, Hosts: hosts})
 	if err != nil {
 		return err
@@ -251,7 +252,12 @@ func (s *Server) Run(ctx context.Context) (err error) {
 		ln.Close()
 		return err
 	}
-	comps = append(comps, csrComp, auth.component(), repairComponent(cfg.ServiceRepairInterval, repairers))
+	repairComp, err := repairComponent(cfg.ServiceRepairInterval, rc, repairers)
+	if err != nil {
+		ln.Close()
+		return err
+	}
+	comps = append(comps, csrComp, auth.component(), repairComp)
 	k8sSvc, err := kubernetesServiceComponent(cfg, factory, svcAlloc, rc, ln.Addr().(*net.TCPAddr).Port)
 	if err != nil {
 		ln.Close()

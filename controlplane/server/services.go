@@ -5,10 +5,12 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metainternalversion "k8s.io/apimachinery/pkg/apis/meta/internalversion"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	utilnet "k8s.io/apimachinery/pkg/util/net"
@@ -16,7 +18,10 @@ import (
 	genericapirequest "k8s.io/apiserver/pkg/endpoints/request"
 	"k8s.io/apiserver/pkg/registry/rest"
 	"k8s.io/client-go/kubernetes"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	restclient "k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/record"
 
 	"berth/controlplane/kubernetesservice"
 	"berth/controlplane/registry/core/service"
@@ -132,11 +137,21 @@ func repairAtStart(ctx context.Context, set *resources.Set, reps []*allocator.Re
 }
 
 // repairComponent repairs both ranges every interval (in every server:
-// each repair is a compare-and-swap).
-func repairComponent(interval time.Duration, reps []*allocator.Repairer) component {
+// each repair is a compare-and-swap), reporting what it finds as Warning
+// Events on the Services, as kube-apiserver's repair controllers.
+func repairComponent(interval time.Duration, rc *restclient.Config, reps []*allocator.Repairer) (component, error) {
+	client, err := kubernetes.NewForConfig(rc)
+	if err != nil {
+		return component{}, fmt.Errorf("server: service repair client: %w", err)
+	}
 	return component{name: "service-repair", run: func(ctx context.Context) error {
+		broadcaster := record.NewBroadcaster(record.WithContext(ctx))
+		broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: client.CoreV1().Events("")})
+		defer broadcaster.Shutdown()
+		rec := broadcaster.NewRecorder(clientgoscheme.Scheme, corev1.EventSource{Component: "service-allocator-repair"})
 		done := make(chan struct{}, len(reps))
-		for _, r := range reps {
+		for i, r := range reps {
+			r.Report = repairEvents(rec, i == 0)
 			go func() {
 				defer func() { done <- struct{}{} }()
 				_ = r.Run(ctx, interval)
@@ -146,7 +161,35 @@ func repairComponent(interval time.Duration, reps []*allocator.Repairer) compone
 			<-done
 		}
 		return nil
-	}}
+	}}, nil
+}
+
+// repairEvents turns findings into upstream's repair Events on each
+// Service concerned (a leak concerns none and is only logged).
+func repairEvents(rec record.EventRecorder, ips bool) func(allocator.Finding) {
+	return func(f allocator.Finding) {
+		var reason, msg string
+		switch {
+		case ips && f.Kind == allocator.FindingRepaired:
+			reason, msg = "ClusterIPNotAllocated", fmt.Sprintf("Cluster IP %s is not allocated; repairing", f.Item)
+		case ips && f.Kind == allocator.FindingDuplicate:
+			reason, msg = "ClusterIPAlreadyAllocated", fmt.Sprintf("Cluster IP %s was assigned to multiple services; please recreate service", f.Item)
+		case ips && f.Kind == allocator.FindingOutOfRange:
+			reason, msg = "ClusterIPOutOfRange", fmt.Sprintf("Cluster IP %s is not within the configured Service CIDR; please recreate service", f.Item)
+		case f.Kind == allocator.FindingRepaired:
+			reason, msg = "PortNotAllocated", fmt.Sprintf("Port %s is not allocated; repairing", f.Item)
+		case f.Kind == allocator.FindingDuplicate:
+			reason, msg = "PortAlreadyAllocated", fmt.Sprintf("Port %s was assigned to multiple services; please recreate service", f.Item)
+		case f.Kind == allocator.FindingOutOfRange:
+			reason, msg = "PortOutOfRange", fmt.Sprintf("Port %s is not within the port range; please recreate service", f.Item)
+		default:
+			return
+		}
+		for _, key := range f.Services {
+			ns, name, _ := strings.Cut(key, "/")
+			rec.Event(&corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}, corev1.EventTypeWarning, reason, msg)
+		}
+	}
 }
 
 // kubernetesServiceComponent keeps default/kubernetes pointing at this
@@ -199,4 +242,18 @@ func publicIP(cfg Config) (netip.Addr, error) {
 		return netip.Addr{}, fmt.Errorf("no non-loopback address found (got %v)", ip)
 	}
 	return a.Unmap(), nil
+}
+
+// serviceCertHosts are the serving certificate's names for in-cluster
+// clients, as kube-apiserver's: the kubernetes Service's IP and full name,
+// and the address published in its endpoints.
+func serviceCertHosts(cfg Config) []string {
+	hosts := []string{"kubernetes.default.svc.cluster.local"}
+	if r, err := allocator.ParseIPRange(cfg.ServiceClusterIPRange); err == nil {
+		hosts = append(hosts, r.First().String())
+	}
+	if ip, err := publicIP(cfg); err == nil {
+		hosts = append(hosts, ip.String())
+	}
+	return hosts
 }

@@ -2,8 +2,11 @@ package apiserver_test
 
 import (
 	"context"
+	"crypto/x509"
+	"encoding/pem"
 	"fmt"
 	"net/netip"
+	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -13,14 +16,18 @@ import (
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
+	kubernetes3 "go.etcd.io/etcd/client/v3/kubernetes"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/kubernetes"
 
+	"berth/controlplane/storage"
 	"berth/integration/harness"
+	"berth/internal/api/scheme"
 )
 
 var serviceRange = netip.MustParsePrefix("10.43.0.0/16")
@@ -54,7 +61,9 @@ func TestServiceAllocation(t *testing.T) {
 	ctx := context.Background()
 	ns := newNamespace(t, shared)
 	svcs := shared.Client(t).CoreV1().Services(ns)
-	create := func(svc *corev1.Service) (*corev1.Service, error) { return svcs.Create(ctx, svc, metav1.CreateOptions{}) }
+	create := func(svc *corev1.Service) (*corev1.Service, error) {
+		return svcs.Create(ctx, svc, metav1.CreateOptions{})
+	}
 	mustCreate := func(svc *corev1.Service) *corev1.Service {
 		t.Helper()
 		out, err := create(svc)
@@ -192,6 +201,22 @@ func TestKubernetesService(t *testing.T) {
 		svc.Spec.Ports[0].TargetPort.IntValue() != wantPort || svc.Labels["component"] != "apiserver" || len(svc.Spec.Selector) != 0 {
 		t.Fatalf("kubernetes service %+v", svc)
 	}
+	// In-cluster clients reach it by the Service's IP and name.
+	data, err := os.ReadFile(filepath.Join(shared.Dir, "serving.crt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	block, _ := pem.Decode(data)
+	cert, err := x509.ParseCertificate(block.Bytes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cert.VerifyHostname("10.43.0.1"); err != nil {
+		t.Error(err)
+	}
+	if err := cert.VerifyHostname("kubernetes.default.svc.cluster.local"); err != nil {
+		t.Error(err)
+	}
 }
 
 // kubernetesEndpoints are the IPs of default/kubernetes's Endpoints and
@@ -250,7 +275,7 @@ func waitKubernetesEndpoints(t *testing.T, cs kubernetes.Interface, port int, ok
 // TestServiceAllocationsRepair: allocations survive a restart; a Service
 // deleted from etcd behind the allocator's back (its IP and node port
 // leaked) is freed after three repairs; a lost bitmap is rebuilt from the
-// Services.
+// Services; a double allocation is reported on both Services as Events.
 func TestServiceAllocationsRepair(t *testing.T) {
 	ctx := context.Background()
 	_, urls := startEtcdCluster(t)
@@ -327,7 +352,42 @@ func TestServiceAllocationsRepair(t *testing.T) {
 		err := conflicts(keep)
 		return err == nil, fmt.Sprint(err)
 	})
-	for _, want := range []string{"kind=Leaked", "kind=Repaired"} {
+	// A double allocation (a Service copied in etcd with the other's IP and
+	// node port) is reported on both Services.
+	resp, err := etcd.Get(ctx, "/registry/services/default/keep")
+	if err != nil || len(resp.Kvs) != 1 {
+		t.Fatalf("reading keep from etcd: %v", err)
+	}
+	f, err := storage.New(storage.Config{Client: &kubernetes3.Client{}, Scheme: scheme.New()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	codec := f.Codec(corev1.SchemeGroupVersion)
+	dup := &corev1.Service{}
+	if err := runtime.DecodeInto(codec, resp.Kvs[0].Value, dup); err != nil {
+		t.Fatal(err)
+	}
+	dup.Name, dup.UID, dup.ResourceVersion = "dup", "dup-uid", ""
+	data, err := runtime.Encode(codec, dup)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := etcd.Put(ctx, "/registry/services/default/dup", string(data)); err != nil {
+		t.Fatal(err)
+	}
+	events := srv.Client(t).CoreV1().Events("default")
+	harness.WaitFor(t, 30*time.Second, "double allocation events", func() (bool, string) {
+		l, err := events.List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return false, err.Error()
+		}
+		got := map[string]bool{}
+		for _, e := range l.Items {
+			got[e.InvolvedObject.Name+"/"+e.Reason] = true
+		}
+		return got["dup/ClusterIPAlreadyAllocated"] && got["keep/ClusterIPAlreadyAllocated"] && got["dup/PortAlreadyAllocated"], fmt.Sprint(got)
+	})
+	for _, want := range []string{"kind=Leaked", "kind=Repaired", "kind=Duplicate"} {
 		if !strings.Contains(srv.Log(), want) {
 			t.Errorf("the repair logged no %s:\n%s", want, srv.LogTail())
 		}

@@ -50,6 +50,8 @@ import (
 
 	"berth/controlplane/controller"
 	"berth/controlplane/controller/deployment"
+	"berth/controlplane/controller/endpoints"
+	"berth/controlplane/controller/endpointslice"
 	"berth/controlplane/controller/garbagecollector"
 	"berth/controlplane/controller/nodeipam"
 	"berth/controlplane/controller/nodelifecycle"
@@ -78,6 +80,7 @@ var Controllers = []string{
 	replicaset.Name, deployment.Name, garbagecollector.Name,
 	serviceaccount.Name, rootcacertpublisher.Name, nodeipam.Name, nodelifecycle.Name,
 	volume.Name, ephemeral.Name, storageprotection.PVCName, storageprotection.PVName,
+	endpointslice.Name, endpoints.Name,
 }
 
 // Config configures the manager.
@@ -324,6 +327,10 @@ func (m *Manager) build(name string, base controller.Config) (interface{ Run(con
 		return storageprotection.NewPVC(storageprotection.PVCConfig{Config: base})
 	case storageprotection.PVName:
 		return storageprotection.NewPV(storageprotection.PVConfig{Config: base})
+	case endpoints.Name:
+		return endpoints.New(endpoints.Config{Config: base})
+	case endpointslice.Name:
+		return endpointslice.New(endpointslice.Config{Config: base})
 	case nodeipam.Name:
 		return nodeipam.New(nodeipam.Config{Config: base, Options: m.cfg.NodeIPAM})
 	case nodelifecycle.Name:

@@ -1,0 +1,140 @@
+package endpoints
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	corelisters "k8s.io/client-go/listers/core/v1"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/util/workqueue"
+
+	"berth/controlplane/controller"
+)
+
+// Name is the controller's name (kube-controller-manager's).
+const Name = "endpoint"
+
+// Config configures the controller.
+type Config struct {
+	controller.Config
+}
+
+// Controller keeps the Endpoints of Services with selectors.
+type Controller struct {
+	cfg       Config
+	services  corelisters.ServiceLister
+	pods      corelisters.PodLister
+	endpoints corelisters.EndpointsLister
+	synced    []cache.InformerSynced
+	queue     workqueue.TypedRateLimitingInterface[string]
+}
+
+// New validates cfg and registers the Service, Pod and Endpoints informers.
+func New(cfg Config) (*Controller, error) {
+	if err := cfg.Validate(Name, 5); err != nil {
+		return nil, err
+	}
+	core := cfg.Informers.Core().V1()
+	svcInf, podInf, epInf := core.Services(), core.Pods(), core.Endpoints()
+	c := &Controller{
+		cfg: cfg, services: svcInf.Lister(), pods: podInf.Lister(), endpoints: epInf.Lister(),
+		synced: []cache.InformerSynced{svcInf.Informer().HasSynced, podInf.Informer().HasSynced, epInf.Informer().HasSynced},
+		queue:  controller.NewQueue(Name, cfg.Clock),
+	}
+	enqueue := func(obj any) {
+		if key, ok := controller.KeyFunc(obj); ok {
+			c.queue.Add(key)
+		}
+	}
+	podChanged := func(obj any) {
+		if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+			obj = tomb.Obj
+		}
+		pod, ok := obj.(*corev1.Pod)
+		if !ok {
+			return
+		}
+		svcs, _ := c.services.Services(pod.Namespace).List(labels.Everything())
+		for _, s := range svcs {
+			if s.Spec.Selector != nil && labels.SelectorFromValidatedSet(s.Spec.Selector).Matches(labels.Set(pod.Labels)) {
+				c.queue.Add(s.Namespace + "/" + s.Name)
+			}
+		}
+	}
+	for inf, h := range map[cache.SharedIndexInformer]cache.ResourceEventHandler{
+		svcInf.Informer(): cache.ResourceEventHandlerFuncs{AddFunc: enqueue, UpdateFunc: func(_, cur any) { enqueue(cur) }, DeleteFunc: enqueue},
+		podInf.Informer(): cache.ResourceEventHandlerFuncs{AddFunc: podChanged, UpdateFunc: func(old, cur any) { podChanged(old); podChanged(cur) }, DeleteFunc: podChanged},
+		// An edited or deleted Endpoints object is put back.
+		epInf.Informer(): cache.ResourceEventHandlerFuncs{UpdateFunc: func(_, cur any) { enqueue(cur) }, DeleteFunc: enqueue},
+	} {
+		if _, err := inf.AddEventHandler(h); err != nil {
+			return nil, fmt.Errorf("%s controller: %w", Name, err)
+		}
+	}
+	return c, nil
+}
+
+// staleRetry is how soon a sync that met a stale cache is tried again.
+const staleRetry = 100 * time.Millisecond
+
+// Run syncs until ctx ends.
+func (c *Controller) Run(ctx context.Context) error {
+	return controller.Loop(ctx, &c.cfg.Config, c.queue, c.synced, c.sync)
+}
+
+func (c *Controller) sync(ctx context.Context, key string) error {
+	ns, name, err := cache.SplitMetaNamespaceKey(key)
+	if err != nil {
+		return nil
+	}
+	svc, err := c.services.Services(ns).Get(name)
+	if apierrors.IsNotFound(err) {
+		// The apiserver deletes a deleted Service's Endpoints; a leftover
+		// goes too, as upstream.
+		if _, err := c.endpoints.Endpoints(ns).Get(name); err != nil {
+			return nil
+		}
+		err := c.cfg.Client.CoreV1().Endpoints(ns).Delete(ctx, name, metav1.DeleteOptions{})
+		if apierrors.IsNotFound(err) {
+			return nil
+		}
+		return err
+	}
+	if err != nil {
+		return err
+	}
+	if svc.Spec.Selector == nil || svc.Spec.Type == corev1.ServiceTypeExternalName {
+		return nil // user-managed Endpoints
+	}
+	pods, err := c.pods.Pods(ns).List(labels.SelectorFromValidatedSet(svc.Spec.Selector))
+	if err != nil {
+		return err
+	}
+	subsets, wantLabels := Desired(svc, pods)
+	cur, err := c.endpoints.Endpoints(ns).Get(name)
+	if apierrors.IsNotFound(err) {
+		ep := &corev1.Endpoints{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, Labels: wantLabels}, Subsets: subsets}
+		_, err = c.cfg.Client.CoreV1().Endpoints(ns).Create(ctx, ep, metav1.CreateOptions{})
+		if apierrors.IsAlreadyExists(err) {
+			c.queue.AddAfter(key, staleRetry)
+			return nil
+		}
+		return err
+	}
+	if err != nil {
+		return err
+	}
+	if apiequality.Semantic.DeepEqual(cur.Subsets, subsets) && apiequality.Semantic.DeepEqual(cur.Labels, wantLabels) {
+		return nil
+	}
+	upd := cur.DeepCopy()
+	upd.Subsets, upd.Labels = subsets, wantLabels
+	_, err = c.cfg.Client.CoreV1().Endpoints(ns).Update(ctx, upd, metav1.UpdateOptions{})
+	return err
+}

@@ -1,0 +1,150 @@
+package controllers
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+
+	"berth/controlplane/controller/endpointslice"
+)
+
+// setPodStatus plays the agent: running with ip, ready or not.
+func setPodStatus(t *testing.T, ns, name, ip string, ready bool) {
+	t.Helper()
+	ctx := context.Background()
+	p, err := env.client.CoreV1().Pods(ns).Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	status := corev1.ConditionFalse
+	if ready {
+		status = corev1.ConditionTrue
+	}
+	p.Status.Phase, p.Status.PodIP, p.Status.PodIPs = corev1.PodRunning, ip, []corev1.PodIP{{IP: ip}}
+	p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: status, LastTransitionTime: metav1.Now()}}
+	if _, err := env.client.CoreV1().Pods(ns).UpdateStatus(ctx, p, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// sliceState renders the Service's managed slices: "IP:port ready/serving/terminating" sorted.
+func sliceState(ns, svc string) (string, error) {
+	l, err := env.client.DiscoveryV1().EndpointSlices(ns).List(context.Background(), metav1.ListOptions{
+		LabelSelector: discoveryv1.LabelServiceName + "=" + svc + "," + discoveryv1.LabelManagedBy + "=" + endpointslice.ManagedBy})
+	if err != nil {
+		return "", err
+	}
+	var out []string
+	for _, s := range l.Items {
+		if len(s.OwnerReferences) != 1 || s.OwnerReferences[0].Name != svc {
+			return "", fmt.Errorf("slice %s owners %+v", s.Name, s.OwnerReferences)
+		}
+		for _, e := range s.Endpoints {
+			port := int32(0)
+			if len(s.Ports) > 0 {
+				port = *s.Ports[0].Port
+			}
+			out = append(out, fmt.Sprintf("%s:%d %v/%v/%v", e.Addresses[0], port, *e.Conditions.Ready, *e.Conditions.Serving, *e.Conditions.Terminating))
+		}
+	}
+	slices.Sort(out)
+	return strings.Join(out, ","), nil
+}
+
+func waitSlices(t *testing.T, ns, svc, want string) {
+	t.Helper()
+	var got string
+	eventually(t, "endpoint slices "+want, func() (bool, error) {
+		var err error
+		got, err = sliceState(ns, svc)
+		if err != nil {
+			return false, err
+		}
+		return got == want, fmt.Errorf("slices %q", got)
+	})
+}
+
+// TestEndpointSlices: a Service's EndpointSlices (and Endpoints) follow
+// its pods' IPs, readiness and deletion, with named target ports resolved.
+func TestEndpointSlices(t *testing.T) {
+	ctx := context.Background()
+	ns := namespace(t)
+	svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "web"}, Spec: corev1.ServiceSpec{
+		Selector: map[string]string{"app": "web"},
+		Ports:    []corev1.ServicePort{{Name: "http", Port: 80, TargetPort: intstr.FromString("http")}},
+	}}
+	if _, err := env.client.CoreV1().Services(ns).Create(ctx, svc, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitSlices(t, ns, "web", "") // the empty placeholder
+	for i, name := range []string{"a", "b", "c"} {
+		pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{"app": "web"}},
+			Spec: corev1.PodSpec{NodeName: "node-x", Containers: []corev1.Container{{Name: "c", Image: "web",
+				Ports: []corev1.ContainerPort{{Name: "http", ContainerPort: int32(8080 + i%2)}}}}}}
+		if _, err := env.client.CoreV1().Pods(ns).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	setPodStatus(t, ns, "a", "10.42.0.2", true)
+	setPodStatus(t, ns, "b", "10.42.0.3", true)
+	setPodStatus(t, ns, "c", "10.42.0.4", false)
+	waitSlices(t, ns, "web", "10.42.0.2:8080 true/true/false,10.42.0.3:8081 true/true/false,10.42.0.4:8080 false/false/false")
+	// The legacy Endpoints, one subset per resolved port.
+	eventually(t, "endpoints", func() (bool, error) {
+		ep, err := env.client.CoreV1().Endpoints(ns).Get(ctx, "web", metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		var got []string
+		for _, s := range ep.Subsets {
+			for _, a := range s.Addresses {
+				got = append(got, fmt.Sprintf("%s:%d", a.IP, s.Ports[0].Port))
+			}
+			for _, a := range s.NotReadyAddresses {
+				got = append(got, fmt.Sprintf("%s:%d notready", a.IP, s.Ports[0].Port))
+			}
+		}
+		slices.Sort(got)
+		return strings.Join(got, ",") == "10.42.0.2:8080,10.42.0.3:8081,10.42.0.4:8080 notready", fmt.Errorf("endpoints %v", got)
+	})
+
+	// Readiness lost, then a graceful delete (the pod terminates).
+	setPodStatus(t, ns, "a", "10.42.0.2", false)
+	waitSlices(t, ns, "web", "10.42.0.2:8080 false/false/false,10.42.0.3:8081 true/true/false,10.42.0.4:8080 false/false/false")
+	if err := env.client.CoreV1().Pods(ns).Delete(ctx, "b", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitSlices(t, ns, "web", "10.42.0.2:8080 false/false/false,10.42.0.3:8081 false/true/true,10.42.0.4:8080 false/false/false")
+	zero := int64(0)
+	if err := env.client.CoreV1().Pods(ns).Delete(ctx, "b", metav1.DeleteOptions{GracePeriodSeconds: &zero}); err != nil {
+		t.Fatal(err)
+	}
+	waitSlices(t, ns, "web", "10.42.0.2:8080 false/false/false,10.42.0.4:8080 false/false/false")
+
+	// publishNotReadyAddresses: every address ready.
+	cur, err := env.client.CoreV1().Services(ns).Get(ctx, "web", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cur.Spec.PublishNotReadyAddresses = true
+	if _, err := env.client.CoreV1().Services(ns).Update(ctx, cur, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitSlices(t, ns, "web", "10.42.0.2:8080 true/false/false,10.42.0.4:8080 true/false/false")
+
+	// A deleted Service's slices go.
+	if err := env.client.CoreV1().Services(ns).Delete(ctx, "web", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "slices deleted", func() (bool, error) {
+		l, err := env.client.DiscoveryV1().EndpointSlices(ns).List(ctx, metav1.ListOptions{})
+		return err == nil && len(l.Items) == 0, err
+	})
+}
