@@ -138,12 +138,7 @@ func NewHTTPRequest(action *v1.HTTPGetAction, container *v1.Container, podIP, pu
 
 // userAgent is kube-<purpose>/<major>.<minor> of the Kubernetes version berth implements.
 func userAgent(purpose string) string {
-	v := strings.TrimPrefix(version.KubernetesVersion, "v")
-	parts := strings.SplitN(v, ".", 3)
-	if len(parts) >= 2 {
-		v = parts[0] + "." + parts[1]
-	}
-	return "kube-" + purpose + "/" + v
+	return "kube-" + purpose + "/" + version.KubernetesMinor()
 }
 
 // sameHostRedirects follows redirects only to the host of the first request
