@@ -22,9 +22,9 @@ import (
 
 // HTTP request purposes: they name the User-Agent, "kube-<purpose>/<major.minor>".
 const (
-	// PurposeProbe marks a probe's request (User-Agent kube-probe/1.34).
+	// PurposeProbe marks a probe's request (User-Agent kube-probe/MAJOR.MINOR of the Kubernetes release).
 	PurposeProbe = "probe"
-	// PurposeLifecycle marks a lifecycle hook's request (kube-lifecycle/1.34).
+	// PurposeLifecycle marks a lifecycle hook's request (User-Agent kube-lifecycle/MAJOR.MINOR).
 	PurposeLifecycle = "lifecycle"
 )
 
