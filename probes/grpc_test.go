@@ -12,6 +12,8 @@ import (
 	"google.golang.org/grpc/health"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/metadata"
+
+	"berth/internal/version"
 )
 
 // slowHealth answers Check only when the call ends.
@@ -83,7 +85,7 @@ func TestGRPCProbe(t *testing.T) {
 			}
 		})
 	}
-	if ua, _ := userAgent.Load().(string); !strings.HasPrefix(ua, "kube-probe/1.34") {
-		t.Errorf("user-agent = %q, want kube-probe/1.34 first", ua)
+	if ua, _ := userAgent.Load().(string); !strings.HasPrefix(ua, "kube-probe/"+version.KubernetesMinor()) {
+		t.Errorf("user-agent = %q, want kube-probe/%s first", ua, version.KubernetesMinor())
 	}
 }

@@ -19,6 +19,8 @@ import (
 	testingclock "k8s.io/utils/clock/testing"
 
 	"berth/internal/errdefs"
+
+	"berth/internal/version"
 )
 
 func hookPod() *v1.Pod {
@@ -153,8 +155,8 @@ func TestHookHTTP(t *testing.T) {
 				if hits.Load() == before || path.Load() != tt.action.Path {
 					t.Fatalf("the hook's request did not arrive")
 				}
-				if got := ua.Load(); got != "kube-lifecycle/1.34" {
-					t.Errorf("User-Agent = %q, want kube-lifecycle/1.34", got)
+				if got := ua.Load(); got != "kube-lifecycle/"+version.KubernetesMinor() {
+					t.Errorf("User-Agent = %q, want kube-lifecycle/%s", got, version.KubernetesMinor())
 				}
 			} else if err == nil || !strings.HasPrefix(msg, tt.wantMsg) {
 				t.Errorf("got %q %v, want message starting %q", msg, err, tt.wantMsg)

@@ -22,9 +22,9 @@ import (
 
 // HTTP request purposes: they name the User-Agent, "kube-<purpose>/<major.minor>".
 const (
-	// PurposeProbe marks a probe's request (User-Agent kube-probe/1.34).
+	// PurposeProbe marks a probe's request (User-Agent kube-probe/MAJOR.MINOR of the Kubernetes release).
 	PurposeProbe = "probe"
-	// PurposeLifecycle marks a lifecycle hook's request (kube-lifecycle/1.34).
+	// PurposeLifecycle marks a lifecycle hook's request (User-Agent kube-lifecycle/MAJOR.MINOR).
 	PurposeLifecycle = "lifecycle"
 )
 
@@ -138,12 +138,7 @@ func NewHTTPRequest(action *v1.HTTPGetAction, container *v1.Container, podIP, pu
 
 // userAgent is kube-<purpose>/<major>.<minor> of the Kubernetes version berth implements.
 func userAgent(purpose string) string {
-	v := strings.TrimPrefix(version.KubernetesVersion, "v")
-	parts := strings.SplitN(v, ".", 3)
-	if len(parts) >= 2 {
-		v = parts[0] + "." + parts[1]
-	}
-	return "kube-" + purpose + "/" + v
+	return "kube-" + purpose + "/" + version.KubernetesMinor()
 }
 
 // sameHostRedirects follows redirects only to the host of the first request

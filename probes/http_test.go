@@ -15,6 +15,8 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
+
+	"berth/internal/version"
 )
 
 // hostPort splits a test server's URL.
@@ -123,11 +125,11 @@ func TestHTTPProbe(t *testing.T) {
 			wantHost, wantUA, wantAcc string
 			wantCustom                []string
 		}{
-			{"defaults", nil, net.JoinHostPort(host, strconv.Itoa(port)), "kube-probe/1.34", "*/*", nil},
-			{"Host overrides", []v1.HTTPHeader{{Name: "Host", Value: "example.test"}}, "example.test", "kube-probe/1.34", "*/*", nil},
+			{"defaults", nil, net.JoinHostPort(host, strconv.Itoa(port)), "kube-probe/" + version.KubernetesMinor(), "*/*", nil},
+			{"Host overrides", []v1.HTTPHeader{{Name: "Host", Value: "example.test"}}, "example.test", "kube-probe/" + version.KubernetesMinor(), "*/*", nil},
 			{"User-Agent overrides", []v1.HTTPHeader{{Name: "user-agent", Value: "mine/1"}}, net.JoinHostPort(host, strconv.Itoa(port)), "mine/1", "*/*", nil},
-			{"empty Accept removes it", []v1.HTTPHeader{{Name: "Accept", Value: ""}}, net.JoinHostPort(host, strconv.Itoa(port)), "kube-probe/1.34", "", nil},
-			{"repeated custom header", []v1.HTTPHeader{{Name: "X-Custom", Value: "a"}, {Name: "X-Custom", Value: "b"}}, net.JoinHostPort(host, strconv.Itoa(port)), "kube-probe/1.34", "*/*", []string{"a", "b"}},
+			{"empty Accept removes it", []v1.HTTPHeader{{Name: "Accept", Value: ""}}, net.JoinHostPort(host, strconv.Itoa(port)), "kube-probe/" + version.KubernetesMinor(), "", nil},
+			{"repeated custom header", []v1.HTTPHeader{{Name: "X-Custom", Value: "a"}, {Name: "X-Custom", Value: "b"}}, net.JoinHostPort(host, strconv.Itoa(port)), "kube-probe/" + version.KubernetesMinor(), "*/*", []string{"a", "b"}},
 		}
 		for _, tt := range tests {
 			t.Run(tt.name, func(t *testing.T) {

@@ -126,7 +126,7 @@ func TestRunRegistersRenewsTheLeaseAndReportsStatus(t *testing.T) {
 	if len(st.Addresses) != 2 || st.Addresses[0].Address != "10.0.0.7" || st.Addresses[1] != (v1.NodeAddress{Type: v1.NodeHostName, Address: runName}) {
 		t.Errorf("addresses = %v", st.Addresses)
 	}
-	if st.NodeInfo.ContainerRuntimeVersion != "containerd://1.6.20" || st.NodeInfo.KubeletVersion != version.KubernetesVersion ||
+	if st.NodeInfo.ContainerRuntimeVersion != "containerd://1.6.20" || st.NodeInfo.KubeletVersion != version.Kubernetes() ||
 		st.NodeInfo.Architecture != runtime.GOARCH || st.NodeInfo.KernelVersion == "" || st.NodeInfo.OSImage == "" {
 		t.Errorf("nodeInfo = %+v", st.NodeInfo)
 	}

@@ -334,7 +334,7 @@ func TestReconcileLabels(t *testing.T) {
 func TestNodeInfoAndAddresses(t *testing.T) {
 	info := NodeInfo(SystemInfo{KernelVersion: "6.1.0-13-amd64", OSImage: "Debian GNU/Linux 12 (bookworm)", MachineID: "m", BootID: "b"},
 		&runtimeapi.VersionResponse{RuntimeName: "containerd", RuntimeVersion: "1.6.20"})
-	if info.ContainerRuntimeVersion != "containerd://1.6.20" || info.KubeletVersion != version.KubernetesVersion ||
+	if info.ContainerRuntimeVersion != "containerd://1.6.20" || info.KubeletVersion != version.Kubernetes() ||
 		info.OperatingSystem != runtime.GOOS || info.Architecture != runtime.GOARCH || info.KernelVersion != "6.1.0-13-amd64" ||
 		info.OSImage != "Debian GNU/Linux 12 (bookworm)" || info.MachineID != "m" || info.BootID != "b" {
 		t.Fatalf("NodeInfo = %+v", info)

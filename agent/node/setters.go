@@ -157,7 +157,7 @@ func NodeInfo(si SystemInfo, rv *runtimeapi.VersionResponse) v1.NodeSystemInfo {
 		BootID:          si.BootID,
 		KernelVersion:   si.KernelVersion,
 		OSImage:         si.OSImage,
-		KubeletVersion:  version.KubernetesVersion,
+		KubeletVersion:  version.Kubernetes(),
 		OperatingSystem: runtime.GOOS,
 		Architecture:    runtime.GOARCH,
 	}

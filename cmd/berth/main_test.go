@@ -17,7 +17,7 @@ func TestVersionCommandPrintsVersion(t *testing.T) {
 		t.Fatalf("berth version: %v", err)
 	}
 	got := out.String()
-	for _, want := range []string{version.Version, version.KubernetesVersion} {
+	for _, want := range []string{version.Version, version.Kubernetes()} {
 		if !strings.Contains(got, want) {
 			t.Errorf("berth version printed %q, want it to contain %q", got, want)
 		}

@@ -3,11 +3,9 @@ package apiserver
 import (
 	"fmt"
 	"net/http"
-	goruntime "runtime"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/util/json"
-	"k8s.io/apimachinery/pkg/version"
 
 	berthversion "berth/internal/version"
 )
@@ -27,21 +25,9 @@ func (h *Handler) serveHealth(w http.ResponseWriter, r *http.Request) {
 	fmt.Fprint(w, "ok")
 }
 
-// serveVersion answers /version with the Kubernetes version berth implements.
+// serveVersion answers /version with the Kubernetes release berth implements.
 func (h *Handler) serveVersion(w http.ResponseWriter, _ *http.Request) {
-	major, minor := "1", ""
-	if parts := strings.SplitN(strings.TrimPrefix(berthversion.KubernetesVersion, "v"), ".", 3); len(parts) >= 2 {
-		major, minor = parts[0], parts[1]
-	}
-	info := version.Info{
-		Major:      major,
-		Minor:      minor,
-		GitVersion: berthversion.KubernetesVersion,
-		GitCommit:  berthversion.GitCommit,
-		GoVersion:  goruntime.Version(),
-		Compiler:   goruntime.Compiler,
-		Platform:   goruntime.GOOS + "/" + goruntime.GOARCH,
-	}
+	info := berthversion.Info()
 	data, err := json.Marshal(info)
 	if err != nil {
 		w.WriteHeader(http.StatusInternalServerError)

@@ -16,6 +16,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	genericapirequest "k8s.io/apiserver/pkg/endpoints/request"
 	genericregistry "k8s.io/apiserver/pkg/registry/generic/registry"
+	"k8s.io/streaming/pkg/httpstream/wsstream"
 )
 
 // DefaultAgentPort is the node agent's API port when a Node does not say
@@ -28,13 +29,18 @@ const defaultContainerAnnotation = "kubectl.kubernetes.io/default-container"
 
 // nodeProxy forwards pods/log, exec, attach and portforward to the agent of
 // the pod's node, on the kubelet API paths (/containerLogs, /exec, /attach,
-// /portForward). Upgraded connections (SPDY, WebSocket) pass through.
+// /portForward). Upgraded connections (SPDY, WebSocket) pass through, but
+// for logs asked over a WebSocket, which the apiserver streams itself (as
+// kube-apiserver does).
 type nodeProxy struct {
 	pods, nodes *genericregistry.Store
 	transport   http.RoundTripper
 }
 
 func (p *nodeProxy) log(ctx context.Context, w http.ResponseWriter, r *http.Request, ns, name string) error {
+	if wsstream.IsWebSocketRequest(r) {
+		return p.logWebSocket(ctx, w, r, ns, name)
+	}
 	return p.forward(ctx, w, r, ns, name, "/containerLogs", true)
 }
 
@@ -51,32 +57,10 @@ func (p *nodeProxy) portForward(ctx context.Context, w http.ResponseWriter, r *h
 }
 
 func (p *nodeProxy) forward(ctx context.Context, w http.ResponseWriter, r *http.Request, ns, name, prefix string, withContainer bool) error {
-	if p.transport == nil {
-		return apierrors.NewServiceUnavailable("no transport to node agents is configured")
-	}
-	obj, err := p.pods.Get(ctx, name, &metav1.GetOptions{})
+	target, err := p.target(ctx, r, ns, name, prefix, withContainer)
 	if err != nil {
 		return err
 	}
-	pod := obj.(*corev1.Pod)
-	if pod.Spec.NodeName == "" {
-		return apierrors.NewBadRequest(fmt.Sprintf("pod %s does not have a host assigned", name))
-	}
-	query := r.URL.Query()
-	path := prefix + "/" + url.PathEscape(ns) + "/" + url.PathEscape(name)
-	if withContainer {
-		c, err := containerFor(pod, query.Get("container"))
-		if err != nil {
-			return err
-		}
-		query.Del("container")
-		path += "/" + url.PathEscape(c)
-	}
-	host, err := p.agentAddress(ctx, pod.Spec.NodeName)
-	if err != nil {
-		return err
-	}
-	target := &url.URL{Scheme: "https", Host: host, Path: path, RawQuery: query.Encode()}
 	rp := &httputil.ReverseProxy{
 		Transport:     p.transport,
 		FlushInterval: -1,
@@ -91,6 +75,38 @@ func (p *nodeProxy) forward(ctx context.Context, w http.ResponseWriter, r *http.
 	}
 	rp.ServeHTTP(w, r)
 	return nil
+}
+
+// target is the agent URL serving a pod request: the kubelet API path
+// prefix/NAMESPACE/POD[/CONTAINER] on the pod's node, with the request's
+// query (but the container) passed on.
+func (p *nodeProxy) target(ctx context.Context, r *http.Request, ns, name, prefix string, withContainer bool) (*url.URL, error) {
+	if p.transport == nil {
+		return nil, apierrors.NewServiceUnavailable("no transport to node agents is configured")
+	}
+	obj, err := p.pods.Get(ctx, name, &metav1.GetOptions{})
+	if err != nil {
+		return nil, err
+	}
+	pod := obj.(*corev1.Pod)
+	if pod.Spec.NodeName == "" {
+		return nil, apierrors.NewBadRequest(fmt.Sprintf("pod %s does not have a host assigned", name))
+	}
+	query := r.URL.Query()
+	path := prefix + "/" + url.PathEscape(ns) + "/" + url.PathEscape(name)
+	if withContainer {
+		c, err := containerFor(pod, query.Get("container"))
+		if err != nil {
+			return nil, err
+		}
+		query.Del("container")
+		path += "/" + url.PathEscape(c)
+	}
+	host, err := p.agentAddress(ctx, pod.Spec.NodeName)
+	if err != nil {
+		return nil, err
+	}
+	return &url.URL{Scheme: "https", Host: host, Path: path, RawQuery: query.Encode()}, nil
 }
 
 // agentAddress is host:port of a node's agent: its InternalIP (else

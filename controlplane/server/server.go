@@ -171,7 +171,7 @@ func (s *Server) Run(ctx context.Context) (err error) {
 	}
 	var openapiHandler http.Handler
 	var converter managedfields.TypeConverter
-	if docs, err := openapi.New(openapiResources(set), openapi.Info{Version: version.KubernetesVersion, ServerSideApply: true}); err != nil {
+	if docs, err := openapi.New(openapiResources(set), openapi.Info{Version: version.Kubernetes(), ServerSideApply: true}); err != nil {
 		log.Warn("OpenAPI documents unavailable; kubectl validation, explain and server-side apply will not work", "err", err)
 	} else {
 		openapiHandler = docs.Handler()

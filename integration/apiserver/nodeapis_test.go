@@ -17,6 +17,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/rest"
+
+	"berth/integration/harness"
 )
 
 // tableOf GETs a collection as a server-side table and returns its column
@@ -296,7 +298,9 @@ func TestVolumeAttachments(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = vas.DeleteCollection(context.Background(), metav1.DeleteOptions{}, metav1.ListOptions{LabelSelector: "test=va"}) })
+	t.Cleanup(func() {
+		_ = vas.DeleteCollection(context.Background(), metav1.DeleteOptions{}, metav1.ListOptions{LabelSelector: "test=va"})
+	})
 	if created.Status.Attached {
 		t.Error("create kept status.attached")
 	}
@@ -369,4 +373,28 @@ func TestCSIStorageCapacities(t *testing.T) {
 		t.Fatal(err)
 	}
 	nextEventOf(t, w, watch.Deleted)
+}
+
+// TestVersionFromModules: /version and the OpenAPI info report the
+// Kubernetes release of the modules berth is built with.
+func TestVersionFromModules(t *testing.T) {
+	want, err := harness.ModuleRelease("k8s.io/api")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cs := shared.Client(t)
+	v, err := cs.Discovery().ServerVersion()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v.GitVersion != want || v.Major != "1" || !strings.HasPrefix(want, "v1."+v.Minor+".") {
+		t.Errorf("/version = %+v, want %s", v, want)
+	}
+	doc, err := cs.Discovery().OpenAPISchema()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if doc.GetInfo().GetVersion() != want {
+		t.Errorf("OpenAPI info.version = %q, want %q", doc.GetInfo().GetVersion(), want)
+	}
 }

@@ -9,6 +9,7 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"crypto/x509/pkix"
+	"encoding/base64"
 	"encoding/pem"
 	"fmt"
 	"io"
@@ -24,6 +25,7 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/net/websocket"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -69,6 +71,10 @@ func startFakeAgent(t *testing.T, dataDir string) *fakeAgent {
 		}
 		a.mu.Unlock()
 		if strings.HasPrefix(r.URL.Path, "/containerLogs/") {
+			if r.URL.Query().Get("previous") == "true" {
+				http.Error(w, "previous terminated container not found", http.StatusBadRequest)
+				return
+			}
 			fmt.Fprintf(w, "log line from %s\n", r.URL.Path)
 			return
 		}
@@ -121,10 +127,11 @@ func loadCA(t *testing.T, dir string) (*x509.Certificate, *ecdsa.PrivateKey) {
 	return cert, key
 }
 
-// TestPodLogsProxiedToNode: pods/log goes to the agent of the pod's node
-// (address and port from the Node object), over TLS verified against the
-// cluster CA, with the apiserver's client certificate.
-func TestPodLogsProxiedToNode(t *testing.T) {
+// podOnFakeNode creates a Node whose agent is a fakeAgent, and a pod
+// "logger" in a new namespace, bound to it once it has been checked that
+// logs of the unbound pod are refused.
+func podOnFakeNode(t *testing.T) (*fakeAgent, string) {
+	t.Helper()
 	ctx := context.Background()
 	agent := startFakeAgent(t, shared.Dir)
 	_, portStr, _ := net.SplitHostPort(agent.srv.Listener.Addr().String())
@@ -154,6 +161,16 @@ func TestPodLogsProxiedToNode(t *testing.T) {
 	if err := pods.Bind(ctx, &corev1.Binding{ObjectMeta: metav1.ObjectMeta{Name: "logger"}, Target: corev1.ObjectReference{Kind: "Node", Name: nodeName}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
+	return agent, ns
+}
+
+// TestPodLogsProxiedToNode: pods/log goes to the agent of the pod's node
+// (address and port from the Node object), over TLS verified against the
+// cluster CA, with the apiserver's client certificate.
+func TestPodLogsProxiedToNode(t *testing.T) {
+	ctx := context.Background()
+	agent, ns := podOnFakeNode(t)
+	pods := shared.Client(t).CoreV1().Pods(ns)
 	out := shared.mustKubectl(t, "1.32", "", "-n", ns, "logs", "logger", "--tail=5")
 	want := fmt.Sprintf("log line from /containerLogs/%s/logger/c", ns)
 	if !strings.Contains(out, want) {
@@ -205,5 +222,90 @@ func TestPodLogsProxiedToNode(t *testing.T) {
 	// An unknown container is refused before reaching the node.
 	if _, err := pods.GetLogs("logger", &corev1.PodLogOptions{Container: "nope"}).DoRaw(ctx); !apierrors.IsBadRequest(err) {
 		t.Fatalf("logs of an unknown container: %v, want 400", err)
+	}
+}
+
+// TestPodLogsOverWebSocket: pods/log asked over a WebSocket (upstream's e2e
+// "should support retrieving logs from the container over websockets") is
+// streamed by the apiserver in the binary.k8s.io and base64.binary.k8s.io
+// protocols, the socket closed at the end of the log; an agent refusal
+// comes back before the upgrade.
+func TestPodLogsOverWebSocket(t *testing.T) {
+	_, ns := podOnFakeNode(t)
+	cfg := shared.RESTConfig(t)
+	tlsCfg, err := rest.TLSConfigFor(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := fmt.Sprintf("log line from /containerLogs/%s/logger/c\n", ns)
+	for _, tc := range []struct {
+		protocol string
+		decode   func([]byte) ([]byte, error)
+	}{
+		{"binary.k8s.io", func(b []byte) ([]byte, error) { return b, nil }},
+		{"base64.binary.k8s.io", func(b []byte) ([]byte, error) { return base64.StdEncoding.DecodeString(string(b)) }},
+	} {
+		t.Run(tc.protocol, func(t *testing.T) {
+			u := "wss://" + shared.Addr + "/api/v1/namespaces/" + ns + "/pods/logger/log?container=c"
+			wsCfg, err := websocket.NewConfig(u, "http://localhost")
+			if err != nil {
+				t.Fatal(err)
+			}
+			wsCfg.TlsConfig = tlsCfg
+			wsCfg.Protocol = []string{tc.protocol}
+			if cfg.BearerToken != "" {
+				wsCfg.Header = http.Header{"Authorization": {"Bearer " + cfg.BearerToken}}
+			}
+			ws, err := websocket.DialConfig(wsCfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer ws.Close()
+			if ws.Config().Protocol[0] != tc.protocol {
+				t.Errorf("negotiated protocol %v", ws.Config().Protocol)
+			}
+			var got []byte
+			for {
+				var msg []byte
+				err := websocket.Message.Receive(ws, &msg)
+				if err == io.EOF {
+					break
+				} else if err != nil {
+					t.Fatalf("receive: %v", err)
+				}
+				data, err := tc.decode(msg)
+				if err != nil {
+					t.Fatalf("message %q: %v", msg, err)
+				}
+				got = append(got, data...)
+			}
+			if string(got) != want {
+				t.Fatalf("log over websocket %q, want %q", got, want)
+			}
+		})
+	}
+
+	// Refusals come before any upgrade: the agent's (no previous
+	// container), and a subprotocol the apiserver does not speak.
+	hc, err := rest.HTTPClientFor(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct{ query, protocol, want string }{
+		{"previous=true", "binary.k8s.io", "previous terminated container"},
+		{"", "v4.channel.k8s.io", "are not supported"},
+	} {
+		req, _ := http.NewRequest(http.MethodGet, cfg.Host+"/api/v1/namespaces/"+ns+"/pods/logger/log?container=c&"+tc.query, nil)
+		req.Header = http.Header{"Connection": {"Upgrade"}, "Upgrade": {"websocket"}, "Sec-Websocket-Version": {"13"},
+			"Sec-Websocket-Key": {"dGhlIHNhbXBsZSBub25jZQ=="}, "Sec-Websocket-Protocol": {tc.protocol}}
+		resp, err := hc.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusBadRequest || !strings.Contains(string(body), tc.want) {
+			t.Fatalf("%s over websocket (%s): %s %s", tc.query, tc.protocol, resp.Status, body)
+		}
 	}
 }

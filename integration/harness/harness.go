@@ -98,21 +98,33 @@ func BuildBinary() (string, error) {
 // Kubernetes release `berth kubectl version` reports is that of the
 // k8s.io/kubectl module, v0.X.Y → v1.X.Y.
 func KubeLDFlags() (string, error) {
-	out, err := exec.Command("go", "list", "-m", "-f", "{{.Version}}", "k8s.io/kubectl").Output()
+	kube, err := ModuleRelease("k8s.io/kubectl")
 	if err != nil {
-		return "", fmt.Errorf("go list -m k8s.io/kubectl: %w", err)
+		return "", err
+	}
+	minor := strings.Split(kube, ".")[1]
+	var flags []string
+	for _, pkg := range []string{"k8s.io/component-base/version", "k8s.io/client-go/pkg/version"} {
+		flags = append(flags, "-X", pkg+".gitVersion="+kube, "-X", pkg+".gitMajor=1", "-X", pkg+".gitMinor="+minor)
+	}
+	return strings.Join(flags, " "), nil
+}
+
+// ModuleRelease is the Kubernetes release of a staging module berth
+// requires (its go.mod version v0.X.Y is Kubernetes v1.X.Y): what berth
+// reports as its version. Test binaries carry no module information, so
+// tests ask the go command.
+func ModuleRelease(module string) (string, error) {
+	out, err := exec.Command("go", "list", "-m", "-f", "{{.Version}}", module).Output()
+	if err != nil {
+		return "", fmt.Errorf("go list -m %s: %w", module, err)
 	}
 	v := strings.TrimSpace(string(out))
 	parts := strings.Split(strings.TrimPrefix(v, "v"), ".")
 	if len(parts) != 3 || parts[0] != "0" {
-		return "", fmt.Errorf("k8s.io/kubectl version %q is not v0.X.Y", v)
+		return "", fmt.Errorf("%s version %q is not v0.X.Y", module, v)
 	}
-	kube := "v1." + parts[1] + "." + parts[2]
-	var flags []string
-	for _, pkg := range []string{"k8s.io/component-base/version", "k8s.io/client-go/pkg/version"} {
-		flags = append(flags, "-X", pkg+".gitVersion="+kube, "-X", pkg+".gitMajor=1", "-X", pkg+".gitMinor="+parts[1])
-	}
-	return strings.Join(flags, " "), nil
+	return "v1." + parts[1] + "." + parts[2], nil
 }
 
 // RequireKubectl returns the path of kubectl KubectlRelease, built by
