@@ -163,8 +163,12 @@ func (w *worker) sync(ctx context.Context, pod *v1.Pod) time.Duration {
 	}
 	now := cfg.Clock.Now()
 	in := lifecycle.Input{Pod: pod, Runtime: rt, BackOff: cfg.BackOff, Now: now}
+	// The active deadline counts from the startTime published, or, after
+	// a restart of the agent, from the one the apiserver holds.
 	if old, ok := cfg.Status.Status(pod.UID); ok && old.StartTime != nil {
 		in.StartTime = old.StartTime.Time
+	} else if pod.Status.StartTime != nil {
+		in.StartTime = pod.Status.StartTime.Time
 	}
 	if cfg.Probes != nil {
 		cfg.Probes.AddPod(pod)

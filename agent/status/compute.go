@@ -75,9 +75,13 @@ func Compute(in Input) v1.PodStatus {
 	}
 	now := metav1.NewTime(in.Now)
 	st := v1.PodStatus{QOSClass: in.QOSClass}
-	if in.Old != nil && in.Old.StartTime != nil {
+	switch {
+	case in.Old != nil && in.Old.StartTime != nil:
 		st.StartTime = in.Old.StartTime.DeepCopy()
-	} else {
+	case pod.Status.StartTime != nil:
+		// As the kubelet's status manager: the apiserver's, after a restart.
+		st.StartTime = pod.Status.StartTime.DeepCopy()
+	default:
 		st.StartTime = &now
 	}
 	if in.HostIP != "" {

@@ -201,6 +201,12 @@ func TestComputeKeepsTransitionTimesAndTerminalPhase(t *testing.T) {
 		t.Errorf("Ready after a crash = %+v", c)
 	}
 
+	restarted := p.DeepCopy()
+	restarted.Status.StartTime = &metav1.Time{Time: t0.Add(-time.Hour)}
+	if st := Compute(Input{Pod: restarted, Runtime: running, Now: t0}); !st.StartTime.Time.Equal(t0.Add(-time.Hour)) {
+		t.Errorf("without a previous status, startTime %v, want the apiserver's %v", st.StartTime, t0.Add(-time.Hour))
+	}
+
 	failed := v1.PodStatus{Phase: v1.PodFailed}
 	st := Compute(Input{Pod: p, Runtime: running, Old: &failed, Now: t0})
 	if st.Phase != v1.PodFailed {
