@@ -13,6 +13,7 @@ package envsource
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"sort"
@@ -204,10 +205,14 @@ func (o *objects) secret(name string) (*v1.Secret, error) {
 
 // apiError is the kubelet's error for a failed read: a missing object is its
 // object cache's NotFound (`configmap "x" not found`), anything else the
-// error as returned.
+// apiserver's error as it came.
 func apiError(err error, resource, name string) error {
 	if errdefs.IsNotFound(err) || apierrors.IsNotFound(err) {
 		return apierrors.NewNotFound(schema.GroupResource{Resource: resource}, name)
+	}
+	var status *apierrors.StatusError
+	if errors.As(err, &status) {
+		return status
 	}
 	return err
 }
