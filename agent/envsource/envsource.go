@@ -6,6 +6,9 @@
 // the Services in the pod's namespace plus default/kubernetes. It fills the
 // Options agent/containerconfig assembles the environment from.
 //
+// As the 1.34 kubelet (relaxed environment variable validation), envFrom
+// keys are used whatever their characters, none skipped.
+//
 // Errors carry the kubelet's wording (`configmap "x" not found`, `couldn't
 // find key y in ConfigMap ns/x`), which becomes the container's
 // CreateContainerConfigError message; the caller retries.
