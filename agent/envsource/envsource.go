@@ -6,6 +6,9 @@
 // the Services in the pod's namespace plus default/kubernetes. It fills the
 // Options agent/containerconfig assembles the environment from.
 //
+// As the 1.34 kubelet (relaxed environment variable validation), envFrom
+// keys are used whatever their characters, none skipped.
+//
 // Errors carry the kubelet's wording (`configmap "x" not found`, `couldn't
 // find key y in ConfigMap ns/x`), which becomes the container's
 // CreateContainerConfigError message; the caller retries.
@@ -13,6 +16,7 @@ package envsource
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"sort"
@@ -204,10 +208,14 @@ func (o *objects) secret(name string) (*v1.Secret, error) {
 
 // apiError is the kubelet's error for a failed read: a missing object is its
 // object cache's NotFound (`configmap "x" not found`), anything else the
-// error as returned.
+// apiserver's error as it came.
 func apiError(err error, resource, name string) error {
 	if errdefs.IsNotFound(err) || apierrors.IsNotFound(err) {
 		return apierrors.NewNotFound(schema.GroupResource{Resource: resource}, name)
+	}
+	var status *apierrors.StatusError
+	if errors.As(err, &status) {
+		return status
 	}
 	return err
 }

@@ -2,13 +2,17 @@ package envsource
 
 import (
 	"context"
+	"errors"
 	"reflect"
 	"testing"
 
 	v1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
 
 	"berth/agent/containerconfig"
 	"berth/agent/volumes"
@@ -267,4 +271,24 @@ func TestServiceEnv(t *testing.T) {
 			t.Fatalf("static pod: %v", err)
 		}
 	})
+}
+
+// TestFillKeepsTheAPIErrorMessage: a refused read shows the apiserver's
+// message alone, as the kubelet's.
+func TestFillKeepsTheAPIErrorMessage(t *testing.T) {
+	client := fake.NewSimpleClientset()
+	client.PrependReactor("get", "configmaps", func(k8stesting.Action) (bool, runtime.Object, error) {
+		return true, nil, apierrors.NewForbidden(schema.GroupResource{Resource: "configmaps"}, "cm", errors.New("no relationship found between node 'n' and this object"))
+	})
+	src, err := volumes.NewClientSource(client)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := v1.Container{EnvFrom: []v1.EnvFromSource{{ConfigMapRef: &v1.ConfigMapEnvSource{LocalObjectReference: v1.LocalObjectReference{Name: "cm"}, Optional: ptr(true)}}}}
+	var opts containerconfig.Options
+	err = New(Config{Objects: src}).Fill(context.Background(), &v1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns"}}, &c, &opts)
+	want := `configmaps "cm" is forbidden: no relationship found between node 'n' and this object`
+	if err == nil || err.Error() != want {
+		t.Fatalf("error = %v, want %q (an optional source is skipped only when missing)", err, want)
+	}
 }

@@ -127,3 +127,33 @@ func TestEnvErrorIsCreateContainerConfigErrorAndRetried(t *testing.T) {
 		return h.running(pod.UID, "app") != nil, fmt.Sprintf("%+v", h.podStatus(pod.UID))
 	})
 }
+
+// TestActiveDeadlineOfAFinishedPod: a pod that succeeded before its
+// deadline stays Succeeded, with no DeadlineExceeded event.
+func TestActiveDeadlineOfAFinishedPod(t *testing.T) {
+	srv := critest.NewServer(t)
+	srv.AddImage("busybox")
+	h, events := newEventHarness(t, srv, nil)
+	pod := testPod("done", v1.RestartPolicyNever, nil, "app")
+	one := int64(1)
+	pod.Spec.ActiveDeadlineSeconds = &one
+	h.m.Update(pod)
+	eventually(t, "app running", func() (bool, string) { return h.running(pod.UID, "app") != nil, "" })
+	c := h.running(pod.UID, "app")
+	if err := srv.ExitContainer(c.GetId(), 0, "Completed"); err != nil {
+		t.Fatal(err)
+	}
+	h.m.Wake(pod.UID)
+	eventually(t, "pod Succeeded", func() (bool, string) {
+		return h.podStatus(pod.UID).Phase == v1.PodSucceeded, fmt.Sprintf("%+v", h.podStatus(pod.UID))
+	})
+	time.Sleep(1500 * time.Millisecond) // past the deadline
+	h.m.Wake(pod.UID)
+	time.Sleep(300 * time.Millisecond)
+	if st := h.podStatus(pod.UID); st.Phase != v1.PodSucceeded || st.Reason != "" {
+		t.Errorf("status %s %q, want Succeeded", st.Phase, st.Reason)
+	}
+	if events.has("Normal DeadlineExceeded") {
+		t.Errorf("DeadlineExceeded recorded for a pod that finished in time")
+	}
+}

@@ -162,10 +162,7 @@ func (w *worker) sync(ctx context.Context, pod *v1.Pod) time.Duration {
 		return cfg.Resync
 	}
 	now := cfg.Clock.Now()
-	in := lifecycle.Input{Pod: pod, Runtime: rt, BackOff: cfg.BackOff, Now: now}
-	if old, ok := cfg.Status.Status(pod.UID); ok && old.StartTime != nil {
-		in.StartTime = old.StartTime.Time
-	}
+	in := lifecycle.Input{Pod: pod, Runtime: rt, BackOff: cfg.BackOff, Now: now, StartTime: w.activeSince(pod)}
 	if cfg.Probes != nil {
 		cfg.Probes.AddPod(pod)
 		in.Unhealthy = w.unhealthy
@@ -203,6 +200,22 @@ func (w *worker) sync(ctx context.Context, pod *v1.Pod) time.Duration {
 	w.collectGarbage(ctx, log, rt)
 	w.publish(pod, rt)
 	return next
+}
+
+// activeSince is when the pod's active deadline counts from: the startTime
+// published, or, after a restart of the agent, the apiserver's; zero for a
+// pod that finished on its own (its deadline no longer matters).
+func (w *worker) activeSince(pod *v1.Pod) time.Time {
+	old, ok := w.m.cfg.Status.Status(pod.UID)
+	switch {
+	case ok && (old.Phase == v1.PodSucceeded || old.Phase == v1.PodFailed) && w.rejected == nil:
+		return time.Time{}
+	case ok && old.StartTime != nil:
+		return old.StartTime.Time
+	case pod.Status.StartTime != nil:
+		return pod.Status.StartTime.Time
+	}
+	return time.Time{}
 }
 
 // publish computes the pod's status and hands it to the status manager.

@@ -28,6 +28,7 @@ const (
 	ReasonContainersNotInitialized = "ContainersNotInitialized"
 	ReasonContainersNotReady       = "ContainersNotReady"
 	ReasonPodCompleted             = "PodCompleted"
+	ReasonReadinessGatesNotReady   = "ReadinessGatesNotReady"
 )
 
 // Failure is why the last attempt to start a container did not succeed
@@ -74,9 +75,13 @@ func Compute(in Input) v1.PodStatus {
 	}
 	now := metav1.NewTime(in.Now)
 	st := v1.PodStatus{QOSClass: in.QOSClass}
-	if in.Old != nil && in.Old.StartTime != nil {
+	switch {
+	case in.Old != nil && in.Old.StartTime != nil:
 		st.StartTime = in.Old.StartTime.DeepCopy()
-	} else {
+	case pod.Status.StartTime != nil:
+		// As the kubelet's status manager: the apiserver's, after a restart.
+		st.StartTime = pod.Status.StartTime.DeepCopy()
+	default:
 		st.StartTime = &now
 	}
 	if in.HostIP != "" {
@@ -301,7 +306,8 @@ func find(list []v1.ContainerStatus, name string) (*v1.ContainerStatus, bool) {
 	return nil, false
 }
 
-// conditions are upstream's four pod conditions, each keeping its previous
+// conditions are upstream's four pod conditions (Ready also waiting for the
+// readiness gates), each keeping its previous
 // lastTransitionTime while its status is unchanged.
 func conditions(in Input, rt *podstate.Pod, st *v1.PodStatus) []v1.PodCondition {
 	pod := in.Pod
@@ -354,6 +360,11 @@ func conditions(in Input, rt *podstate.Pod, st *v1.PodStatus) []v1.PodCondition 
 	}
 	r, cr := ready, ready
 	r.Type, cr.Type = v1.PodReady, v1.ContainersReady
+	if ready.Status == v1.ConditionTrue {
+		if msg := readinessGates(pod); msg != "" {
+			r = cond(v1.PodReady, false, ReasonReadinessGatesNotReady, msg)
+		}
+	}
 	conds = append(conds, r, cr)
 
 	now := metav1.NewTime(in.Now)
@@ -369,6 +380,29 @@ func conditions(in Input, rt *podstate.Pod, st *v1.PodStatus) []v1.PodCondition 
 		}
 	}
 	return conds
+}
+
+// readinessGates says why the pod's readiness gates keep it from Ready,
+// from the conditions others set on it (upstream's message); "" when every
+// gate's condition is True.
+func readinessGates(pod *v1.Pod) string {
+	var why []string
+	for _, g := range pod.Spec.ReadinessGates {
+		var c *v1.PodCondition
+		for i := range pod.Status.Conditions {
+			if pod.Status.Conditions[i].Type == g.ConditionType {
+				c = &pod.Status.Conditions[i]
+				break
+			}
+		}
+		switch {
+		case c == nil:
+			why = append(why, fmt.Sprintf("corresponding condition of pod readiness gate %q does not exist.", string(g.ConditionType)))
+		case c.Status != v1.ConditionTrue:
+			why = append(why, fmt.Sprintf("the status of pod readiness gate %q is not \"True\", but %v", string(g.ConditionType), c.Status))
+		}
+	}
+	return strings.Join(why, ", ")
 }
 
 func cond(t v1.PodConditionType, ok bool, reason, message string) v1.PodCondition {

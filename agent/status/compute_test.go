@@ -201,6 +201,12 @@ func TestComputeKeepsTransitionTimesAndTerminalPhase(t *testing.T) {
 		t.Errorf("Ready after a crash = %+v", c)
 	}
 
+	restarted := p.DeepCopy()
+	restarted.Status.StartTime = &metav1.Time{Time: t0.Add(-time.Hour)}
+	if st := Compute(Input{Pod: restarted, Runtime: running, Now: t0}); !st.StartTime.Time.Equal(t0.Add(-time.Hour)) {
+		t.Errorf("without a previous status, startTime %v, want the apiserver's %v", st.StartTime, t0.Add(-time.Hour))
+	}
+
 	failed := v1.PodStatus{Phase: v1.PodFailed}
 	st := Compute(Input{Pod: p, Runtime: running, Old: &failed, Now: t0})
 	if st.Phase != v1.PodFailed {
@@ -239,5 +245,41 @@ func TestComputeRejected(t *testing.T) {
 	}
 	if plain := Compute(Input{Pod: p, Runtime: running, Now: t0}); plain.Phase != v1.PodRunning || plain.Reason != "" {
 		t.Fatalf("without a rejection: phase=%s reason=%q", plain.Phase, plain.Reason)
+	}
+}
+
+// TestReadinessGates: with every container ready, Ready waits for the
+// conditions of the pod's readiness gates (set by others) to be True, with
+// upstream's reason and message; ContainersReady does not.
+func TestReadinessGates(t *testing.T) {
+	running := runtimeOf(true, "10.1.0.2").c("app", podstate.ContainerRunning, 0, "", 0).done()
+	p := pod(v1.RestartPolicyAlways, nil, "app")
+	p.Spec.ReadinessGates = []v1.PodReadinessGate{{ConditionType: "example.com/a"}, {ConditionType: "example.com/b"}}
+	for _, tc := range []struct {
+		name    string
+		conds   []v1.PodCondition
+		ready   bool
+		message string
+	}{
+		{"no conditions", nil, false, `corresponding condition of pod readiness gate "example.com/a" does not exist., corresponding condition of pod readiness gate "example.com/b" does not exist.`},
+		{"one True, one False", []v1.PodCondition{{Type: "example.com/a", Status: v1.ConditionTrue}, {Type: "example.com/b", Status: v1.ConditionFalse}}, false,
+			`the status of pod readiness gate "example.com/b" is not "True", but False`},
+		{"both True", []v1.PodCondition{{Type: "example.com/a", Status: v1.ConditionTrue}, {Type: "example.com/b", Status: v1.ConditionTrue}}, true, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := p.DeepCopy()
+			p.Status.Conditions = tc.conds
+			st := Compute(Input{Pod: p, Runtime: running, Now: t0})
+			r, cr := condOf(st, v1.PodReady), condOf(st, v1.ContainersReady)
+			if cr.Status != v1.ConditionTrue {
+				t.Errorf("ContainersReady = %+v, want True", cr)
+			}
+			if (r.Status == v1.ConditionTrue) != tc.ready || r.Message != tc.message {
+				t.Fatalf("Ready = %+v, want ready=%v message %q", r, tc.ready, tc.message)
+			}
+			if !tc.ready && r.Reason != ReasonReadinessGatesNotReady {
+				t.Errorf("Ready reason %q", r.Reason)
+			}
+		})
 	}
 }

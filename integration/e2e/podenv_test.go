@@ -42,9 +42,10 @@ func TestKubeletBehavioursOfTheConformanceSuite(t *testing.T) {
 		_, err := c.Client.CoreV1().ServiceAccounts(ns).Get(ctx, "default", metav1.GetOptions{})
 		return err == nil, fmt.Sprint(err)
 	})
+	grace := int64(1)
 	pod := func(name string, command string, mutate func(*v1.Pod)) *v1.Pod {
 		p := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns}, Spec: v1.PodSpec{
-			RestartPolicy: v1.RestartPolicyNever,
+			RestartPolicy: v1.RestartPolicyNever, TerminationGracePeriodSeconds: &grace,
 			Containers:    []v1.Container{{Name: "main", Image: c.Env.BusyboxImage, ImagePullPolicy: v1.PullIfNotPresent, Command: []string{"sh", "-c", command}}},
 		}}
 		if mutate != nil {
@@ -199,8 +200,6 @@ func TestKubeletBehavioursOfTheConformanceSuite(t *testing.T) {
 	t.Run("activeDeadlineSeconds fails the pod", func(t *testing.T) {
 		deadline := int64(600)
 		p := pod("deadline", "sleep 3600", func(p *v1.Pod) { p.Spec.ActiveDeadlineSeconds = &deadline })
-		grace := int64(1)
-		p.Spec.TerminationGracePeriodSeconds = &grace
 		create(t, p)
 		harness.WaitFor(t, 90*time.Second, "pod Running", func() (bool, string) {
 			got, err := pods.Get(ctx, p.Name, metav1.GetOptions{})
@@ -230,6 +229,33 @@ func TestKubeletBehavioursOfTheConformanceSuite(t *testing.T) {
 			}
 			return got.Status.ContainerStatuses[0].State.Terminated != nil && len(evs.Items) > 0, fmt.Sprintf("%+v events=%d", got.Status.ContainerStatuses[0].State, len(evs.Items))
 		})
+	})
+
+	t.Run("readiness gates hold Ready until their conditions are True", func(t *testing.T) {
+		p := pod("gated", "sleep 3600", func(p *v1.Pod) {
+			p.Spec.ReadinessGates = []v1.PodReadinessGate{{ConditionType: "example.com/gate"}}
+		})
+		create(t, p)
+		ready := func(want v1.ConditionStatus) func() (bool, string) {
+			return func() (bool, string) {
+				got, err := pods.Get(ctx, p.Name, metav1.GetOptions{})
+				if err != nil {
+					return false, err.Error()
+				}
+				for _, c := range got.Status.Conditions {
+					if c.Type == v1.PodReady {
+						return got.Status.Phase == v1.PodRunning && c.Status == want, fmt.Sprintf("%s %+v", got.Status.Phase, c)
+					}
+				}
+				return false, fmt.Sprint(got.Status.Conditions)
+			}
+		}
+		harness.WaitFor(t, 90*time.Second, "Running, not Ready (ReadinessGatesNotReady)", ready(v1.ConditionFalse))
+		patch := []byte(`{"status":{"conditions":[{"type":"example.com/gate","status":"True"}]}}`)
+		if _, err := pods.Patch(ctx, p.Name, "application/strategic-merge-patch+json", patch, metav1.PatchOptions{}, "status"); err != nil {
+			t.Fatal(err)
+		}
+		harness.WaitFor(t, 30*time.Second, "Ready once the gate's condition is True", ready(v1.ConditionTrue))
 	})
 
 	t.Run("safe and allowed sysctls reach the pod", func(t *testing.T) {

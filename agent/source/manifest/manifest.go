@@ -300,6 +300,13 @@ func Load(data []byte, file, node string) (*v1.Pod, error) {
 	if errs := validation.ValidatePod(pod); len(errs) > 0 {
 		return nil, fmt.Errorf("%s: invalid pod %s/%s: %s: %w", file, pod.Namespace, pod.Name, errs.ToAggregate(), errdefs.ErrInvalidArgument)
 	}
+	// As the kubelet, a static pod may not depend on API objects.
+	switch ref, err := apiReference(pod); {
+	case err != nil:
+		return nil, fmt.Errorf("%s: %w: %w", file, err, errdefs.ErrInvalidArgument)
+	case ref != "":
+		return nil, fmt.Errorf("%s: static pods may not reference %s: %w", file, ref, errdefs.ErrInvalidArgument)
+	}
 	return pod, nil
 }
 
