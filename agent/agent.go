@@ -65,6 +65,7 @@ import (
 	"berth/agent/podstate"
 	"berth/agent/podworker"
 	"berth/agent/qos"
+	"berth/agent/runtimeclass"
 	"berth/agent/sandboxconfig"
 	"berth/agent/server"
 	apisource "berth/agent/source/apiserver"
@@ -236,6 +237,15 @@ func (a *Agent) Run(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("agent: %w", err)
 	}
+	var runtimeHandler func(*v1.Pod) (string, error)
+	if kube != nil {
+		classes, err := runtimeclass.New(kube)
+		if err != nil {
+			return fmt.Errorf("agent: %w", err)
+		}
+		run.Go("runtime classes", classes.Run)
+		runtimeHandler = classes.Handler
+	}
 	workers, err := podworker.New(podworker.Config{
 		CRI: client, Reader: reader, Status: statuses, BackOff: crashBackOff,
 		Images: puller, Volumes: vols, Probes: prober, Hooks: hooks,
@@ -259,6 +269,8 @@ func (a *Agent) Run(ctx context.Context) error {
 		Recorder:        recorder,
 		Metrics:         met,
 		Logger:          log,
+
+		PodRuntimeHandler: runtimeHandler, // each pod's RuntimeClass's
 	})
 	if err != nil {
 		return fmt.Errorf("agent: %w", err)
