@@ -28,6 +28,7 @@ const (
 	ReasonContainersNotInitialized = "ContainersNotInitialized"
 	ReasonContainersNotReady       = "ContainersNotReady"
 	ReasonPodCompleted             = "PodCompleted"
+	ReasonReadinessGatesNotReady   = "ReadinessGatesNotReady"
 )
 
 // Failure is why the last attempt to start a container did not succeed
@@ -294,7 +295,8 @@ func find(list []v1.ContainerStatus, name string) (*v1.ContainerStatus, bool) {
 }
 
 // conditions are upstream's four pod conditions, each keeping its previous
-// lastTransitionTime while its status is unchanged.
+// lastTransitionTime while its status is unchanged; Ready also waits for
+// the pod's readiness gates.
 func conditions(in Input, rt *podstate.Pod, st *v1.PodStatus) []v1.PodCondition {
 	pod := in.Pod
 	sandboxOK := false
@@ -346,6 +348,11 @@ func conditions(in Input, rt *podstate.Pod, st *v1.PodStatus) []v1.PodCondition 
 	}
 	r, cr := ready, ready
 	r.Type, cr.Type = v1.PodReady, v1.ContainersReady
+	if ready.Status == v1.ConditionTrue {
+		if msg := unmetReadinessGates(pod); msg != "" {
+			r = v1.PodCondition{Type: v1.PodReady, Status: v1.ConditionFalse, Reason: ReasonReadinessGatesNotReady, Message: msg}
+		}
+	}
 	conds = append(conds, r, cr)
 
 	now := metav1.NewTime(in.Now)
@@ -361,6 +368,30 @@ func conditions(in Input, rt *podstate.Pod, st *v1.PodStatus) []v1.PodCondition 
 		}
 	}
 	return conds
+}
+
+// unmetReadinessGates says which of the pod's readiness gates hold it
+// back, as upstream words it: a gate's condition (set on the pod's status
+// by someone else, read from the pod as the apiserver has it) missing or
+// not True. Empty when every gate is met.
+func unmetReadinessGates(pod *v1.Pod) string {
+	var unmet []string
+	for _, g := range pod.Spec.ReadinessGates {
+		var c *v1.PodCondition
+		for i := range pod.Status.Conditions {
+			if pod.Status.Conditions[i].Type == g.ConditionType {
+				c = &pod.Status.Conditions[i]
+				break
+			}
+		}
+		switch {
+		case c == nil:
+			unmet = append(unmet, fmt.Sprintf("corresponding condition of pod readiness gate %q does not exist.", g.ConditionType))
+		case c.Status != v1.ConditionTrue:
+			unmet = append(unmet, fmt.Sprintf("the status of pod readiness gate %q is not \"True\", but %v", g.ConditionType, c.Status))
+		}
+	}
+	return strings.Join(unmet, ", ")
 }
 
 func cond(t v1.PodConditionType, ok bool, reason, message string) v1.PodCondition {
