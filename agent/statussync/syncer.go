@@ -165,7 +165,9 @@ func statusPatch(uid types.UID, old, st v1.PodStatus) ([]byte, error) {
 }
 
 // Merge returns the agent's status st with the conditions of old the agent
-// does not own appended, and the apiserver's nominatedNodeName kept.
+// does not own appended, and the apiserver's nominatedNodeName and
+// resource claim statuses kept (the strategic merge patch would otherwise
+// remove them).
 func Merge(old, st v1.PodStatus) v1.PodStatus {
 	out := *st.DeepCopy()
 	var conds []v1.PodCondition
@@ -180,7 +182,11 @@ func Merge(old, st v1.PodStatus) v1.PodStatus {
 		}
 	}
 	out.Conditions = conds
+	// What others own: the scheduler's nomination and resource claims.
 	out.NominatedNodeName = old.NominatedNodeName
+	out.ResourceClaimStatuses = old.ResourceClaimStatuses
+	out.ExtendedResourceClaimStatus = old.ExtendedResourceClaimStatus
+	out.NodeAllocatableResourceClaimStatuses = old.NodeAllocatableResourceClaimStatuses
 	return out
 }
 

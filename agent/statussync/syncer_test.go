@@ -28,14 +28,15 @@ import (
 // Merge keeps the conditions the agent does not own (PodScheduled) and
 // replaces the ones it does.
 func TestMergeKeepsForeignConditions(t *testing.T) {
-	old := v1.PodStatus{NominatedNodeName: "n1", Conditions: []v1.PodCondition{
+	old := v1.PodStatus{NominatedNodeName: "n1", ResourceClaimStatuses: []v1.PodResourceClaimStatus{{Name: "gpu"}}, Conditions: []v1.PodCondition{
 		{Type: v1.PodScheduled, Status: v1.ConditionTrue},
 		{Type: v1.PodReady, Status: v1.ConditionFalse},
 	}}
 	st := v1.PodStatus{Phase: v1.PodRunning, Conditions: []v1.PodCondition{{Type: v1.PodReady, Status: v1.ConditionTrue}}}
 	got := Merge(old, st)
 	if got.Phase != v1.PodRunning || got.NominatedNodeName != "n1" || len(got.Conditions) != 2 ||
-		got.Conditions[0].Type != v1.PodScheduled || got.Conditions[1].Type != v1.PodReady || got.Conditions[1].Status != v1.ConditionTrue {
+		got.Conditions[0].Type != v1.PodScheduled || got.Conditions[1].Type != v1.PodReady || got.Conditions[1].Status != v1.ConditionTrue ||
+		len(got.ResourceClaimStatuses) != 1 {
 		t.Fatalf("Merge = %+v", got)
 	}
 }
