@@ -65,6 +65,7 @@ import (
 	"berth/agent/podstate"
 	"berth/agent/podworker"
 	"berth/agent/qos"
+	"berth/agent/runtimeclass"
 	"berth/agent/sandboxconfig"
 	"berth/agent/server"
 	apisource "berth/agent/source/apiserver"
@@ -249,6 +250,15 @@ func (a *Agent) Run(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("agent: %w", err)
 	}
+	var runtimeHandler func(*v1.Pod) (string, error)
+	if kube != nil {
+		classes, err := runtimeclass.New(kube)
+		if err != nil {
+			return fmt.Errorf("agent: %w", err)
+		}
+		run.Go("runtime classes", classes.Run)
+		runtimeHandler = classes.Handler
+	}
 	workers, err := podworker.New(podworker.Config{
 		CRI: client, Reader: reader, Status: statuses, BackOff: crashBackOff,
 		Images: puller, Volumes: vols, Probes: prober, Hooks: hooks,
@@ -274,6 +284,8 @@ func (a *Agent) Run(ctx context.Context) error {
 		Recorder:        recorder,
 		Metrics:         met,
 		Logger:          log,
+
+		PodRuntimeHandler: runtimeHandler, // each pod's RuntimeClass's
 	})
 	if err != nil {
 		return fmt.Errorf("agent: %w", err)

@@ -36,8 +36,9 @@ import (
 //     containers waiting in ContainerCreating, as upstream, and is retried
 //     when the volume manager's back-off allows (agent/volumes records the
 //     FailedMount events).
-//  4. CreateSandbox: wait for a start slot, make the log directory, run the
-//     sandbox. A failure ends the sync.
+//  4. CreateSandbox: wait for a start slot, make the log directory, look
+//     the pod's runtime handler up (its RuntimeClass), run the sandbox. A
+//     failure ends the sync.
 //  5. EphemeralToStart, in spec order: pull, create, start (before init
 //     containers, as upstream: a debugger runs even while one fails).
 //  6. InitToStart: pull, create and start the next init container, and end
@@ -129,7 +130,15 @@ func (w *worker) execute(ctx context.Context, log *slog.Logger, pod *v1.Pod, rt 
 			}
 		}
 		cfg.Metrics.PodStarted() // as the kubelet: counted when attempted
-		id, err := cfg.CRI.RunPodSandbox(ctx, sandboxCfg, cfg.RuntimeHandler)
+		handler := cfg.RuntimeHandler
+		if cfg.PodRuntimeHandler != nil {
+			if handler, err = cfg.PodRuntimeHandler(pod); err != nil {
+				log.Error("the pod's runtime handler is unknown", "runtimeClassName", pod.Spec.RuntimeClassName, "err", err)
+				w.podEvent(pod, v1.EventTypeWarning, ReasonFailedCreatePodSandBox, "Failed to create pod sandbox: "+err.Error())
+				return cfg.Clock.Now().Add(time.Second)
+			}
+		}
+		id, err := cfg.CRI.RunPodSandbox(ctx, sandboxCfg, handler)
 		if err != nil {
 			log.Error("creating the pod sandbox failed", "err", err)
 			if _, terminating := w.desired(); !terminating && ctx.Err() == nil {

@@ -123,6 +123,11 @@ type Config struct {
 	NodeHostsFile string
 	// RuntimeHandler is passed to RunPodSandbox (empty: the default).
 	RuntimeHandler string
+	// PodRuntimeHandler, when set, returns the runtime handler of a pod's
+	// RuntimeClass (agent/runtimeclass) instead: empty for a pod naming
+	// none; an error (a class that does not exist) fails the sandbox's
+	// creation with FailedCreatePodSandBox, retried at the next sync.
+	PodRuntimeHandler func(*v1.Pod) (string, error)
 	// RuntimeName prefixes container IDs in status; default "containerd".
 	RuntimeName string
 	// HostIP is the node's address, shown in pod status.

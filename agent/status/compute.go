@@ -119,6 +119,12 @@ func Compute(in Input) v1.PodStatus {
 		in.Probes(pod, &st)
 	}
 	st.Conditions = conditions(in, rt, &st)
+	// As upstream (PodObservedGenerationTracking, on since 1.34): the
+	// status and the agent's conditions say which spec they reflect.
+	st.ObservedGeneration = pod.Generation
+	for i := range st.Conditions {
+		st.Conditions[i].ObservedGeneration = pod.Generation
+	}
 	return st
 }
 

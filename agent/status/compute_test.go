@@ -283,3 +283,19 @@ func TestReadinessGates(t *testing.T) {
 		})
 	}
 }
+
+// The status and the agent's conditions carry the generation of the spec
+// they were computed from.
+func TestComputeObservedGeneration(t *testing.T) {
+	p := pod(v1.RestartPolicyAlways, nil, "app")
+	p.Generation = 3
+	st := Compute(Input{Pod: p, Runtime: runtimeOf(true, "10.0.0.2").c("app", podstate.ContainerRunning, 0, "", 0).done(), Now: t0})
+	if st.ObservedGeneration != 3 {
+		t.Errorf("observedGeneration %d, want 3", st.ObservedGeneration)
+	}
+	for _, c := range st.Conditions {
+		if c.ObservedGeneration != 3 {
+			t.Errorf("condition %s observedGeneration %d, want 3", c.Type, c.ObservedGeneration)
+		}
+	}
+}

@@ -1,12 +1,13 @@
 // Package statussync writes the agent's pod statuses to the apiserver
 // (pods/status), as the kubelet's status manager does: for pods the
-// apiserver holds under the same UID, and for static pods onto their mirror
-// pods (matched by the config hash), only when the agent's status changed since the last
-// write (the status manager versions each pod's status) and differs from
-// the apiserver's, as a merge patch carrying the pod's UID so a write never
-// lands on a pod recreated under the same name. Conditions the agent does
-// not own (PodScheduled, readiness gates, …) are kept. Each status written
-// is handed to the metrics' pod startup tracker (Config.Metrics).
+// apiserver holds under the same UID, and for static pods onto their
+// mirror pods (matched by the config hash), only when the agent's status
+// changed since the last write (the status manager versions each pod's
+// status) and differs from the apiserver's, as a strategic merge patch
+// carrying the pod's UID so a write never lands on a pod recreated under
+// the same name. Conditions the agent does not own (PodScheduled,
+// readiness gates, …) are kept. Each status written is handed to the
+// metrics' pod startup tracker (Config.Metrics).
 package statussync
 
 import (
@@ -21,6 +22,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/strategicpatch"
 	"k8s.io/client-go/kubernetes"
 	corelisters "k8s.io/client-go/listers/core/v1"
 
@@ -135,22 +137,37 @@ func (s *Syncer) syncPod(ctx context.Context, remote *v1.Pod, st v1.PodStatus) e
 		s.cfg.Metrics.PodStatusWritten(written)
 		return nil
 	}
-	patch, err := json.Marshal(map[string]any{
-		"metadata": map[string]any{"uid": remote.UID},
-		"status":   merged,
-	})
+	patch, err := statusPatch(remote.UID, remote.Status, merged)
 	if err != nil {
 		return err
 	}
-	if _, err = s.cfg.Client.CoreV1().Pods(remote.Namespace).Patch(ctx, remote.Name, types.MergePatchType, patch, metav1.PatchOptions{}, "status"); err != nil {
+	if _, err = s.cfg.Client.CoreV1().Pods(remote.Namespace).Patch(ctx, remote.Name, types.StrategicMergePatchType, patch, metav1.PatchOptions{}, "status"); err != nil {
 		return err
 	}
 	s.cfg.Metrics.PodStatusWritten(written)
 	return nil
 }
 
+// statusPatch is the strategic merge patch from status old to st, as the
+// kubelet makes it: conditions are merged by type, so a condition someone
+// else set since old was read (a readiness gate's) is left as it is; the
+// pod's UID rides along as a precondition.
+func statusPatch(uid types.UID, old, st v1.PodStatus) ([]byte, error) {
+	oldJSON, err := json.Marshal(v1.Pod{Status: old})
+	if err != nil {
+		return nil, err
+	}
+	newJSON, err := json.Marshal(v1.Pod{ObjectMeta: metav1.ObjectMeta{UID: uid}, Status: st})
+	if err != nil {
+		return nil, err
+	}
+	return strategicpatch.CreateTwoWayMergePatch(oldJSON, newJSON, v1.Pod{})
+}
+
 // Merge returns the agent's status st with the conditions of old the agent
-// does not own appended, and the apiserver's nominatedNodeName kept.
+// does not own appended, and the apiserver's nominatedNodeName and
+// resource claim statuses kept (the strategic merge patch would otherwise
+// remove them).
 func Merge(old, st v1.PodStatus) v1.PodStatus {
 	out := *st.DeepCopy()
 	var conds []v1.PodCondition
@@ -165,7 +182,11 @@ func Merge(old, st v1.PodStatus) v1.PodStatus {
 		}
 	}
 	out.Conditions = conds
+	// What others own: the scheduler's nomination and resource claims.
 	out.NominatedNodeName = old.NominatedNodeName
+	out.ResourceClaimStatuses = old.ResourceClaimStatuses
+	out.ExtendedResourceClaimStatus = old.ExtendedResourceClaimStatus
+	out.NodeAllocatableResourceClaimStatuses = old.NodeAllocatableResourceClaimStatuses
 	return out
 }
 

@@ -14,6 +14,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/strategicpatch"
 	"k8s.io/client-go/kubernetes"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/rest"
@@ -26,14 +28,15 @@ import (
 // Merge keeps the conditions the agent does not own (PodScheduled) and
 // replaces the ones it does.
 func TestMergeKeepsForeignConditions(t *testing.T) {
-	old := v1.PodStatus{NominatedNodeName: "n1", Conditions: []v1.PodCondition{
+	old := v1.PodStatus{NominatedNodeName: "n1", ResourceClaimStatuses: []v1.PodResourceClaimStatus{{Name: "gpu"}}, Conditions: []v1.PodCondition{
 		{Type: v1.PodScheduled, Status: v1.ConditionTrue},
 		{Type: v1.PodReady, Status: v1.ConditionFalse},
 	}}
 	st := v1.PodStatus{Phase: v1.PodRunning, Conditions: []v1.PodCondition{{Type: v1.PodReady, Status: v1.ConditionTrue}}}
 	got := Merge(old, st)
 	if got.Phase != v1.PodRunning || got.NominatedNodeName != "n1" || len(got.Conditions) != 2 ||
-		got.Conditions[0].Type != v1.PodScheduled || got.Conditions[1].Type != v1.PodReady || got.Conditions[1].Status != v1.ConditionTrue {
+		got.Conditions[0].Type != v1.PodScheduled || got.Conditions[1].Type != v1.PodReady || got.Conditions[1].Status != v1.ConditionTrue ||
+		len(got.ResourceClaimStatuses) != 1 {
 		t.Fatalf("Merge = %+v", got)
 	}
 }
@@ -47,6 +50,10 @@ type patches struct {
 func (p *patches) serve(w http.ResponseWriter, r *http.Request) {
 	if r.Method != http.MethodPatch || !strings.HasSuffix(r.URL.Path, "/pods/web/status") {
 		http.Error(w, "unexpected "+r.Method+" "+r.URL.Path, http.StatusNotFound)
+		return
+	}
+	if ct := r.Header.Get("Content-Type"); ct != string(types.StrategicMergePatchType) {
+		http.Error(w, "unexpected patch type "+ct, http.StatusUnsupportedMediaType)
 		return
 	}
 	body, _ := io.ReadAll(r.Body)
@@ -168,4 +175,40 @@ func sliSamples(t *testing.T, reg *prometheus.Registry) uint64 {
 	}
 	t.Fatal("no kubelet_pod_start_sli_duration_seconds")
 	return 0
+}
+
+// Regression: the agent's patch replaced the whole conditions list, so a
+// readiness gate's condition set after the agent read the pod was lost.
+// The strategic merge patch leaves it, and changes the agent's own.
+func TestStatusPatchKeepsConditionsSetMeanwhile(t *testing.T) {
+	read := v1.PodStatus{Phase: v1.PodRunning, Conditions: []v1.PodCondition{
+		{Type: "k8s.io/gate1", Status: v1.ConditionTrue},
+		{Type: v1.PodReady, Status: v1.ConditionFalse, Reason: "ReadinessGatesNotReady"},
+	}}
+	server := read.DeepCopy() // meanwhile, someone sets the second gate
+	server.Conditions = append(server.Conditions, v1.PodCondition{Type: "k8s.io/gate2", Status: v1.ConditionTrue})
+	st := v1.PodStatus{Phase: v1.PodRunning, Conditions: []v1.PodCondition{{Type: v1.PodReady, Status: v1.ConditionTrue}}}
+	patch, err := statusPatch("uid-1", read, Merge(read, st))
+	if err != nil {
+		t.Fatal(err)
+	}
+	serverJSON, _ := json.Marshal(v1.Pod{ObjectMeta: metav1.ObjectMeta{UID: "uid-1"}, Status: *server})
+	out, err := strategicpatch.StrategicMergePatch(serverJSON, patch, v1.Pod{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got v1.Pod
+	if err := json.Unmarshal(out, &got); err != nil {
+		t.Fatal(err)
+	}
+	conds := map[v1.PodConditionType]v1.ConditionStatus{}
+	for _, c := range got.Status.Conditions {
+		conds[c.Type] = c.Status
+	}
+	if len(conds) != 3 || conds["k8s.io/gate1"] != v1.ConditionTrue || conds["k8s.io/gate2"] != v1.ConditionTrue || conds[v1.PodReady] != v1.ConditionTrue {
+		t.Errorf("conditions after the patch %v (patch %s)", conds, patch)
+	}
+	if !strings.Contains(string(patch), `"uid":"uid-1"`) {
+		t.Errorf("patch %s lacks the pod's uid", patch)
+	}
 }

@@ -8,18 +8,6 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/types"
-
-	"berth/agent/backoff"
-	"berth/agent/containerconfig"
-	"berth/agent/images"
-	"berth/agent/podruntime"
-	"berth/agent/podworker"
-	"berth/agent/qos"
-	"berth/agent/sandboxconfig"
-	"berth/agent/status"
-	"berth/internal/api/defaults"
-	"berth/internal/api/scheme"
 )
 
 // An ephemeral container added to a running pod (as `kubectl debug
@@ -31,32 +19,10 @@ import (
 // CNI config here).
 func TestEphemeralContainerJoinsTarget(t *testing.T) {
 	n := newNode(t)
-	ctx, cancel := context.WithCancel(context.Background())
-	puller, err := images.NewPuller(images.Config{Images: n.cri})
-	if err != nil {
-		t.Fatal(err)
-	}
-	statuses := status.NewManager()
-	m, err := podworker.New(podworker.Config{
-		CRI: n.cri, Reader: podruntime.New(n.cri), Status: statuses, BackOff: backoff.New(backoff.Policy{Initial: time.Second, Max: time.Second, ResetAfter: time.Minute}),
-		Images:           puller,
-		SandboxOptions:   sandboxconfig.Options{PodLogDir: n.logs, CgroupRoot: n.cgroupRoot},
-		ContainerOptions: containerconfig.Options{NodeName: "n1", MemoryCapacity: 1 << 30},
-		RootDir:          n.root, HostIP: "127.0.0.1", QOSClass: qos.Class, Resync: time.Second,
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- m.Run(ctx) }()
-	defer func() { cancel(); <-done }()
+	ctx := context.Background()
+	m, statuses := n.podWorkers(t, nil)
 
-	pod, err := scheme.DecodePod([]byte(podManifest(n.env, "target", "  hostNetwork: true\n", "app=exec sleep 12345")))
-	if err != nil {
-		t.Fatal(err)
-	}
-	pod.Namespace, pod.UID = "default", types.UID(fmt.Sprintf("ephemeral-%d", time.Now().UnixNano()))
-	defaults.Pod(pod)
+	pod := hostNetworkPod(t, n, "target", "app=exec sleep 12345")
 	m.Update(pod)
 	podStatus := func() v1.PodStatus { st, _ := statuses.Status(pod.UID); return st }
 	eventually(t, time.Minute, "the pod running", func() (bool, string) {

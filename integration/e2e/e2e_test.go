@@ -20,6 +20,7 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"berth/agent/bootstrap"
@@ -312,6 +313,56 @@ spec:
 			_, err := c.Client.CoreV1().Pods("default").Get(ctx, name, metav1.GetOptions{})
 			return err != nil, fmt.Sprint(err)
 		})
+	})
+
+	t.Run("readiness gates hold Ready until their conditions are True", func(t *testing.T) {
+		grace := int64(5)
+		gated := &v1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Name: "gated", Namespace: "default"},
+			Spec: v1.PodSpec{
+				// Graceful: kubectl delete --wait returns once the agent is done.
+				TerminationGracePeriodSeconds: &grace,
+				ReadinessGates:                []v1.PodReadinessGate{{ConditionType: "k8s.io/test-condition1"}, {ConditionType: "k8s.io/test-condition2"}},
+				Containers: []v1.Container{{Name: "main", Image: c.Env.BusyboxImage, ImagePullPolicy: v1.PullIfNotPresent,
+					Command: []string{"sh", "-c", "trap 'exit 0' TERM; while true; do sleep 1; done"}}},
+			},
+		}
+		if _, err := c.Client.CoreV1().Pods("default").Create(ctx, gated, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		defer func() { // gone, volumes unmounted, before the cluster stops
+			c.MustKubectl(t, "", "delete", "pod", "gated", "--wait=true", "--timeout=60s")
+		}()
+		ready := func(status v1.ConditionStatus, reason string) {
+			t.Helper()
+			harness.WaitFor(t, 60*time.Second, fmt.Sprintf("Ready %s %s", status, reason), func() (bool, string) {
+				p, err := c.Client.CoreV1().Pods("default").Get(ctx, "gated", metav1.GetOptions{})
+				if err != nil {
+					return false, err.Error()
+				}
+				for _, cond := range p.Status.Conditions {
+					if cond.Type == v1.PodReady {
+						return p.Status.Phase == v1.PodRunning && cond.Status == status && cond.Reason == reason, fmt.Sprintf("%s %+v", p.Status.Phase, cond)
+					}
+				}
+				return false, fmt.Sprintf("%s, no Ready condition", p.Status.Phase)
+			})
+		}
+		// As upstream's e2e spec sets them: a strategic merge patch of the status.
+		set := func(typ string, status v1.ConditionStatus) {
+			t.Helper()
+			patch := fmt.Sprintf(`{"status":{"conditions":[{"type":%q,"status":%q}]}}`, typ, status)
+			if _, err := c.Client.CoreV1().Pods("default").Patch(ctx, "gated", types.StrategicMergePatchType, []byte(patch), metav1.PatchOptions{}, "status"); err != nil {
+				t.Fatal(err)
+			}
+		}
+		ready(v1.ConditionFalse, "ReadinessGatesNotReady")
+		set("k8s.io/test-condition1", v1.ConditionTrue)
+		ready(v1.ConditionFalse, "ReadinessGatesNotReady")
+		set("k8s.io/test-condition2", v1.ConditionTrue)
+		ready(v1.ConditionTrue, "")
+		set("k8s.io/test-condition1", v1.ConditionFalse)
+		ready(v1.ConditionFalse, "ReadinessGatesNotReady")
 	})
 
 	t.Run("kubectl delete leaves nothing in containerd", func(t *testing.T) {

@@ -2,6 +2,10 @@ package nodeenv
 
 import "berth/internal/containerd"
 
+// TestRuntimeHandler is the instance's second runtime handler (runc, as the
+// default one), for tests of RuntimeClasses.
+const TestRuntimeHandler = "test-handler"
+
 // writeContainerdConfig writes the instance's config.toml and hosts
 // directory into Dir, as internal/containerd writes berth's production
 // containerd's, and returns config.toml's path. Everything stays under Dir
@@ -22,6 +26,8 @@ func (e *Env) writeContainerdConfig() (string, error) {
 		CNIBinDir:    CNIBinDir,
 		SandboxImage: e.PauseImage,
 		Registries:   containerd.Registries{Mirrors: mirrors},
+		// A second handler, for RuntimeClasses (upstream's e2e name).
+		RuntimeHandlers: []string{TestRuntimeHandler},
 	}
 	if err := cfg.Validate(); err != nil {
 		return "", err

@@ -10,7 +10,10 @@ import (
 	"fmt"
 	"log/slog"
 	"path/filepath"
+	"strings"
 	"time"
+
+	"k8s.io/apimachinery/pkg/util/validation"
 
 	"berth/internal/errdefs"
 )
@@ -46,6 +49,10 @@ type Config struct {
 	CNIBinDir string
 	// SandboxImage is the pause image every pod sandbox runs; required.
 	SandboxImage string
+	// RuntimeHandlers are extra CRI runtime handlers, each runc v2 as the
+	// default "runc" one, under other names: what a RuntimeClass's handler
+	// names (upstream's e2e suite expects "test-handler"). DNS labels.
+	RuntimeHandlers []string
 	// Registries become the hosts.toml files (mirrors, TLS).
 	Registries Registries
 	// RestrictOOMScoreAdj makes containerd clamp oom_score_adj to its own;
@@ -107,6 +114,16 @@ func (c *Config) Validate() error {
 	}
 	if c.SandboxImage == "" {
 		return bad("SandboxImage", "required")
+	}
+	seen := map[string]bool{DefaultRuntimeHandler: true}
+	for i, h := range c.RuntimeHandlers {
+		if msgs := validation.IsDNS1123Label(h); len(msgs) > 0 {
+			return bad(fmt.Sprintf("RuntimeHandlers[%d]", i), "%q: %s", h, strings.Join(msgs, "; "))
+		}
+		if seen[h] {
+			return bad(fmt.Sprintf("RuntimeHandlers[%d]", i), "%q is already a runtime handler", h)
+		}
+		seen[h] = true
 	}
 	if err := c.Registries.Validate(); err != nil {
 		return fmt.Errorf("containerd config: Registries: %w", err)

@@ -19,15 +19,28 @@ var DisabledPlugins = []string{
 	"io.containerd.internal.v1.tracing",
 }
 
+// DefaultRuntimeHandler is the runtime handler of pods naming no
+// RuntimeClass (CRI's empty handler).
+const DefaultRuntimeHandler = "runc"
+
 // CRIPlugin is the CRI plugin's ID in containerd 1.6's version-2 config.
 const CRIPlugin = "io.containerd.grpc.v1.cri"
 
 // Render returns containerd's config.toml (version 2) for c, which must be
 // validated; restrictOOMScoreAdj is the resolved RestrictOOMScoreAdj.
-// cgroupfs (SystemdCgroup = false), runc v2 and overlayfs, the CRI stream
+// cgroupfs (SystemdCgroup = false), runc v2 (as DefaultRuntimeHandler and
+// each of RuntimeHandlers) and overlayfs, the CRI stream
 // server on StreamServerAddress with a free port, one CNI conflist from
 // CNIConfDir, registry hosts from HostsDir. Pure.
 func Render(c Config, restrictOOMScoreAdj bool) ([]byte, error) {
+	runc := map[string]any{
+		"runtime_type": "io.containerd.runc.v2",
+		"options":      map[string]any{"SystemdCgroup": false},
+	}
+	runtimes := map[string]any{DefaultRuntimeHandler: runc}
+	for _, h := range c.RuntimeHandlers {
+		runtimes[h] = runc
+	}
 	cri := map[string]any{
 		"sandbox_image":               c.SandboxImage,
 		"stream_server_address":       c.StreamServerAddress,
@@ -37,13 +50,8 @@ func Render(c Config, restrictOOMScoreAdj bool) ([]byte, error) {
 		"max_container_log_line_size": 16384,
 		"containerd": map[string]any{
 			"snapshotter":          "overlayfs",
-			"default_runtime_name": "runc",
-			"runtimes": map[string]any{
-				"runc": map[string]any{
-					"runtime_type": "io.containerd.runc.v2",
-					"options":      map[string]any{"SystemdCgroup": false},
-				},
-			},
+			"default_runtime_name": DefaultRuntimeHandler,
+			"runtimes":             runtimes,
 		},
 		"cni": map[string]any{
 			"bin_dir":      c.CNIBinDir,

@@ -129,6 +129,9 @@ func TestConfigValidateNamesTheField(t *testing.T) {
 		{"no cni bin dir", func(c *Config) { c.CNIBinDir = "" }, "CNIBinDir"},
 		{"no sandbox image", func(c *Config) { c.SandboxImage = "" }, "SandboxImage"},
 		{"bad log level", func(c *Config) { c.LogLevel = "loud" }, "LogLevel"},
+		{"runtime handler not a DNS label", func(c *Config) { c.RuntimeHandlers = []string{"ok", "Not_OK"} }, "RuntimeHandlers[1]"},
+		{"runtime handler named runc", func(c *Config) { c.RuntimeHandlers = []string{"runc"} }, "RuntimeHandlers[0]"},
+		{"runtime handler twice", func(c *Config) { c.RuntimeHandlers = []string{"a", "a"} }, "RuntimeHandlers[1]"},
 		{"negative stop timeout", func(c *Config) { c.StopTimeout = -1 }, "StopTimeout"},
 		{"bad registries", func(c *Config) {
 			c.Registries.Mirrors = map[string]Mirror{"docker.io": {Endpoints: []string{"ftp://x"}}}
@@ -191,6 +194,7 @@ func TestContainerdAcceptsRenderedConfig(t *testing.T) {
 	bin := requireBinary(t, "containerd")
 	cfg := validConfig(t)
 	cfg.Registries = Registries{Mirrors: map[string]Mirror{"docker.io": {Endpoints: []string{"http://127.0.0.1:5000"}}}}
+	cfg.RuntimeHandlers = []string{"test-handler"}
 	if err := cfg.Validate(); err != nil {
 		t.Fatal(err)
 	}
@@ -219,6 +223,8 @@ func TestContainerdAcceptsRenderedConfig(t *testing.T) {
 		{append(cri, "registry", "config_path"), cfg.HostsDir()},
 		{append(cri, "cni", "conf_dir"), cfg.CNIConfDir},
 		{append(cri, "containerd", "runtimes", "runc", "options", "SystemdCgroup"), false},
+		{append(cri, "containerd", "runtimes", "test-handler", "runtime_type"), "io.containerd.runc.v2"},
+		{append(cri, "containerd", "runtimes", "test-handler", "options", "SystemdCgroup"), false},
 		{[]string{"grpc", "address"}, cfg.Socket},
 	} {
 		if got := lookup(t, doc, w.path...); !reflect.DeepEqual(got, w.val) {
