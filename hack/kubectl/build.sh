@@ -37,7 +37,7 @@ for minor in "${minors[@]}"; do
 	# Built beside its destination and renamed: an interrupted build leaves
 	# no half-written kubectl.
 	tmp="$(mktemp -d "$dest/$version/.build.XXXXXX")"
-	if ! (cd "$mod" && go build -trimpath -ldflags "$ldflags" -o "$tmp/kubectl" .); then
+	if ! (cd "$mod" && go build -trimpath -buildvcs=false -ldflags "$ldflags" -o "$tmp/kubectl" .); then
 		rm -rf "$tmp"
 		exit 1
 	fi
