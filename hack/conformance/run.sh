@@ -209,10 +209,11 @@ mkdir -p "$work/registry" "$work/data"
 echo "results in $results; work dir $work; pod network $POD_CIDR on bridge $BRIDGE"
 
 say "building the e2e test images and serving them from a registry on 127.0.0.1"
-(cd "$repo" && go build -o "$work/e2eimages" ./hack/e2eimages)
+(cd "$repo" && go build -o "$work/e2eimages" ./hack/e2eimages &&
+  CGO_ENABLED=0 go build -trimpath -ldflags='-s -w' -o "$work/sh" ./hack/e2eimages/sh)
 kube_dir=$(cd "$here" && go list -m -f '{{.Dir}}' k8s.io/kubernetes)
 "$work/e2eimages" -dir "$work/registry" -agnhost "$bin/agnhost" -agnhost-src "$kube_dir/test/images/agnhost" \
-  -nnp "$bin/nnp" -pause "$(dirname "$BERTH")/pause" >"$results/registry.log" 2>&1 &
+  -nnp "$bin/nnp" -pause "$(dirname "$BERTH")/pause" -sh "$work/sh" >"$results/registry.log" 2>&1 &
 registry_pid=$!
 for ((i = 0; i < 1800; i++)); do
   [ -e "$work/registry/ready" ] && break
