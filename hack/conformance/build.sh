@@ -44,7 +44,7 @@ build() {
   echo "build: $name ($pkg)"
   local start=$SECONDS
   if [ "$kind" = test ]; then
-    env "$@" go test -c -o "$bin/$name.new" -ldflags "$flags" "$pkg"
+    env "$@" go test -c -vet=off -o "$bin/$name.new" -ldflags "$flags" "$pkg"
   else
     env "$@" go build -o "$bin/$name.new" -ldflags "$flags" "$pkg"
   fi

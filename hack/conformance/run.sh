@@ -28,7 +28,9 @@
 # the cluster's and the registry's logs, summary.txt, failures.txt),
 # CONFORMANCE_POD_CIDR (default 10.47.0.0/24), CONFORMANCE_BRIDGE (default
 # berthconf0), GINKGO_TIMEOUT (default 3h), E2E_ARGS (more e2e.test flags),
-# CONFORMANCE_KEEP=1 (keep the cluster's data dir).
+# CONFORMANCE_KEEP=1 (keep the cluster's data dir), BEFORE_E2E (a shell
+# command run once the node is Ready, with KUBECONFIG and KUBECTL set: for
+# experiments, e.g. creating an object the cluster lacks).
 #
 # Exit status: 0 when every spec that ran passed, 1 when one failed, 2 when
 # the harness itself failed.
@@ -78,7 +80,7 @@ stop() {
 }
 
 # leftovers: what of this run is still on the machine (its bridge, mounts
-# under its work dir, pod network namespaces), reported; fails when any.
+# under its work dir, its pods' network namespaces), reported; fails when any.
 leftovers() {
   local found=0
   if ip link show "$BRIDGE" >/dev/null 2>&1; then
@@ -90,17 +92,26 @@ leftovers() {
     grep -F " $work/" /proc/self/mountinfo | awk '{print "  " $5}' >&2
     found=1
   fi
-  # A namespace created during the run with no process left in it is a pod
-  # network of this run's (other runs' pods on the machine keep their pause
-  # process in theirs).
+  # The network namespaces of the pods the cluster still had when it was
+  # stopped (recorded from its containerd by pod_netns).
   local ns
-  for ns in $(ip netns list 2>/dev/null | awk '{print $1}'); do
-    if ! grep -qxF "$ns" "$work/netns.before" 2>/dev/null && [ -z "$(ip netns pids "$ns" 2>/dev/null)" ]; then
-      echo "conformance: network namespace $ns appeared during the run and is still there, empty" >&2
+  for ns in $(cat "$work/netns.ours" 2>/dev/null); do
+    if [ -e "/var/run/netns/$ns" ]; then
+      echo "conformance: network namespace $ns of a pod of this run is still there" >&2
       found=1
     fi
   done
   return "$found"
+}
+
+# pod_netns: the network namespaces of the pods in the cluster's containerd
+# (from each container's OCI spec), into $work/netns.ours.
+pod_netns() {
+  local sock=$work/data/containerd/containerd.sock id
+  [ -S "$sock" ] || return 0
+  for id in $(ctr --address "$sock" -n k8s.io containers list -q 2>/dev/null); do
+    ctr --address "$sock" -n k8s.io containers info "$id" 2>/dev/null | grep -o '/var/run/netns/cni-[0-9a-f-]*' || true
+  done | sed 's|.*/||' | sort -u >"$work/netns.ours"
 }
 
 cleanup() {
@@ -117,6 +128,7 @@ cleanup() {
     fi
   fi
   if [ -n "$cluster_pid" ]; then
+    pod_netns
     echo "conformance: stopping the cluster (pid $cluster_pid)"
     stop "$cluster_pid" || echo "conformance: the cluster exited with status $?" >&2
   fi
@@ -193,15 +205,15 @@ results=${RESULTS_DIR:-$cache/results/$(date -u +%Y%m%dT%H%M%SZ)-$TARGET}
 mkdir -p "$results"
 ln -sfn "$results" "$cache/results/latest" 2>/dev/null || true
 work=$(mktemp -d /tmp/berth-conformance.XXXXXX)
-ip netns list 2>/dev/null | awk '{print $1}' >"$work/netns.before"
 mkdir -p "$work/registry" "$work/data"
 echo "results in $results; work dir $work; pod network $POD_CIDR on bridge $BRIDGE"
 
 say "building the e2e test images and serving them from a registry on 127.0.0.1"
-(cd "$repo" && go build -o "$work/e2eimages" ./hack/e2eimages)
+(cd "$repo" && go build -o "$work/e2eimages" ./hack/e2eimages &&
+  CGO_ENABLED=0 go build -trimpath -ldflags='-s -w' -o "$work/sh" ./hack/e2eimages/sh)
 kube_dir=$(cd "$here" && go list -m -f '{{.Dir}}' k8s.io/kubernetes)
 "$work/e2eimages" -dir "$work/registry" -agnhost "$bin/agnhost" -agnhost-src "$kube_dir/test/images/agnhost" \
-  -nnp "$bin/nnp" -pause "$(dirname "$BERTH")/pause" >"$results/registry.log" 2>&1 &
+  -nnp "$bin/nnp" -pause "$(dirname "$BERTH")/pause" -sh "$work/sh" >"$results/registry.log" 2>&1 &
 registry_pid=$!
 for ((i = 0; i < 1800; i++)); do
   [ -e "$work/registry/ready" ] && break
@@ -248,6 +260,11 @@ k wait --for=condition=Ready nodes --all --timeout=180s
 k get nodes -o wide
 k version || true
 
+if [ -n "${BEFORE_E2E:-}" ]; then
+  say "running BEFORE_E2E: $BEFORE_E2E"
+  KUBECONFIG=$kubeconfig KUBECTL=$bin/kubectl bash -c "$BEFORE_E2E"
+fi
+
 say "running e2e.test: focus '$FOCUS', skip '$SKIP', $NODES ginkgo processes"
 start=$SECONDS
 ginkgo_args=(--procs="$NODES" --focus="$FOCUS" --no-color --timeout="${GINKGO_TIMEOUT:-3h}")
@@ -264,6 +281,7 @@ tail -n 5 "$results/ginkgo.log"
 echo "e2e.test ran for $((elapsed / 60)) min $((elapsed % 60)) s (ginkgo exit status $e2e_rc)"
 
 say "stopping the cluster"
+pod_netns
 rc=0
 stop "$cluster_pid" || rc=$?
 cluster_pid=
@@ -271,7 +289,7 @@ cluster_pid=
 stop "$registry_pid" || true
 registry_pid=
 leftovers || die "the run left state behind (above)"
-echo "nothing left behind: no bridge $BRIDGE, no new network namespace, no mount under $work"
+echo "nothing left behind: no bridge $BRIDGE, no pod network namespace ($(cat "$work/netns.ours" 2>/dev/null | wc -l) at the stop), no mount under $work"
 
 say "results ($TARGET, focus '$FOCUS', skip '$SKIP', $((elapsed / 60)) min $((elapsed % 60)) s)"
 junit=$results/junit_01.xml

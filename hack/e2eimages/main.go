@@ -6,9 +6,10 @@
 // The images are stand-ins assembled with go-containerregistry from static
 // binaries: agnhost and nonewprivs' nnp built from k8s.io/kubernetes'
 // test/images (by hack/conformance/build.sh), Debian's busybox-static for
-// the userland and Debian's bash-static as /bin/sh (busybox 1.35's ash
-// drops environment variables whose names are not shell identifiers, which
-// the envFrom specs read back), berth's pause for pause, and busybox httpd
+// the userland with hack/e2eimages/sh as /bin/sh (busybox ash, or Debian's
+// bash-static when the environment holds names that are not shell
+// identifiers: busybox 1.35's ash drops them, upstream's 1.37 keeps them,
+// and the envFrom specs read them back), berth's pause for pause, and busybox httpd
 // serving on port 80 in place of Apache httpd and nginx. Names, tags,
 // entrypoints, users and ports follow test/utils/image/manifest.go and the
 // Dockerfiles under test/images.
@@ -49,7 +50,7 @@ const (
 
 // inputs are the static binaries the images are made of.
 type inputs struct {
-	agnhost, agnhostDir, nnp, pause, busybox, bash string
+	agnhost, agnhostDir, nnp, pause, busybox, bash, sh string
 }
 
 func main() {
@@ -60,7 +61,8 @@ func main() {
 	flag.StringVar(&in.nnp, "nnp", "", "static nnp binary (k8s.io/kubernetes/test/images/nonewprivs) (required)")
 	flag.StringVar(&in.pause, "pause", "", "berth's static pause binary (required)")
 	flag.StringVar(&in.busybox, "busybox", "/bin/busybox", "static busybox (Debian's busybox-static)")
-	flag.StringVar(&in.bash, "bash", "/bin/bash-static", "static bash (Debian's bash-static), the images' /bin/sh")
+	flag.StringVar(&in.bash, "bash", "/bin/bash-static", "static bash (Debian's bash-static), the images' /bin/bash")
+	flag.StringVar(&in.sh, "sh", "", "static hack/e2eimages/sh, the images' /bin/sh (required)")
 	flag.Parse()
 	if err := run(*dir, in); err != nil {
 		fmt.Fprintln(os.Stderr, "e2eimages:", err)
@@ -72,7 +74,7 @@ func run(dir string, in inputs) error {
 	if dir == "" {
 		return errors.New("-dir is required")
 	}
-	for flagName, v := range map[string]string{"-agnhost": in.agnhost, "-agnhost-src": in.agnhostDir, "-nnp": in.nnp, "-pause": in.pause} {
+	for flagName, v := range map[string]string{"-agnhost": in.agnhost, "-agnhost-src": in.agnhostDir, "-nnp": in.nnp, "-pause": in.pause, "-sh": in.sh} {
 		if v == "" {
 			return fmt.Errorf("%s is required", flagName)
 		}
@@ -144,7 +146,7 @@ func build(in inputs) (map[string]v1.Image, error) {
 	if err != nil {
 		return nil, err
 	}
-	shell, err := userland(in.busybox, in.bash)
+	shell, err := userland(in.busybox, in.bash, in.sh)
 	if err != nil {
 		return nil, err
 	}
@@ -249,21 +251,27 @@ func build(in inputs) (map[string]v1.Image, error) {
 }
 
 // userland is the shared base: BaseFiles, the static busybox with every
-// applet it has linked into /bin (but its shells), and the static bash as
-// /bin/bash and /bin/sh (invoked as sh, bash runs in POSIX mode).
-func userland(busyboxPath, bashPath string) ([]testimages.File, error) {
-	busybox, err := os.ReadFile(busyboxPath)
+// applet it has linked into /bin, the static bash as /bin/bash, and /bin/sh
+// the wrapper of hack/e2eimages/sh (busybox ash, or bash in POSIX mode when
+// the environment has names ash 1.35 would drop).
+func userland(busyboxPath, bashPath, shPath string) ([]testimages.File, error) {
+	read := func(path string) ([]byte, error) {
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return nil, err
+		}
+		return b, testimages.RequireStatic(path, b)
+	}
+	busybox, err := read(busyboxPath)
 	if err != nil {
 		return nil, err
 	}
-	if err := testimages.RequireStatic(busyboxPath, busybox); err != nil {
-		return nil, err
-	}
-	bash, err := os.ReadFile(bashPath)
+	bash, err := read(bashPath)
 	if err != nil {
 		return nil, err
 	}
-	if err := testimages.RequireStatic(bashPath, bash); err != nil {
+	sh, err := read(shPath)
+	if err != nil {
 		return nil, err
 	}
 	list, err := exec.Command(busyboxPath, "--list").Output()
@@ -273,14 +281,14 @@ func userland(busyboxPath, bashPath string) ([]testimages.File, error) {
 	files := append(testimages.BaseFiles(),
 		testimages.File{Name: "bin/busybox", Mode: 0o755, Data: busybox},
 		testimages.File{Name: "bin/bash", Mode: 0o755, Data: bash},
-		testimages.File{Name: "bin/sh", Link: "bash"},
+		testimages.File{Name: "bin/sh", Mode: 0o755, Data: sh},
 		testimages.File{Name: "usr/bin/env", Link: "/bin/busybox"},
 		testimages.File{Name: "sbin", Mode: fs.ModeDir | 0o755},
 		testimages.File{Name: "usr/sbin", Mode: fs.ModeDir | 0o755},
 	)
 	for _, applet := range strings.Fields(string(list)) {
 		switch applet {
-		case "sh", "ash", "hush", "bash", "busybox", "env":
+		case "sh", "bash", "busybox", "env":
 			continue
 		}
 		files = append(files, testimages.File{Name: "bin/" + applet, Link: "busybox"})

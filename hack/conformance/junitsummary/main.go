@@ -172,6 +172,9 @@ func run(path, focus, skip, failuresFile string, out io.Writer) (int, error) {
 	return 0, nil
 }
 
+// maxMessage bounds a printed message (some are a whole API object dumped).
+const maxMessage = 300
+
 // firstLine is the first non-empty line of a failure's message (or body).
 func firstLine(c testcase) string {
 	var texts []string
@@ -184,6 +187,9 @@ func firstLine(c testcase) string {
 	for _, t := range texts {
 		for _, line := range strings.Split(t, "\n") {
 			if line = strings.TrimSpace(line); line != "" {
+				if len(line) > maxMessage {
+					line = line[:maxMessage] + " …"
+				}
 				return line
 			}
 		}
