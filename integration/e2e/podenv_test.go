@@ -46,7 +46,7 @@ func TestKubeletBehavioursOfTheConformanceSuite(t *testing.T) {
 	pod := func(name string, command string, mutate func(*v1.Pod)) *v1.Pod {
 		p := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns}, Spec: v1.PodSpec{
 			RestartPolicy: v1.RestartPolicyNever, TerminationGracePeriodSeconds: &grace,
-			Containers:    []v1.Container{{Name: "main", Image: c.Env.BusyboxImage, ImagePullPolicy: v1.PullIfNotPresent, Command: []string{"sh", "-c", command}}},
+			Containers: []v1.Container{{Name: "main", Image: c.Env.BusyboxImage, ImagePullPolicy: v1.PullIfNotPresent, Command: []string{"sh", "-c", command}}},
 		}}
 		if mutate != nil {
 			mutate(p)
