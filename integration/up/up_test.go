@@ -171,7 +171,9 @@ func TestUpRunsAClusterAndLeavesNothingBehind(t *testing.T) {
 
 	var stdout, stderr lockedBuffer
 	cmd := exec.Command(berth, "up",
-		"--data-dir", dataDir, "--listen", "127.0.0.1:0",
+		// Every address: pods reach the apiserver at the node's address,
+		// which default/kubernetes publishes.
+		"--data-dir", dataDir, "--listen", "0.0.0.0:"+strconv.Itoa(freePort(t)),
 		"--cni-bridge", bridge, "--pod-cidr", cidr, "--read-only-port", "0",
 		"--kubelet-port", strconv.Itoa(freePort(t)),
 		"--registries", registries, "--pause-binary", pause)
@@ -308,6 +310,24 @@ spec:
 		t.Errorf("kubectl logs api-echo = %q, want exactly the echoed line", logs)
 	}
 	checkBerthKubectl(t, ctx, berth, dataDir, nodeName)
+
+	// default/kubernetes points at the node's address, which a pod reaches
+	// (plain HTTP to the TLS port: Go's server answers 400).
+	var ep string
+	poll(t, ctx, exited, "default/kubernetes endpoints", func() bool {
+		out, err := kc("get", "endpoints", "kubernetes", "-o", "jsonpath={.subsets[0].addresses[0].ip}:{.subsets[0].ports[0].port}")
+		ep = out
+		return err == nil && !strings.HasPrefix(out, ":")
+	})
+	if a, err := netip.ParseAddrPort(ep); err != nil || a.Addr().IsLoopback() {
+		t.Fatalf("default/kubernetes endpoint %q: want a non-loopback address", ep)
+	}
+	if out, _ := kc("exec", "api-sleeper", "--", "wget", "-q", "-O-", "http://"+ep+"/"); !strings.Contains(out, "400") {
+		t.Errorf("a pod did not reach the apiserver at %s: %s", ep, out)
+	}
+	if out, err := kc("get", "service", "kubernetes", "-o", "jsonpath={.spec.clusterIP}"); err != nil || out != "10.43.0.1" {
+		t.Errorf("kubernetes service cluster IP %q (%v)", out, err)
+	}
 
 	if out, err := kc("delete", "pod", "api-sleeper", "--wait=true"); err != nil {
 		t.Fatalf("kubectl delete pod: %v\n%s", err, out)
