@@ -37,11 +37,10 @@ for minor in "${minors[@]}"; do
 	# Built beside its destination and renamed: an interrupted build leaves
 	# no half-written kubectl.
 	tmp="$(mktemp -d "$dest/$version/.build.XXXXXX")"
-	if ! (cd "$mod" && go build -trimpath -buildvcs=false -ldflags "$ldflags" -o "$tmp/kubectl" .); then
-		rm -rf "$tmp"
-		exit 1
-	fi
+	trap 'rm -rf "$tmp"' EXIT
+	(cd "$mod" && go build -trimpath -buildvcs=false -ldflags "$ldflags" -o "$tmp/kubectl" .)
 	mv "$tmp/kubectl" "$out"
-	rmdir "$tmp"
+	rm -rf "$tmp"
+	trap - EXIT
 	echo "built kubectl $version in $((SECONDS - start))s"
 done
