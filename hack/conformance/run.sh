@@ -34,6 +34,9 @@
 #
 # Exit status: 0 when every spec that ran passed, 1 when one failed, 2 when
 # the harness itself failed.
+# The whole script is one { … } block: bash parses it before running it, so
+# editing this file cannot upset a run in progress.
+{
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -298,3 +301,5 @@ sum_rc=0
 "$bin/junitsummary" -focus "$FOCUS" -skip "$SKIP" -failures "$results/failures.txt" "$junit" | tee "$results/summary.txt" || sum_rc=${PIPESTATUS[0]}
 [ "$sum_rc" -le 1 ] || die "could not read $junit"
 exit "$sum_rc"
+exit
+}

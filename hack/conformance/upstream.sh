@@ -18,6 +18,9 @@
 # agent as to a kubelet); the apiserver's client certificate for the
 # agent's API (logs, exec) and the agent's serving certificate; the
 # service-account signing key.
+# The whole script is one { … } block: bash parses it before running it, so
+# editing this file cannot upset a run in progress.
+{
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -209,3 +212,5 @@ while :; do
   done
   sleep 1
 done
+exit
+}

@@ -51,6 +51,9 @@ const (
 // inputs are the static binaries the images are made of.
 type inputs struct {
 	agnhost, agnhostDir, nnp, pause, busybox, bash, sh string
+	// tools are dynamically linked programs (Debian's) added to agnhost
+	// with the libraries ldd names.
+	tools []string
 }
 
 func main() {
@@ -63,7 +66,11 @@ func main() {
 	flag.StringVar(&in.busybox, "busybox", "/bin/busybox", "static busybox (Debian's busybox-static)")
 	flag.StringVar(&in.bash, "bash", "/bin/bash-static", "static bash (Debian's bash-static), the images' /bin/bash")
 	flag.StringVar(&in.sh, "sh", "", "static hack/e2eimages/sh, the images' /bin/sh (required)")
+	tools := flag.String("agnhost-tools", "/usr/bin/curl", "comma-separated dynamically linked programs added to agnhost with their libraries (upstream's has curl: the lifecycle-hook specs run it)")
 	flag.Parse()
+	if *tools != "" {
+		in.tools = strings.Split(*tools, ",")
+	}
 	if err := run(*dir, in); err != nil {
 		fmt.Fprintln(os.Stderr, "e2eimages:", err)
 		os.Exit(1)
@@ -198,6 +205,11 @@ func build(in inputs) (map[string]v1.Image, error) {
 	agnhostFiles = withAccounts(agnhostFiles,
 		"user-defined-in-image:x:1000:1000:Linux User,,,:/home/user-defined-in-image:/bin/sh\n",
 		"user-defined-in-image:x:1000:\ngroup-defined-in-image:x:50000:user-defined-in-image\n")
+	tools, err := withLibraries(in.tools)
+	if err != nil {
+		return nil, err
+	}
+	agnhostFiles = append(agnhostFiles, tools...)
 	agnhostFiles = append(agnhostFiles,
 		testimages.File{Name: "home", Mode: fs.ModeDir | 0o755},
 		testimages.File{Name: "home/user-defined-in-image", Mode: fs.ModeDir | 0o755, UID: 1000, GID: 1000})
@@ -294,6 +306,50 @@ func userland(busyboxPath, bashPath, shPath string) ([]testimages.File, error) {
 		files = append(files, testimages.File{Name: "bin/" + applet, Link: "busybox"})
 	}
 	files = append(files, testimages.File{Name: "bin/env", Link: "busybox"})
+	return files, nil
+}
+
+// withLibraries is the programs at their paths with every shared library
+// and the dynamic loader ldd reports for them, each at the path ldd names
+// (symlinks resolved into regular files), and their directories.
+func withLibraries(programs []string) ([]testimages.File, error) {
+	paths := map[string]bool{}
+	for _, prog := range programs {
+		paths[prog] = true
+		out, err := exec.Command("ldd", prog).Output()
+		if err != nil {
+			return nil, fmt.Errorf("ldd %s: %w", prog, err)
+		}
+		for _, line := range strings.Split(string(out), "\n") {
+			f := strings.Fields(line)
+			switch {
+			case len(f) >= 3 && f[1] == "=>" && strings.HasPrefix(f[2], "/"):
+				paths[f[2]] = true
+			case len(f) >= 1 && strings.HasPrefix(f[0], "/"):
+				paths[f[0]] = true // the loader
+			}
+		}
+	}
+	dirs := map[string]bool{}
+	var files []testimages.File
+	for p := range paths {
+		data, err := os.ReadFile(p)
+		if err != nil {
+			return nil, err
+		}
+		name := strings.TrimPrefix(filepath.Clean(p), "/")
+		files = append(files, testimages.File{Name: name, Mode: 0o755, Data: data})
+		for d := filepath.Dir(name); d != "."; d = filepath.Dir(d) {
+			dirs[d] = true
+		}
+	}
+	// The userland has these already.
+	for _, d := range []string{"bin", "usr", "usr/bin", "usr/sbin", "sbin"} {
+		delete(dirs, d)
+	}
+	for d := range dirs {
+		files = append(files, testimages.File{Name: d, Mode: fs.ModeDir | 0o755})
+	}
 	return files, nil
 }
 

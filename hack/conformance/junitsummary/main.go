@@ -111,6 +111,11 @@ func run(path, focus, skip, failuresFile string, out io.Writer) (int, error) {
 		if status == "skipped" && !selected {
 			continue // not asked for
 		}
+		// Suite nodes ([SynchronizedBeforeSuite], [ReportAfterSuite], …)
+		// are no specs: shown only when they fail.
+		if !strings.HasPrefix(c.Name, "[It]") && strings.HasPrefix(c.Name, "[") && status == "passed" {
+			continue
+		}
 		sig := sigRE.FindString(c.Name)
 		if sig == "" {
 			sig = "(suite)"

@@ -13,7 +13,7 @@ import (
 const sample = `<?xml version="1.0" encoding="UTF-8"?>
 <testsuites tests="5" disabled="0" errors="0" failures="2" time="10">
   <testsuite name="Kubernetes e2e suite" package="/" tests="5">
-    <testcase name="[sig-node] Pods should run [Conformance]" classname="Kubernetes e2e suite" status="passed" time="1"></testcase>
+    <testcase name="[It] [sig-node] Pods should run [Conformance]" classname="Kubernetes e2e suite" status="passed" time="1"></testcase>
     <testcase name="[sig-node] Env should read envFrom [Conformance]" classname="Kubernetes e2e suite" status="failed" time="2">
       <failure message="Expected&#xA;    &lt;string&gt;: nope&#xA;to contain" type="failed">[FAILED] Expected ...</failure>
     </testcase>
@@ -23,6 +23,7 @@ const sample = `<?xml version="1.0" encoding="UTF-8"?>
     <testcase name="[sig-storage] CSI not conformance" classname="Kubernetes e2e suite" status="skipped" time="0">
       <skipped message="skipped"></skipped>
     </testcase>
+    <testcase name="[ReportAfterSuite] Kubernetes e2e JUnit report" classname="Kubernetes e2e suite" status="passed" time="0"></testcase>
     <testcase name="[SynchronizedBeforeSuite]" classname="Kubernetes e2e suite" status="failed" time="0">
       <failure message="Failed to get kubernetes service ClusterIP" type="failed"></failure>
     </testcase>
@@ -55,6 +56,9 @@ func TestSummary(t *testing.T) {
 		if !strings.Contains(strings.Join(strings.Fields(got), " "), strings.Join(strings.Fields(want), " ")) {
 			t.Errorf("output lacks %q:\n%s", want, got)
 		}
+	}
+	if strings.Contains(got, "ReportAfterSuite") {
+		t.Errorf("a passed suite node is counted:\n%s", got)
 	}
 	if strings.Contains(got, "CSI not conformance") {
 		t.Errorf("a spec outside the focus is counted:\n%s", got)
