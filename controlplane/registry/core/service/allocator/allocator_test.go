@@ -317,3 +317,40 @@ func TestRepairAfterCrash(t *testing.T) {
 		t.Errorf("stale replace: %v", err)
 	}
 }
+
+// TestTwoServers: allocators of two servers on one key never hand out one
+// item twice, though each starts from the bitmap it last wrote.
+func TestTwoServers(t *testing.T) {
+	ctx := context.Background()
+	r, _ := ParsePortRange("30000-30009")
+	a := newEtcdAllocator(t, r, ServiceNodePortsKey)
+	b := New(r, a.store, ServiceNodePortsKey)
+	if _, err := a.Allocate(ctx, []string{"30000"}, 0, false); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.Allocate(ctx, []string{"30001"}, 0, false); err != nil {
+		t.Fatal(err)
+	}
+	// a's last bitmap lacks 30001: its swap fails, it re-reads, refuses.
+	if _, err := a.Allocate(ctx, []string{"30001"}, 0, false); !errors.Is(err, ErrAllocated) {
+		t.Fatalf("a took b's port: %v", err)
+	}
+	seen := map[string]bool{"30000": true, "30001": true}
+	for i := range 8 {
+		al := a
+		if i%2 == 1 {
+			al = b
+		}
+		got, err := al.Allocate(ctx, nil, 1, false)
+		if err != nil || seen[got[0]] {
+			t.Fatalf("allocation %d: %v %v", i, got, err)
+		}
+		seen[got[0]] = true
+	}
+	if err := b.Release(ctx, []string{"30000"}); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := a.Allocate(ctx, nil, 1, false); err != nil || got[0] != "30000" {
+		t.Fatalf("after b released 30000, a got %v %v", got, err)
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"sync"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -39,6 +40,12 @@ type Allocator struct {
 	r     Range
 	store apistorage.Interface
 	key   string
+	// mu serializes this server's changes (so they do not collide with
+	// each other's compare-and-swap); last is the object as last read or
+	// written, the starting point of the next change (a stale one costs a
+	// failed swap and a read).
+	mu   sync.Mutex
+	last *corev1.RangeAllocation
 }
 
 // New is an allocator of r kept at key in store (which must store
@@ -149,9 +156,16 @@ func (a *Allocator) change(ctx context.Context, dryRun bool, fn func(*Bitmap) er
 		}
 		return fn(b)
 	}
-	return a.store.GuaranteedUpdate(ctx, a.key, &corev1.RangeAllocation{}, true, nil,
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	var cached runtime.Object
+	if a.last != nil {
+		cached = a.last.DeepCopy()
+	}
+	out := &corev1.RangeAllocation{}
+	err := a.store.GuaranteedUpdate(ctx, a.key, out, true, nil,
 		func(in runtime.Object, _ apistorage.ResponseMeta) (runtime.Object, *uint64, error) {
-			ra := in.(*corev1.RangeAllocation)
+			ra := in.(*corev1.RangeAllocation).DeepCopy()
 			if ra.Range != "" && ra.Range != a.r.String() {
 				return nil, nil, fmt.Errorf("%s holds %s, configured %s: %w", a.key, ra.Range, a.r, ErrRangeMismatch)
 			}
@@ -161,5 +175,11 @@ func (a *Allocator) change(ctx context.Context, dryRun bool, fn func(*Bitmap) er
 			}
 			ra.Range, ra.Data = a.r.String(), b.Data()
 			return ra, nil, nil
-		}, nil)
+		}, cached)
+	if err != nil {
+		a.last = nil
+		return err
+	}
+	a.last = out
+	return nil
 }
