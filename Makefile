@@ -6,7 +6,7 @@ BIN      := $(CURDIR)/bin
 BERTH    := $(BIN)/berth
 TEST_TIMEOUT  ?= 28m
 
-.PHONY: all deps build vet kubectls test unit bench up demo conformance clean
+.PHONY: all deps build vet kubectls conformance-bin test unit bench up demo conformance clean
 
 # `berth kubectl` (k8s.io/kubectl built in) reports the Kubernetes release of
 # its k8s.io/kubectl module (v0.37.2 is v1.37.2); kubectl version needs it.
@@ -35,8 +35,12 @@ vet:
 kubectls:
 	./hack/kubectl/build.sh
 
+## conformance-bin: upstream's e2e.test, ginkgo, kubectl and the e2e images' programs (hack/conformance/build.sh), built into /var/cache/berth/conformance when missing or stale
+conformance-bin:
+	./hack/conformance/build.sh
+
 ## test: every test, unit and integration, against real containerd
-test: deps build vet kubectls
+test: deps build vet kubectls conformance-bin
 	BERTH_BIN=$(BERTH) go test -count=1 -timeout $(TEST_TIMEOUT) -v ./... 2>&1 | ./hack/testsummary.sh
 
 ## unit: the tests that need no runtime (fast feedback while editing)

@@ -11,12 +11,14 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/vishvananda/netlink"
 	"golang.org/x/sys/unix"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -378,4 +380,37 @@ func DropPageCache(tb testing.TB, path string) {
 	if err := unix.Fadvise(int(f.Fd()), 0, 0, unix.FADV_DONTNEED); err != nil {
 		tb.Fatalf("fadvise %s: %v", path, err)
 	}
+}
+
+// LockDir holds the cross-process locks of the test packages' pod subnets.
+const LockDir = "/run/berth-test"
+
+// ClaimSubnet locks a free 10.OCTET.N.0/24 and its bridge "PREFIXN" for the
+// test's life: each package that runs its own cluster uses an OCTET of its
+// own, so parallel packages never share a subnet or a bridge. A bridge that
+// already exists belongs to someone else and is passed over.
+func ClaimSubnet(tb testing.TB, octet int, prefix string) (bridge, cidr string) {
+	tb.Helper()
+	if err := os.MkdirAll(LockDir, 0o755); err != nil {
+		tb.Fatal(err)
+	}
+	for n := 1; n <= 254; n++ {
+		f, err := os.OpenFile(filepath.Join(LockDir, fmt.Sprintf("%s-subnet-%d.lock", prefix, n)), os.O_RDWR|os.O_CREATE, 0o644)
+		if err != nil {
+			tb.Fatal(err)
+		}
+		if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+			f.Close()
+			continue // another live test holds it
+		}
+		bridge = prefix + strconv.Itoa(n)
+		if _, err := netlink.LinkByName(bridge); err == nil {
+			f.Close()
+			continue
+		}
+		tb.Cleanup(func() { f.Close() })
+		return bridge, fmt.Sprintf("10.%d.%d.0/24", octet, n)
+	}
+	tb.Fatalf("no free 10.%d.N.0/24 subnet", octet)
+	return "", ""
 }

@@ -15,6 +15,7 @@ import (
 
 	"github.com/vishvananda/netlink"
 
+	"berth/integration/harness"
 	"berth/internal/prereq"
 )
 
@@ -33,7 +34,7 @@ func TestDemoRunsEndToEnd(t *testing.T) {
 		prereq.Missing(t, "make demo needs %s on PATH", strings.Join(missing, ", "))
 	}
 	berth, pause := binaries(t)
-	bridge, cidr := claimSubnet(t)
+	bridge, cidr := harness.ClaimSubnet(t, 223, "berthup")
 	repo, err := filepath.Abs("../..")
 	if err != nil {
 		t.Fatal(err)

@@ -101,44 +101,12 @@ func buildBinaries() error {
 	return nil
 }
 
-// upLockDir holds this package's subnet locks. Its subnets are
-// 10.223.N.0/24 and its bridges "berthupN": apart from nodeenv's
-// 10.222.N.0/24 and "berthtestN".
-const upLockDir = "/run/berth-test"
-
-// claimSubnet locks a free N for the test's life.
-func claimSubnet(t *testing.T) (bridge, cidr string) {
-	t.Helper()
-	if err := os.MkdirAll(upLockDir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	for n := 1; n <= 254; n++ {
-		f, err := os.OpenFile(filepath.Join(upLockDir, fmt.Sprintf("up-subnet-%d.lock", n)), os.O_RDWR|os.O_CREATE, 0o644)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
-			f.Close()
-			continue
-		}
-		bridge = "berthup" + strconv.Itoa(n)
-		if _, err := netlink.LinkByName(bridge); err == nil {
-			f.Close() // someone's bridge: not ours to use or delete
-			continue
-		}
-		t.Cleanup(func() { f.Close() })
-		return bridge, fmt.Sprintf("10.223.%d.0/24", n)
-	}
-	t.Fatal("no free 10.223.N.0/24 slot")
-	return "", ""
-}
-
 // TestUpRunsAClusterAndLeavesNothingBehind is the whole life of `berth up`.
 func TestUpRunsAClusterAndLeavesNothingBehind(t *testing.T) {
 	requirePrerequisites(t)
 	kubectl := harness.RequireKubectl(t)
 	berth, pause := binaries(t)
-	bridge, cidr := claimSubnet(t)
+	bridge, cidr := harness.ClaimSubnet(t, 223, "berthup")
 	dataDir := shortTempDir(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
