@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net"
@@ -71,7 +72,16 @@ metadata:
 spec:
   selector: {app: proxied-web}
   ports:
-  - {name: web, port: 80, targetPort: http}
+  - {port: 80, targetPort: http}
+---
+apiVersion: v1
+kind: Service
+metadata:
+  name: web-named
+spec:
+  selector: {app: proxied-web}
+  ports:
+  - {name: web, port: 8080, targetPort: http}
 ---
 apiVersion: v1
 kind: Service
@@ -92,7 +102,7 @@ spec:
 `
 	c.MustKubectl(t, fmt.Sprintf(objects, env.BusyboxImage), "apply", "-f", "-")
 	t.Cleanup(func() {
-		c.Kubectl(t, "", "delete", "pod/web", "service/web", "service/nobody", "service/external", "--wait=true", "--timeout=60s")
+		c.Kubectl(t, "", "delete", "pod/web", "service/web", "service/web-named", "service/nobody", "service/external", "--wait=true", "--timeout=60s")
 	})
 	waitPodRunning(t, c, "web")
 
@@ -134,17 +144,24 @@ spec:
 	})
 
 	t.Run("services/proxy", func(t *testing.T) {
-		for _, p := range []string{"web/proxy/", "web:80/proxy/index.html", "http:web:web/proxy/"} {
+		// The port by number (the unnamed port), by name, by number of a
+		// named port.
+		for _, p := range []string{"web/proxy/", "web:80/proxy/index.html", "http:web-named:web/proxy/", "web-named:8080/proxy/"} {
 			harness.WaitFor(t, 60*time.Second, "GET "+p, func() (bool, string) {
 				code, body, err := proxyDo(admin, "GET", services+p, "")
 				return code == 200 && body == "hello-from-web\n", fmt.Sprintf("%d %q %v", code, body, err)
 			})
 		}
-		code, body, _ := proxyDo(admin, "POST", services+"web:web/proxy/cgi-bin/echo?q=x", "pong")
+		// As upstream, no port means the unnamed one.
+		code, _, err := proxyDo(admin, "GET", services+"web-named/proxy/", "")
+		if code != 503 || !strings.Contains(fmt.Sprint(err), `no endpoints available for service "web-named"`) {
+			t.Errorf("services/web-named/proxy/: %d %v", code, err)
+		}
+		code, body, _ := proxyDo(admin, "POST", services+"web-named:web/proxy/cgi-bin/echo?q=x", "pong")
 		if code != 200 || body != "POST q=x pong\n" {
 			t.Errorf("POST through services/proxy: %d %q", code, body)
 		}
-		code, _, err := proxyDo(admin, "GET", services+"web:81/proxy/", "")
+		code, _, err = proxyDo(admin, "GET", services+"web:81/proxy/", "")
 		if code != 503 || !strings.Contains(fmt.Sprint(err), `no service port 81 found for service "web"`) {
 			t.Errorf("services/web:81/proxy/: %d %v", code, err)
 		}
@@ -216,7 +233,8 @@ spec:
 }
 
 // proxyDo sends method path (with body) through cs's REST client: the
-// status code, the body and the decoded error of a failed request.
+// status code, the body and the error of a failed request (the Status the
+// server answered, when it did).
 func proxyDo(cs kubernetes.Interface, method, path, body string) (int, string, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
@@ -232,6 +250,10 @@ func proxyDo(cs kubernetes.Interface, method, path, body string) (int, string, e
 		req = req.Body([]byte(body))
 	}
 	raw, err := req.Do(ctx).StatusCode(&code).Raw()
+	var st metav1.Status
+	if err != nil && json.Unmarshal(raw, &st) == nil && st.Kind == "Status" {
+		err = &apierrors.StatusError{ErrStatus: st}
+	}
 	return code, string(raw), err
 }
 
