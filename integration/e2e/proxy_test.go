@@ -1,11 +1,14 @@
 package e2e
 
 import (
+	"bufio"
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"net"
+	"net/http"
 	"net/netip"
 	"strconv"
 	"strings"
@@ -64,6 +67,16 @@ spec:
       printf '#!/bin/sh\necho "Content-Type: text/plain"\necho\nbody=$(head -c "${CONTENT_LENGTH:-0}")\necho "$REQUEST_METHOD $QUERY_STRING $body"\n' > /www/cgi-bin/echo
       chmod +x /www/cgi-bin/echo
       exec httpd -f -p 8080 -h /www
+  - name: upgrader
+    image: %[1]s
+    imagePullPolicy: IfNotPresent
+    command:
+    - sh
+    - -c
+    - |
+      printf '#!/bin/sh\nwhile read -r l; do [ "${#l}" -le 1 ] && break; done\nprintf "HTTP/1.1 101 Switching Protocols\\r\\nConnection: Upgrade\\r\\nUpgrade: echo\\r\\n\\r\\n"\nread -r msg\necho "echo $msg"\n' > /upgrade.sh
+      chmod +x /upgrade.sh
+      exec nc -ll -p 9000 -e /upgrade.sh
 ---
 apiVersion: v1
 kind: Service
@@ -141,6 +154,33 @@ spec:
 		if code != 404 || !apierrors.IsNotFound(err) {
 			t.Errorf("GET pods/missing/proxy/: %d %v, want 404", code, err)
 		}
+	})
+
+	t.Run("upgrade through pods/proxy", func(t *testing.T) {
+		tlsCfg, err := rest.TLSConfigFor(c.Config)
+		if err != nil {
+			t.Fatal(err)
+		}
+		harness.WaitFor(t, 30*time.Second, "an upgraded stream through pods/web:9000/proxy", func() (bool, string) {
+			conn, err := tls.Dial("tcp", c.Addr, tlsCfg)
+			if err != nil {
+				return false, err.Error()
+			}
+			defer conn.Close()
+			_ = conn.SetDeadline(time.Now().Add(10 * time.Second))
+			fmt.Fprintf(conn, "GET %sweb:9000/proxy/stream HTTP/1.1\r\nHost: %s\r\nConnection: Upgrade\r\nUpgrade: echo\r\n\r\n", pods, c.Addr)
+			br := bufio.NewReader(conn)
+			resp, err := http.ReadResponse(br, nil)
+			if err != nil {
+				return false, err.Error()
+			}
+			if resp.StatusCode != http.StatusSwitchingProtocols {
+				return false, resp.Status
+			}
+			fmt.Fprint(conn, "hello\n")
+			line, err := br.ReadString('\n')
+			return line == "echo hello\n", fmt.Sprintf("read %q %v", line, err)
+		})
 	})
 
 	t.Run("services/proxy", func(t *testing.T) {
