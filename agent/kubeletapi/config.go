@@ -12,6 +12,8 @@
 //	GET|POST /attach/{ns}/{pod}[/{uid}]/{container}  stdin, stdout, stderr, tty
 //	GET|POST /portForward/{ns}/{pod}[/{uid}]         port
 //	GET  /metrics                                    Prometheus text format
+//	GET  /logs/[PATH]                                the node's log directory (/var/log),
+//	                                                 files and listings
 //
 // The pods/exec and pods/portforward API's names of the stream and port
 // parameters (stdin, stdout, stderr, ports) are accepted as well, so a
@@ -49,6 +51,9 @@ const DefaultAddress = ":10250"
 
 // DefaultPodLogDir is the kubelet's pod log directory.
 const DefaultPodLogDir = "/var/log/pods"
+
+// DefaultNodeLogDir is the directory the kubelet serves at /logs/.
+const DefaultNodeLogDir = "/var/log"
 
 // Runtime is the part of the CRI client the API uses: the streaming URLs and
 // a container's status (to learn whether a followed log's container still
@@ -129,6 +134,8 @@ type Config struct {
 	// PodLogDir is the kubelet's pod log directory; default
 	// DefaultPodLogDir.
 	PodLogDir string
+	// NodeLogDir is served read-only at /logs/; default DefaultNodeLogDir.
+	NodeLogDir string
 	// Metrics is served on /metrics; nil: /metrics answers 404.
 	Metrics prometheus.Gatherer
 	// Healthy reports why the agent is unhealthy (nil: healthy); optional.
@@ -166,6 +173,9 @@ func (cfg *Config) validate() error {
 	}
 	if cfg.PodLogDir == "" {
 		cfg.PodLogDir = DefaultPodLogDir
+	}
+	if cfg.NodeLogDir == "" {
+		cfg.NodeLogDir = DefaultNodeLogDir
 	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now

@@ -230,3 +230,26 @@ func TestContainerLogsFollowEndsWhenTheContainerExits(t *testing.T) {
 func withClock(now func() time.Time) harnessOption {
 	return func(cfg *kubeletapi.Config) { cfg.Now = now }
 }
+
+func TestNodeLogsServesTheNodeLogDir(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(dir, "sub"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "sub", "syslog"), []byte("a node log line\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	h := newHarness(t, func(c *kubeletapi.Config) { c.NodeLogDir = dir })
+	if code, body := h.get("/logs/"); code != 200 || !strings.Contains(body, `<a href="sub/">sub/</a>`) {
+		t.Errorf("/logs/ = %d %q, want the directory listing", code, body)
+	}
+	if code, body := h.get("/logs/sub/syslog"); code != 200 || body != "a node log line\n" {
+		t.Errorf("/logs/sub/syslog = %d %q", code, body)
+	}
+	if code, _ := h.get("/logs/../../etc/passwd"); code == 200 {
+		t.Errorf("/logs/../../etc/passwd served")
+	}
+	if code, _ := h.get("/logs/missing"); code != 404 {
+		t.Errorf("/logs/missing = %d, want 404", code)
+	}
+}

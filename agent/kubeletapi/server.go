@@ -73,6 +73,8 @@ func (s *Server) routes() {
 	s.mux.HandleFunc("GET /pods", s.pods)
 	s.mux.HandleFunc("GET /pods/", s.pods)
 	s.mux.HandleFunc("GET /metrics", s.metrics)
+	// As the kubelet: the node's log files, and directory listings.
+	s.mux.Handle("GET /logs/", http.StripPrefix("/logs/", http.FileServer(http.Dir(s.cfg.NodeLogDir))))
 	s.mux.HandleFunc("GET /containerLogs/{ns}/{pod}/{container}", s.containerLogs)
 	for _, method := range []string{http.MethodGet, http.MethodPost} {
 		s.mux.HandleFunc(method+" /exec/{ns}/{pod}/{container}", s.exec)

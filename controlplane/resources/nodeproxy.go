@@ -117,21 +117,11 @@ func (p *nodeProxy) agentAddress(ctx context.Context, nodeName string) (string, 
 		return "", err
 	}
 	node := obj.(*corev1.Node)
-	var addr string
-	for _, t := range []corev1.NodeAddressType{corev1.NodeInternalIP, corev1.NodeExternalIP, corev1.NodeHostName} {
-		for _, a := range node.Status.Addresses {
-			if a.Type == t && addr == "" {
-				addr = a.Address
-			}
-		}
-	}
+	addr := nodeHost(node)
 	if addr == "" {
 		return "", apierrors.NewServiceUnavailable(fmt.Sprintf("node %s has no address", nodeName))
 	}
-	port := int(node.Status.DaemonEndpoints.KubeletEndpoint.Port)
-	if port == 0 {
-		port = DefaultAgentPort
-	}
+	port := nodeAgentPort(node)
 	return net.JoinHostPort(addr, strconv.Itoa(port)), nil
 }
 

@@ -47,6 +47,11 @@ type Config struct {
 	// NodeTransport carries proxied pod log/exec/attach/portforward requests
 	// to the node agents (TLS, with the apiserver's client certificate).
 	NodeTransport http.RoundTripper
+	// ProxyTransport carries pods/proxy and services/proxy requests to
+	// pods, and nodes/proxy requests to ports other than the agent's (as
+	// kube-apiserver's proxy transport: TLS unverified, no client
+	// certificate).
+	ProxyTransport http.RoundTripper
 	// ServiceAccountTokens, when set, serves serviceaccounts/token (the
 	// TokenRequest API).
 	ServiceAccountTokens *TokenRequestConfig
@@ -229,7 +234,7 @@ func Build(cfg Config) (_ *Set, err error) {
 			set.Destroy()
 		}
 	}()
-	var pods, nodes, coreEvents *genericregistry.Store
+	var pods, nodes, services, endpoints, coreEvents *genericregistry.Store
 	parts := registry.Resources(cfg.Scheme)
 	for _, d := range defs() {
 		gr := schema.GroupResource{Group: d.gv.Group, Resource: d.resource}
@@ -309,6 +314,10 @@ func Build(cfg Config) (_ *Set, err error) {
 			serveEphemeralContainers(res, store, cfg.Scheme)
 		case d.gv.Group == "" && d.resource == "nodes":
 			nodes = store
+		case d.gv.Group == "" && d.resource == "services":
+			services = store
+		case d.gv.Group == "" && d.resource == "endpoints":
+			endpoints = store
 		case d.gv.Group == "" && d.resource == "events":
 			coreEvents = store
 		}
@@ -335,6 +344,10 @@ func Build(cfg Config) (_ *Set, err error) {
 		podRes.Subresources["exec"] = apiserver.Subresource{Kind: corev1.SchemeGroupVersion.WithKind("PodExecOptions"), Connect: proxy.exec, ConnectVerbs: []string{"create", "get"}}
 		podRes.Subresources["attach"] = apiserver.Subresource{Kind: corev1.SchemeGroupVersion.WithKind("PodAttachOptions"), Connect: proxy.attach, ConnectVerbs: []string{"create", "get"}}
 		podRes.Subresources["portforward"] = apiserver.Subresource{Kind: corev1.SchemeGroupVersion.WithKind("PodPortForwardOptions"), Connect: proxy.portForward, ConnectVerbs: []string{"create", "get"}}
+		if services != nil && endpoints != nil {
+			serveProxies(set, &objectProxy{pods: pods, services: services, endpoints: endpoints, nodes: nodes,
+				transport: cfg.ProxyTransport, agentTransport: cfg.NodeTransport})
+		}
 	}
 	return set, nil
 }

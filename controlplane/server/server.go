@@ -135,7 +135,7 @@ func (s *Server) Run(ctx context.Context) (err error) {
 		return err
 	}
 	defer svcAlloc.close()
-	set, err := resources.Build(resources.Config{Scheme: sch, Storage: factory, NodeTransport: nodeTransport,
+	set, err := resources.Build(resources.Config{Scheme: sch, Storage: factory, NodeTransport: nodeTransport, ProxyTransport: proxyTransport(),
 		ServiceAccountTokens: saTokens.tokenRequest(), ServiceAllocators: svcAlloc.allocators})
 	if err != nil {
 		return err
@@ -371,6 +371,23 @@ func nodeTransport(creds *pki.Bundle) (http.RoundTripper, error) {
 		ForceAttemptHTTP2: false,
 		TLSNextProto:      map[string]func(string, *tls.Conn) http.RoundTripper{},
 	}, nil
+}
+
+// proxyTransport reaches pods (pods/proxy, services/proxy) and nodes on
+// ports other than the agent's, as kube-apiserver's proxy transport: the
+// backends are addressed by IP, so TLS cannot verify them; no client
+// certificate is presented.
+func proxyTransport() http.RoundTripper {
+	return &http.Transport{
+		Proxy:               nil,
+		DialContext:         (&net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
+		TLSClientConfig:     &tls.Config{InsecureSkipVerify: true},
+		TLSHandshakeTimeout: 10 * time.Second,
+		IdleConnTimeout:     90 * time.Second,
+		MaxIdleConnsPerHost: 25,
+		// HTTP/1.1 only: upgraded connections (WebSocket) pass through.
+		TLSNextProto: map[string]func(string, *tls.Conn) http.RoundTripper{},
+	}
 }
 
 // typeConverter builds the structured-merge-diff types of the served kinds

@@ -35,6 +35,7 @@ func TestDiscovery(t *testing.T) {
 		}
 	}
 	for _, want := range []string{"v1/pods", "v1/pods/status", "v1/pods/binding", "v1/pods/eviction", "v1/pods/log", "v1/pods/exec",
+		"v1/pods/proxy", "v1/services/proxy", "v1/nodes/proxy",
 		"apps/v1/deployments/scale", "apps/v1/replicasets/status", "v1/namespaces/finalize", "coordination.k8s.io/v1/leases"} {
 		if _, ok := found[want]; !ok {
 			t.Errorf("%s not discovered", want)
@@ -42,6 +43,9 @@ func TestDiscovery(t *testing.T) {
 	}
 	if v := found["v1/pods"]; !slices.Contains(v, "watch") || !slices.Contains(v, "deletecollection") {
 		t.Errorf("pods verbs %v", v)
+	}
+	if v := found["v1/services/proxy"]; !slices.Equal(v, []string{"create", "delete", "get", "patch", "update"}) {
+		t.Errorf("services/proxy verbs %v, want upstream's [create delete get patch update]", v)
 	}
 
 	// Aggregated discovery, as kubectl asks for it.

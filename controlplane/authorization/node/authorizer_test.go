@@ -129,6 +129,9 @@ func TestNodeAuthorizer(t *testing.T) {
 		{"delete own pod", node1, req{verb: "delete", ns: "shop", resource: "pods", name: "web"}, authorizer.DecisionAllow},
 		{"delete other pod", node1, req{verb: "delete", ns: "shop", resource: "pods", name: "db"}, authorizer.DecisionNoOpinion},
 		{"exec into pod", node1, req{verb: "create", ns: "shop", resource: "pods", sub: "exec", name: "web"}, authorizer.DecisionNoOpinion},
+		{"proxy to own pod", node1, req{verb: "get", ns: "shop", resource: "pods", sub: "proxy", name: "web:8080"}, authorizer.DecisionNoOpinion},
+		{"proxy to own node", node1, req{verb: "get", resource: "nodes", sub: "proxy", name: "node1"}, authorizer.DecisionNoOpinion},
+		{"proxy to a service", node1, req{verb: "create", ns: "shop", resource: "services", sub: "proxy", name: "web"}, authorizer.DecisionNoOpinion},
 
 		{"volume secret", node1, req{verb: "get", ns: "shop", resource: "secrets", name: "tls"}, authorizer.DecisionAllow},
 		{"watch volume secret by name", node1, req{verb: "watch", ns: "shop", resource: "secrets", name: "tls"}, authorizer.DecisionAllow},
