@@ -153,7 +153,7 @@ func TestKubeletBehavioursOfTheConformanceSuite(t *testing.T) {
 
 	t.Run("service environment variables", func(t *testing.T) {
 		svc := &v1.Service{ObjectMeta: metav1.ObjectMeta{Name: "fooservice"}, Spec: v1.ServiceSpec{
-			ClusterIP: "10.96.77.7", Selector: map[string]string{"app": "x"},
+			ClusterIP: "10.43.77.7", Selector: map[string]string{"app": "x"},
 			Ports: []v1.ServicePort{{Name: "http", Port: 8765, Protocol: v1.ProtocolTCP}},
 		}}
 		if _, err := c.Client.CoreV1().Services(ns).Create(ctx, svc, metav1.CreateOptions{}); err != nil {
@@ -161,9 +161,9 @@ func TestKubeletBehavioursOfTheConformanceSuite(t *testing.T) {
 		}
 		time.Sleep(time.Second) // the agent's Service informer sees it
 		out := output(t, pod("svc-env", "env", nil))
-		hasLines(t, out, "FOOSERVICE_SERVICE_HOST=10.96.77.7", "FOOSERVICE_SERVICE_PORT=8765", "FOOSERVICE_SERVICE_PORT_HTTP=8765",
-			"FOOSERVICE_PORT=tcp://10.96.77.7:8765", "FOOSERVICE_PORT_8765_TCP=tcp://10.96.77.7:8765", "FOOSERVICE_PORT_8765_TCP_PROTO=tcp",
-			"FOOSERVICE_PORT_8765_TCP_PORT=8765", "FOOSERVICE_PORT_8765_TCP_ADDR=10.96.77.7")
+		hasLines(t, out, "FOOSERVICE_SERVICE_HOST=10.43.77.7", "FOOSERVICE_SERVICE_PORT=8765", "FOOSERVICE_SERVICE_PORT_HTTP=8765",
+			"FOOSERVICE_PORT=tcp://10.43.77.7:8765", "FOOSERVICE_PORT_8765_TCP=tcp://10.43.77.7:8765", "FOOSERVICE_PORT_8765_TCP_PROTO=tcp",
+			"FOOSERVICE_PORT_8765_TCP_PORT=8765", "FOOSERVICE_PORT_8765_TCP_ADDR=10.43.77.7")
 		if k, err := c.Client.CoreV1().Services("default").Get(ctx, "kubernetes", metav1.GetOptions{}); err == nil && k.Spec.ClusterIP != "" {
 			hasLines(t, out, "KUBERNETES_SERVICE_HOST="+k.Spec.ClusterIP)
 		}
