@@ -206,7 +206,8 @@ sets=(e2e)
 
 results=${RESULTS_DIR:-$cache/results/$(date -u +%Y%m%dT%H%M%SZ)-$TARGET}
 mkdir -p "$results"
-ln -sfn "$results" "$cache/results/latest" 2>/dev/null || true
+# results/latest: the last run that kept its results in the cache.
+[ -n "${RESULTS_DIR:-}" ] || ln -sfn "$results" "$cache/results/latest"
 work=$(mktemp -d /tmp/berth-conformance.XXXXXX)
 mkdir -p "$work/registry" "$work/data"
 echo "results in $results; work dir $work; pod network $POD_CIDR on bridge $BRIDGE"
