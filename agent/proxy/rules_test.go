@@ -1,0 +1,230 @@
+package proxy
+
+import (
+	"context"
+	"net/netip"
+	"slices"
+	"strings"
+	"testing"
+
+	v1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/knftables"
+)
+
+func service(name string, mutate func(*v1.Service)) *v1.Service {
+	s := &v1.Service{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name},
+		Spec: v1.ServiceSpec{
+			Type: v1.ServiceTypeClusterIP, ClusterIP: "10.96.0.10", ClusterIPs: []string{"10.96.0.10"},
+			Ports: []v1.ServicePort{{Name: "http", Protocol: v1.ProtocolTCP, Port: 80}},
+		},
+	}
+	if mutate != nil {
+		mutate(s)
+	}
+	return s
+}
+
+type ep struct {
+	ip    string
+	ready *bool
+}
+
+func slice(svc, portName string, port int32, eps ...ep) *discoveryv1.EndpointSlice {
+	s := &discoveryv1.EndpointSlice{
+		ObjectMeta:  metav1.ObjectMeta{Namespace: "ns", Name: svc + "-abc", Labels: map[string]string{discoveryv1.LabelServiceName: svc}},
+		AddressType: discoveryv1.AddressTypeIPv4,
+		Ports:       []discoveryv1.EndpointPort{{Name: ptr.To(portName), Protocol: ptr.To(v1.ProtocolTCP), Port: ptr.To(port)}},
+	}
+	for _, e := range eps {
+		s.Endpoints = append(s.Endpoints, discoveryv1.Endpoint{Addresses: []string{e.ip}, Conditions: discoveryv1.EndpointConditions{Ready: e.ready}})
+	}
+	return s
+}
+
+var testParams = Params{NodeIPs: []netip.Addr{netip.MustParseAddr("192.168.1.5")}, PodCIDR: netip.MustParsePrefix("10.244.0.0/24")}
+
+// apply runs rs's transaction (over the previous chains) on a fake and
+// returns its table.
+func apply(t *testing.T, fake *knftables.Fake, rs *Ruleset, previous map[string]bool) *knftables.FakeTable {
+	t.Helper()
+	tx := fake.NewTransaction()
+	rs.Transaction(tx, previous, "test")
+	if err := fake.Run(context.Background(), tx); err != nil {
+		t.Fatalf("transaction rejected: %v\n%s", err, tx)
+	}
+	return fake.Table
+}
+
+func rules(tb *knftables.FakeTable, chain string) []string {
+	c := tb.Chains[chain]
+	if c == nil {
+		return nil
+	}
+	var out []string
+	for _, r := range c.Rules {
+		out = append(out, r.Rule)
+	}
+	return out
+}
+
+func value(tb *knftables.FakeTable, m string, key ...string) string {
+	if e := tb.Maps[m].FindElement(key...); e != nil {
+		return strings.Join(e.Value, " ")
+	}
+	return ""
+}
+
+func chainsWith(tb *knftables.FakeTable, prefix string) []string {
+	var out []string
+	for name := range tb.Chains {
+		if strings.HasPrefix(name, prefix) {
+			out = append(out, name)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+func TestBuild(t *testing.T) {
+	svcChain := chainName("service", "ns/web/tcp/http")
+	extChain := chainName("external", "ns/web/tcp/http")
+	epA := chainName("endpoint", "ns/web/tcp/http__10.244.0.5/8080")
+	epB := chainName("endpoint", "ns/web/tcp/http__10.244.0.6/8080")
+	for _, tc := range []struct {
+		name     string
+		services []*v1.Service
+		slices   []*discoveryv1.EndpointSlice
+		check    func(t *testing.T, tb *knftables.FakeTable)
+	}{{
+		name:     "ClusterIP balances over the ready endpoints only",
+		services: []*v1.Service{service("web", nil)},
+		slices:   []*discoveryv1.EndpointSlice{slice("web", "http", 8080, ep{ip: "10.244.0.6"}, ep{ip: "10.244.0.5", ready: ptr.To(true)}, ep{ip: "10.244.0.7", ready: ptr.To(false)})},
+		check: func(t *testing.T, tb *knftables.FakeTable) {
+			if got := value(tb, serviceIPsMap, "10.96.0.10", "tcp", "80"); got != "goto "+svcChain {
+				t.Errorf("service-ips[10.96.0.10 . tcp . 80] = %q, want goto %s", got, svcChain)
+			}
+			want := []string{
+				"ip daddr 10.96.0.10 tcp dport 80 ip saddr != 10.244.0.0/24 jump mark-for-masquerade",
+				"numgen random mod 2 vmap { 0 : goto " + epA + " , 1 : goto " + epB + " }",
+			}
+			if got := rules(tb, svcChain); !slices.Equal(got, want) {
+				t.Errorf("service chain rules:\n got %q\nwant %q", got, want)
+			}
+			if got := rules(tb, epA); !slices.Equal(got, []string{"ip saddr 10.244.0.5 jump mark-for-masquerade", "meta l4proto tcp dnat to 10.244.0.5:8080"}) {
+				t.Errorf("endpoint chain rules: %q", got)
+			}
+			if got := chainsWith(tb, "endpoint-"); len(got) != 2 {
+				t.Errorf("endpoint chains %q, want the two ready endpoints'", got)
+			}
+			if len(tb.Maps[noEndpointSvcs].Elements) != 0 || len(chainsWith(tb, "external-")) != 0 {
+				t.Errorf("a ClusterIP service with endpoints got reject or external rules")
+			}
+		},
+	}, {
+		name:     "no ready endpoint rejects",
+		services: []*v1.Service{service("web", func(s *v1.Service) { s.Spec.Type = v1.ServiceTypeNodePort; s.Spec.Ports[0].NodePort = 30080 })},
+		slices:   []*discoveryv1.EndpointSlice{slice("web", "http", 8080, ep{ip: "10.244.0.7", ready: ptr.To(false)})},
+		check: func(t *testing.T, tb *knftables.FakeTable) {
+			if got := value(tb, noEndpointSvcs, "10.96.0.10", "tcp", "80"); got != "goto "+rejectChain {
+				t.Errorf("no-endpoint-services element = %q", got)
+			}
+			if got := value(tb, noEndpointNPs, "tcp", "30080"); got != "goto "+rejectChain {
+				t.Errorf("no-endpoint-nodeports element = %q", got)
+			}
+			if len(tb.Maps[serviceIPsMap].Elements) != 0 || len(chainsWith(tb, "service-")) != 0 {
+				t.Errorf("a service without endpoints got dispatch rules")
+			}
+		},
+	}, {
+		name: "NodePort and ExternalIP go through the masquerading external chain",
+		services: []*v1.Service{service("web", func(s *v1.Service) {
+			s.Spec.Type = v1.ServiceTypeNodePort
+			s.Spec.Ports[0].NodePort = 30080
+			s.Spec.ExternalIPs = []string{"203.0.113.9"}
+		})},
+		slices: []*discoveryv1.EndpointSlice{slice("web", "http", 8080, ep{ip: "10.244.0.5"})},
+		check: func(t *testing.T, tb *knftables.FakeTable) {
+			if got := value(tb, serviceNodePorts, "tcp", "30080"); got != "goto "+extChain {
+				t.Errorf("service-nodeports element = %q", got)
+			}
+			if got := value(tb, serviceIPsMap, "203.0.113.9", "tcp", "80"); got != "goto "+extChain {
+				t.Errorf("external IP element = %q", got)
+			}
+			if got := rules(tb, extChain); !slices.Equal(got, []string{"jump mark-for-masquerade", "goto " + svcChain}) {
+				t.Errorf("external chain rules %q", got)
+			}
+			if tb.Sets[nodePortIPsSet].FindElement("192.168.1.5") == nil {
+				t.Errorf("node IP missing from %s", nodePortIPsSet)
+			}
+		},
+	}, {
+		name: "headless, ExternalName and IPv6 services get no rules",
+		services: []*v1.Service{
+			service("headless", func(s *v1.Service) {
+				s.Spec.ClusterIP, s.Spec.ClusterIPs = v1.ClusterIPNone, []string{v1.ClusterIPNone}
+			}),
+			service("ext", func(s *v1.Service) {
+				s.Spec.Type, s.Spec.ClusterIP, s.Spec.ClusterIPs, s.Spec.ExternalName = v1.ServiceTypeExternalName, "", nil, "example.org"
+			}),
+			service("v6", func(s *v1.Service) { s.Spec.ClusterIP, s.Spec.ClusterIPs = "fd00::10", []string{"fd00::10"} }),
+		},
+		slices: []*discoveryv1.EndpointSlice{slice("headless", "http", 8080, ep{ip: "10.244.0.5"}), slice("ext", "http", 8080, ep{ip: "10.244.0.5"})},
+		check: func(t *testing.T, tb *knftables.FakeTable) {
+			for _, m := range []string{serviceIPsMap, noEndpointSvcs, serviceNodePorts, noEndpointNPs} {
+				if n := len(tb.Maps[m].Elements); n != 0 {
+					t.Errorf("%s has %d elements, want none", m, n)
+				}
+			}
+		},
+	}, {
+		name:     "endpoints of another port name are not the port's",
+		services: []*v1.Service{service("web", nil)},
+		slices:   []*discoveryv1.EndpointSlice{slice("web", "metrics", 9090, ep{ip: "10.244.0.5"})},
+		check: func(t *testing.T, tb *knftables.FakeTable) {
+			if got := value(tb, noEndpointSvcs, "10.96.0.10", "tcp", "80"); got != "goto "+rejectChain {
+				t.Errorf("want a reject for the port without endpoints, got %q", got)
+			}
+		},
+	}} {
+		t.Run(tc.name, func(t *testing.T) {
+			fake := knftables.NewFake(knftables.IPv4Family, "berth-test")
+			tc.check(t, apply(t, fake, Build(tc.services, tc.slices, testParams), nil))
+			// The base chains hook into the kernel in every ruleset.
+			for _, bc := range baseChains {
+				c := fake.Table.Chains[bc.name]
+				if c == nil || c.Hook == nil || *c.Hook != bc.hook || !slices.Equal(rules(fake.Table, bc.name), bc.jumps) {
+					t.Errorf("base chain %s missing or wrong", bc.name)
+				}
+			}
+		})
+	}
+}
+
+// A replacement leaves nothing of the previous ruleset: stale chains are
+// deleted and map elements do not pile up.
+func TestTransactionReplacesPreviousRuleset(t *testing.T) {
+	fake := knftables.NewFake(knftables.IPv4Family, "berth-test")
+	svc := service("web", nil)
+	first := Build([]*v1.Service{svc}, []*discoveryv1.EndpointSlice{slice("web", "http", 8080, ep{ip: "10.244.0.5"}, ep{ip: "10.244.0.6"})}, testParams)
+	apply(t, fake, first, nil)
+	second := Build([]*v1.Service{svc}, []*discoveryv1.EndpointSlice{slice("web", "http", 8080, ep{ip: "10.244.0.6"})}, testParams)
+	tb := apply(t, fake, second, first.Chains)
+	if got := chainsWith(tb, "endpoint-"); !slices.Equal(got, []string{chainName("endpoint", "ns/web/tcp/http__10.244.0.6/8080")}) {
+		t.Errorf("endpoint chains after the endpoint left: %q", got)
+	}
+	if n := len(tb.Maps[serviceIPsMap].Elements); n != 1 {
+		t.Errorf("service-ips has %d elements, want 1", n)
+	}
+	third := Build(nil, nil, testParams)
+	tb = apply(t, fake, third, second.Chains)
+	if got := chainsWith(tb, "service-"); len(got) != 0 {
+		t.Errorf("service chains left after the service was deleted: %q", got)
+	}
+	if len(tb.Chains) != len(third.Chains) {
+		t.Errorf("table has %d chains, ruleset %d", len(tb.Chains), len(third.Chains))
+	}
+}
