@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/netip"
+	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -57,7 +58,7 @@ type Proxier struct {
 	services cache.SharedIndexInformer
 	slices   cache.SharedIndexInformer
 	changed  chan struct{}
-	chains   map[string]bool // the table's chains after the last sync; nil: unknown
+	current  *Ruleset // the table's chains and affinity sets after the last sync; nil: unknown
 	duration prometheus.Histogram
 	lastSync prometheus.Gauge
 }
@@ -175,14 +176,24 @@ func (p *Proxier) Run(ctx context.Context) error {
 func (p *Proxier) Sync(ctx context.Context) error {
 	start := time.Now()
 	defer func() { p.duration.Observe(time.Since(start).Seconds()) }()
-	if p.chains == nil {
+	if p.current == nil {
+		// What a previous run (or a failed transaction) left.
+		p.current = &Ruleset{Chains: map[string]bool{}, AffinitySets: map[string]bool{}}
 		chains, err := p.nft.List(ctx, "chains")
 		if err != nil && !knftables.IsNotFound(err) {
 			return fmt.Errorf("listing the chains of table %s: %w", p.cfg.Table, err)
 		}
-		p.chains = map[string]bool{}
 		for _, c := range chains {
-			p.chains[c] = true
+			p.current.Chains[c] = true
+		}
+		sets, err := p.nft.List(ctx, "sets")
+		if err != nil && !knftables.IsNotFound(err) {
+			return fmt.Errorf("listing the sets of table %s: %w", p.cfg.Table, err)
+		}
+		for _, s := range sets {
+			if strings.HasPrefix(s, affinityPrefix) {
+				p.current.AffinitySets[s] = true
+			}
 		}
 	}
 	var services []*v1.Service
@@ -197,12 +208,12 @@ func (p *Proxier) Sync(ctx context.Context) error {
 	}
 	rs := Build(services, slices, Params{NodeIPs: p.cfg.NodeIPs, PodCIDR: p.cfg.PodCIDR})
 	tx := p.nft.NewTransaction()
-	rs.Transaction(tx, p.chains, "service rules of the berth agent")
+	rs.Transaction(tx, p.current, "service rules of the berth agent")
 	if err := p.nft.Run(ctx, tx); err != nil {
-		p.chains = nil // re-read: the table is as before, or unknown
+		p.current = nil // re-read: the table is as before, or unknown
 		return fmt.Errorf("applying %d operations to table %s: %w", tx.NumOperations(), p.cfg.Table, err)
 	}
-	p.chains = rs.Chains
+	p.current = rs
 	p.lastSync.SetToCurrentTime()
 	p.cfg.Logger.Debug("synced the service proxy rules", "table", p.cfg.Table, "services", len(services), "took", time.Since(start))
 	return nil

@@ -11,6 +11,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"time"
 
 	v1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
@@ -73,12 +74,19 @@ type Ruleset struct {
 	Objects []knftables.Object
 	// Chains names every chain in Objects.
 	Chains map[string]bool
+	// AffinitySets names the per-endpoint sets of sessionAffinity ClientIP
+	// in Objects: they are filled from the packet path, so a sync keeps
+	// their elements.
+	AffinitySets map[string]bool
 }
+
+// affinityPrefix starts the names of the affinity sets.
+const affinityPrefix = "affinity-"
 
 // Build computes the ruleset for services and their EndpointSlices. Only
 // IPv4 is programmed; ExternalName and headless Services have no rules.
 func Build(services []*v1.Service, slices []*discoveryv1.EndpointSlice, p Params) *Ruleset {
-	r := &Ruleset{Chains: map[string]bool{}}
+	r := &Ruleset{Chains: map[string]bool{}, AffinitySets: map[string]bool{}}
 	r.fixed(p)
 	bySvc := map[string][]*discoveryv1.EndpointSlice{}
 	for _, s := range slices {
@@ -256,14 +264,32 @@ func (r *Ruleset) servicePort(svc *v1.Service, sp *v1.ServicePort, ips []string,
 			rules = append(rules, fmt.Sprintf("ip daddr %s %s dport %s ip saddr != %s jump %s", ip, proto, port, p.PodCIDR.Masked(), markMasqChain))
 		}
 	}
+	var affinity time.Duration
+	if svc.Spec.SessionAffinity == v1.ServiceAffinityClientIP {
+		affinity = time.Duration(v1.DefaultClientIPServiceAffinitySeconds) * time.Second
+		if c := svc.Spec.SessionAffinityConfig; c != nil && c.ClientIP != nil && c.ClientIP.TimeoutSeconds != nil {
+			affinity = time.Duration(*c.ClientIP.TimeoutSeconds) * time.Second
+		}
+	}
 	verdicts := make([]string, len(eps))
 	for i, ep := range eps {
-		epChain := chainName("endpoint", fmt.Sprintf("%s__%s/%d", id, ep.ip, ep.port))
+		epID := fmt.Sprintf("%s__%s/%d", id, ep.ip, ep.port)
+		epChain := chainName("endpoint", epID)
 		// A pod reaching itself through the service (hairpin) is
 		// masqueraded, else it would answer itself from its own address.
-		r.chain(epChain,
-			fmt.Sprintf("ip saddr %s jump %s", ep.ip, markMasqChain),
-			fmt.Sprintf("meta l4proto %s dnat to %s:%d", proto, ep.ip, ep.port))
+		epRules := []string{fmt.Sprintf("ip saddr %s jump %s", ep.ip, markMasqChain)}
+		if affinity > 0 {
+			// sessionAffinity ClientIP: each endpoint remembers its
+			// clients for the timeout (part of the set's name: a new
+			// timeout is a new set); they return to it before balancing.
+			set := chainName("affinity", fmt.Sprintf("%s/%ds", epID, affinity/time.Second))
+			r.AffinitySets[set] = true
+			r.add(&knftables.Set{Name: set, Type: "ipv4_addr", Flags: []knftables.SetFlag{knftables.DynamicFlag, knftables.TimeoutFlag}, Timeout: ptr.To(affinity)})
+			epRules = append(epRules, fmt.Sprintf("update @%s { ip saddr }", set))
+			rules = append(rules, fmt.Sprintf("ip saddr @%s goto %s", set, epChain))
+		}
+		epRules = append(epRules, fmt.Sprintf("meta l4proto %s dnat to %s:%d", proto, ep.ip, ep.port))
+		r.chain(epChain, epRules...)
 		verdicts[i] = fmt.Sprintf("%d : goto %s", i, epChain)
 	}
 	// Random balancing over the ready endpoints, as kube-proxy's nftables mode.
@@ -297,11 +323,12 @@ func protocolOf(sp *v1.ServicePort) v1.Protocol {
 }
 
 // Transaction fills tx with the table's full replacement by r: each of r's
-// chains, maps and sets is added and flushed before its rules and elements
-// are added, and the chains of the previous ruleset that r no longer has
-// (previous) are flushed, then deleted — one atomic transaction, so packets
-// see either the old rules or the new.
-func (r *Ruleset) Transaction(tx *knftables.Transaction, previous map[string]bool, comment string) {
+// chains, maps and sets (but the affinity sets) is added and flushed before
+// its rules and elements are added, and the chains and affinity sets of the
+// previous ruleset (nil: none) that r no longer has are flushed, then
+// deleted — one atomic transaction, so packets see either the old rules or
+// the new.
+func (r *Ruleset) Transaction(tx *knftables.Transaction, previous *Ruleset, comment string) {
 	tx.Add(&knftables.Table{Comment: ptr.To(comment)})
 	for _, o := range r.Objects {
 		tx.Add(o)
@@ -311,20 +338,35 @@ func (r *Ruleset) Transaction(tx *knftables.Transaction, previous map[string]boo
 		case *knftables.Map:
 			tx.Flush(&knftables.Map{Name: o.Name})
 		case *knftables.Set:
-			tx.Flush(&knftables.Set{Name: o.Name})
+			if !r.AffinitySets[o.Name] {
+				tx.Flush(&knftables.Set{Name: o.Name})
+			}
 		}
 	}
-	stale := make([]string, 0)
-	for c := range previous {
-		if !r.Chains[c] {
-			stale = append(stale, c)
-		}
+	if previous == nil {
+		return
 	}
-	sort.Strings(stale)
+	stale := missing(previous.Chains, r.Chains)
 	for _, c := range stale {
 		tx.Flush(&knftables.Chain{Name: c})
 	}
 	for _, c := range stale {
 		tx.Delete(&knftables.Chain{Name: c})
 	}
+	// Sets last: the rules using them are gone by now.
+	for _, set := range missing(previous.AffinitySets, r.AffinitySets) {
+		tx.Delete(&knftables.Set{Name: set})
+	}
+}
+
+// missing returns the names in had but not in has, sorted.
+func missing(had, has map[string]bool) []string {
+	var out []string
+	for n := range had {
+		if !has[n] {
+			out = append(out, n)
+		}
+	}
+	sort.Strings(out)
+	return out
 }

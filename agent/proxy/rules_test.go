@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	v1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
@@ -49,7 +50,7 @@ var testParams = Params{NodeIPs: []netip.Addr{netip.MustParseAddr("192.168.1.5")
 
 // apply runs rs's transaction (over the previous chains) on a fake and
 // returns its table.
-func apply(t *testing.T, fake *knftables.Fake, rs *Ruleset, previous map[string]bool) *knftables.FakeTable {
+func apply(t *testing.T, fake *knftables.Fake, rs *Ruleset, previous *Ruleset) *knftables.FakeTable {
 	t.Helper()
 	tx := fake.NewTransaction()
 	rs.Transaction(tx, previous, "test")
@@ -212,7 +213,7 @@ func TestTransactionReplacesPreviousRuleset(t *testing.T) {
 	first := Build([]*v1.Service{svc}, []*discoveryv1.EndpointSlice{slice("web", "http", 8080, ep{ip: "10.244.0.5"}, ep{ip: "10.244.0.6"})}, testParams)
 	apply(t, fake, first, nil)
 	second := Build([]*v1.Service{svc}, []*discoveryv1.EndpointSlice{slice("web", "http", 8080, ep{ip: "10.244.0.6"})}, testParams)
-	tb := apply(t, fake, second, first.Chains)
+	tb := apply(t, fake, second, first)
 	if got := chainsWith(tb, "endpoint-"); !slices.Equal(got, []string{chainName("endpoint", "ns/web/tcp/http__10.244.0.6/8080")}) {
 		t.Errorf("endpoint chains after the endpoint left: %q", got)
 	}
@@ -220,11 +221,59 @@ func TestTransactionReplacesPreviousRuleset(t *testing.T) {
 		t.Errorf("service-ips has %d elements, want 1", n)
 	}
 	third := Build(nil, nil, testParams)
-	tb = apply(t, fake, third, second.Chains)
+	tb = apply(t, fake, third, second)
 	if got := chainsWith(tb, "service-"); len(got) != 0 {
 		t.Errorf("service chains left after the service was deleted: %q", got)
 	}
 	if len(tb.Chains) != len(third.Chains) {
 		t.Errorf("table has %d chains, ruleset %d", len(tb.Chains), len(third.Chains))
+	}
+}
+
+// sessionAffinity ClientIP: clients return to the endpoint their address is
+// remembered by, syncs keep what the packet path recorded, and the sets go
+// with the affinity.
+func TestSessionAffinityClientIP(t *testing.T) {
+	fake := knftables.NewFake(knftables.IPv4Family, "berth-test")
+	sticky := service("web", func(s *v1.Service) {
+		s.Spec.SessionAffinity = v1.ServiceAffinityClientIP
+		s.Spec.SessionAffinityConfig = &v1.SessionAffinityConfig{ClientIP: &v1.ClientIPConfig{TimeoutSeconds: ptr.To[int32](60)}}
+	})
+	sl := slice("web", "http", 8080, ep{ip: "10.244.0.5"}, ep{ip: "10.244.0.6"})
+	first := Build([]*v1.Service{sticky}, []*discoveryv1.EndpointSlice{sl}, testParams)
+	tb := apply(t, fake, first, nil)
+
+	epA := chainName("endpoint", "ns/web/tcp/http__10.244.0.5/8080")
+	setA := chainName("affinity", "ns/web/tcp/http__10.244.0.5/8080/60s")
+	set := tb.Sets[setA]
+	if set == nil || set.Timeout == nil || *set.Timeout != 60*time.Second || len(first.AffinitySets) != 2 {
+		t.Fatalf("affinity set %s missing or without the 60 s timeout; sets %v", setA, first.AffinitySets)
+	}
+	if got := rules(tb, epA); !slices.Contains(got, "update @"+setA+" { ip saddr }") {
+		t.Errorf("endpoint chain does not record its clients: %q", got)
+	}
+	svcRules := rules(tb, chainName("service", "ns/web/tcp/http"))
+	i := slices.Index(svcRules, "ip saddr @"+setA+" goto "+epA)
+	if i < 0 || !strings.HasPrefix(svcRules[len(svcRules)-1], "numgen") || i > len(svcRules)-2 {
+		t.Errorf("service chain does not send known clients back before balancing: %q", svcRules)
+	}
+
+	// The packet path recorded a client; a resync keeps it.
+	tx := fake.NewTransaction()
+	tx.Add(&knftables.Element{Set: setA, Key: []string{"10.244.0.9"}})
+	if err := fake.Run(context.Background(), tx); err != nil {
+		t.Fatal(err)
+	}
+	tb = apply(t, fake, Build([]*v1.Service{sticky}, []*discoveryv1.EndpointSlice{sl}, testParams), first)
+	if tb.Sets[setA].FindElement("10.244.0.9") == nil {
+		t.Errorf("a resync dropped the recorded client")
+	}
+
+	// Affinity off: the sets are deleted.
+	tb = apply(t, fake, Build([]*v1.Service{service("web", nil)}, []*discoveryv1.EndpointSlice{sl}, testParams), first)
+	for name := range tb.Sets {
+		if strings.HasPrefix(name, affinityPrefix) {
+			t.Errorf("affinity set %s left after the affinity was turned off", name)
+		}
 	}
 }

@@ -33,6 +33,8 @@ const (
 	podAddr   = "10.250.0.2"
 	clusterIP = "10.96.0.10"
 	emptyIP   = "10.96.0.11" // a Service without endpoints
+	twoIP     = "10.96.0.12" // a Service of two endpoints
+	stickyIP  = "10.96.0.13" // the same with sessionAffinity ClientIP
 	nodePort  = 30080
 	table     = "berth-proxy-itest"
 
@@ -63,13 +65,19 @@ func TestMain(m *testing.M) {
 	os.Exit(m.Run())
 }
 
-// serve answers every request with "hello from <addr>" on podAddr:8080.
+// serve answers every request with "hello from <addr> to <client>" on
+// podAddr:8080 and :8081 (two endpoints).
 func serve() {
-	addr := net.JoinHostPort(podAddr, "8080")
-	err := http.ListenAndServe(addr, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		fmt.Fprintf(w, "hello from %s to %s", addr, r.RemoteAddr)
-	}))
-	fmt.Fprintln(os.Stderr, err)
+	errs := make(chan error)
+	for _, port := range []string{"8080", "8081"} {
+		addr := net.JoinHostPort(podAddr, port)
+		go func() {
+			errs <- http.ListenAndServe(addr, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				fmt.Fprintf(w, "hello from %s to %s", addr, r.RemoteAddr)
+			}))
+		}()
+	}
+	fmt.Fprintln(os.Stderr, <-errs)
 	os.Exit(1)
 }
 
@@ -163,7 +171,20 @@ func checkNode() error {
 		Ports:       []discoveryv1.EndpointPort{{Name: ptr.To("http"), Protocol: ptr.To(v1.ProtocolTCP), Port: ptr.To[int32](8080)}},
 		Endpoints:   []discoveryv1.Endpoint{{Addresses: []string{podAddr}, Conditions: discoveryv1.EndpointConditions{Ready: ptr.To(true)}}},
 	}
-	client := fake.NewClientset(svc("web", clusterIP, v1.ServiceTypeNodePort), svc("empty", emptyIP, v1.ServiceTypeClusterIP), slice)
+	two := func(name string) *discoveryv1.EndpointSlice {
+		s := slice.DeepCopy()
+		s.Name, s.Labels[discoveryv1.LabelServiceName] = name+"-1", name
+		return s
+	}
+	two2 := func(name string) *discoveryv1.EndpointSlice {
+		s := two(name)
+		s.Name, s.Ports[0].Port = name+"-2", ptr.To[int32](8081)
+		return s
+	}
+	sticky := svc("sticky", stickyIP, v1.ServiceTypeClusterIP)
+	sticky.Spec.SessionAffinity = v1.ServiceAffinityClientIP
+	client := fake.NewClientset(svc("web", clusterIP, v1.ServiceTypeNodePort), svc("empty", emptyIP, v1.ServiceTypeClusterIP), slice,
+		svc("two", twoIP, v1.ServiceTypeClusterIP), two("two"), two2("two"), sticky, two("sticky"), two2("sticky"))
 	p, err := proxy.New(proxy.Config{
 		Client: client, Table: table, MinSyncInterval: 10 * time.Millisecond,
 		NodeIPs: []netip.Addr{netip.MustParseAddr(nodeAddr)}, PodCIDR: netip.MustParsePrefix("10.250.0.0/24"), // the pod is inside: only hairpin masquerades it
@@ -191,6 +212,25 @@ func checkNode() error {
 			return fmt.Errorf("GET %s answered %q", target, body)
 		}
 		fmt.Printf("GET %s: %s\n", target, body)
+	}
+	// Random balancing reaches both endpoints; with sessionAffinity
+	// ClientIP every request goes to the first one chosen.
+	for _, tc := range []struct {
+		ip   string
+		want int
+	}{{twoIP, 2}, {stickyIP, 1}} {
+		seen := map[string]bool{}
+		for range 30 {
+			body, err := eventually(func() (string, error) { return get(net.JoinHostPort(tc.ip, "80")) })
+			if err != nil {
+				return fmt.Errorf("GET %s: %w", tc.ip, err)
+			}
+			seen[strings.Fields(body)[2]] = true
+		}
+		if len(seen) != tc.want {
+			return fmt.Errorf("30 GETs of %s reached %v, want %d endpoint(s)", tc.ip, seen, tc.want)
+		}
+		fmt.Printf("30 GETs of %s reached %v\n", tc.ip, seen)
 	}
 	// Hairpin: the pod reaches itself through its Service, masqueraded to
 	// the node's address (else it would answer itself directly and the
