@@ -153,6 +153,10 @@ func (p *Proxier) Run(ctx context.Context) error {
 			return nil
 		case <-p.changed:
 		case <-resync.C:
+			// A full rewrite repairs whatever changed behind our back.
+			if p.current != nil {
+				p.current.Rules = nil
+			}
 		case <-retry:
 		}
 		retry = nil
@@ -178,6 +182,7 @@ func (p *Proxier) Sync(ctx context.Context) error {
 	defer func() { p.duration.Observe(time.Since(start).Seconds()) }()
 	if p.current == nil {
 		// What a previous run (or a failed transaction) left.
+		// Names only: the first transaction rewrites everything.
 		p.current = &Ruleset{Chains: map[string]bool{}, AffinitySets: map[string]bool{}}
 		chains, err := p.nft.List(ctx, "chains")
 		if err != nil && !knftables.IsNotFound(err) {

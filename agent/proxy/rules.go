@@ -8,6 +8,7 @@ import (
 	"encoding/base32"
 	"fmt"
 	"net/netip"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -70,14 +71,24 @@ type Params struct {
 
 // Ruleset is the desired content of the proxy's table.
 type Ruleset struct {
-	// Objects are added in order to a flushed table.
-	Objects []knftables.Object
-	// Chains names every chain in Objects.
+	// Containers are the maps and sets, in order.
+	Containers []knftables.Object
+	// Chains names every chain; chains holds their definitions in order
+	// and Rules their rules.
 	Chains map[string]bool
+	chains []*knftables.Chain
+	Rules  map[string][]string
+	// Elements are the maps' and sets' elements by elementID.
+	Elements map[string]*knftables.Element
 	// AffinitySets names the per-endpoint sets of sessionAffinity ClientIP
-	// in Objects: they are filled from the packet path, so a sync keeps
-	// their elements.
+	// among Containers: they are filled from the packet path, so a sync
+	// keeps their elements.
 	AffinitySets map[string]bool
+}
+
+// elementID identifies an element by container and key.
+func elementID(e *knftables.Element) string {
+	return e.Map + e.Set + " " + strings.Join(e.Key, " . ")
 }
 
 // affinityPrefix starts the names of the affinity sets.
@@ -86,7 +97,7 @@ const affinityPrefix = "affinity-"
 // Build computes the ruleset for services and their EndpointSlices. Only
 // IPv4 is programmed; ExternalName and headless Services have no rules.
 func Build(services []*v1.Service, slices []*discoveryv1.EndpointSlice, p Params) *Ruleset {
-	r := &Ruleset{Chains: map[string]bool{}, AffinitySets: map[string]bool{}}
+	r := &Ruleset{Chains: map[string]bool{}, Rules: map[string][]string{}, Elements: map[string]*knftables.Element{}, AffinitySets: map[string]bool{}}
 	r.fixed(p)
 	bySvc := map[string][]*discoveryv1.EndpointSlice{}
 	for _, s := range slices {
@@ -114,21 +125,30 @@ func Build(services []*v1.Service, slices []*discoveryv1.EndpointSlice, p Params
 	return r
 }
 
-func (r *Ruleset) add(objs ...knftables.Object) { r.Objects = append(r.Objects, objs...) }
+func (r *Ruleset) add(objs ...knftables.Object) {
+	for _, o := range objs {
+		if e, ok := o.(*knftables.Element); ok {
+			r.Elements[elementID(e)] = e
+		} else {
+			r.Containers = append(r.Containers, o)
+		}
+	}
+}
 
 func (r *Ruleset) chain(name string, rules ...string) {
-	r.Chains[name] = true
-	r.add(&knftables.Chain{Name: name})
-	for _, rule := range rules {
-		r.add(&knftables.Rule{Chain: name, Rule: rule})
-	}
+	r.defineChain(&knftables.Chain{Name: name}, rules...)
+}
+
+func (r *Ruleset) defineChain(c *knftables.Chain, rules ...string) {
+	r.Chains[c.Name] = true
+	r.chains = append(r.chains, c)
+	r.Rules[c.Name] = rules
 }
 
 // fixed adds the chains, maps and sets every ruleset has.
 func (r *Ruleset) fixed(p Params) {
 	for _, bc := range baseChains {
-		r.Chains[bc.name] = true
-		r.add(&knftables.Chain{Name: bc.name, Type: ptr.To(bc.typ), Hook: ptr.To(bc.hook), Priority: ptr.To(bc.priority)})
+		r.defineChain(&knftables.Chain{Name: bc.name, Type: ptr.To(bc.typ), Hook: ptr.To(bc.hook), Priority: ptr.To(bc.priority)}, bc.jumps...)
 	}
 	r.add(
 		&knftables.Map{Name: serviceIPsMap, Type: "ipv4_addr . inet_proto . inet_service : verdict", Comment: ptr.To("ClusterIP and ExternalIP traffic")},
@@ -153,11 +173,6 @@ func (r *Ruleset) fixed(p Params) {
 	r.chain(servicesChain,
 		"ip daddr . meta l4proto . th dport vmap @"+serviceIPsMap,
 		"ip daddr @"+nodePortIPsSet+" meta l4proto . th dport vmap @"+serviceNodePorts)
-	for _, bc := range baseChains {
-		for _, rule := range bc.jumps {
-			r.add(&knftables.Rule{Chain: bc.name, Rule: rule})
-		}
-	}
 }
 
 // serviceIPs are the IPv4 ClusterIPs of a proxied Service.
@@ -322,25 +337,60 @@ func protocolOf(sp *v1.ServicePort) v1.Protocol {
 	return sp.Protocol
 }
 
-// Transaction fills tx with the table's full replacement by r: each of r's
-// chains, maps and sets (but the affinity sets) is added and flushed before
-// its rules and elements are added, and the chains and affinity sets of the
-// previous ruleset (nil: none) that r no longer has are flushed, then
-// deleted — one atomic transaction, so packets see either the old rules or
-// the new.
+// Transaction fills tx with the changes from previous (nil: unknown) to r,
+// one atomic transaction, so packets see either the old rules or the new:
+// the chains whose rules changed are flushed and rewritten, elements are
+// deleted and added, and the chains and affinity sets r no longer has are
+// deleted. Without a known previous content, every chain, map and set (but
+// the affinity sets) is flushed and rewritten.
 func (r *Ruleset) Transaction(tx *knftables.Transaction, previous *Ruleset, comment string) {
+	full := previous == nil || previous.Rules == nil
 	tx.Add(&knftables.Table{Comment: ptr.To(comment)})
-	for _, o := range r.Objects {
+	for _, o := range r.Containers {
 		tx.Add(o)
+		if !full {
+			continue
+		}
 		switch o := o.(type) {
-		case *knftables.Chain:
-			tx.Flush(&knftables.Chain{Name: o.Name})
 		case *knftables.Map:
 			tx.Flush(&knftables.Map{Name: o.Name})
 		case *knftables.Set:
 			if !r.AffinitySets[o.Name] {
 				tx.Flush(&knftables.Set{Name: o.Name})
 			}
+		}
+	}
+	if !full {
+		// Elements gone or changed go first: they may lead to chains
+		// deleted below.
+		for _, id := range sortedKeys(previous.Elements) {
+			if e := r.Elements[id]; e == nil || !slices.Equal(e.Value, previous.Elements[id].Value) {
+				old := previous.Elements[id]
+				tx.Delete(&knftables.Element{Map: old.Map, Set: old.Set, Key: old.Key})
+			}
+		}
+	}
+	var changed []*knftables.Chain
+	for _, c := range r.chains {
+		if full || !previous.Chains[c.Name] || !slices.Equal(previous.Rules[c.Name], r.Rules[c.Name]) {
+			changed = append(changed, c)
+		}
+	}
+	// All changed chains exist before any rule jumps to one.
+	for _, c := range changed {
+		tx.Add(c)
+		tx.Flush(&knftables.Chain{Name: c.Name})
+	}
+	for _, c := range changed {
+		for _, rule := range r.Rules[c.Name] {
+			tx.Add(&knftables.Rule{Chain: c.Name, Rule: rule})
+		}
+	}
+	for _, id := range sortedKeys(r.Elements) {
+		if full {
+			tx.Add(r.Elements[id])
+		} else if old := previous.Elements[id]; old == nil || !slices.Equal(old.Value, r.Elements[id].Value) {
+			tx.Add(r.Elements[id])
 		}
 	}
 	if previous == nil {
@@ -357,6 +407,15 @@ func (r *Ruleset) Transaction(tx *knftables.Transaction, previous *Ruleset, comm
 	for _, set := range missing(previous.AffinitySets, r.AffinitySets) {
 		tx.Delete(&knftables.Set{Name: set})
 	}
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
 }
 
 // missing returns the names in had but not in has, sorted.

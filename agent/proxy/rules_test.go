@@ -277,3 +277,35 @@ func TestSessionAffinityClientIP(t *testing.T) {
 		}
 	}
 }
+
+// After a first full sync, a change rewrites only what it touches.
+func TestTransactionIsIncremental(t *testing.T) {
+	fake := knftables.NewFake(knftables.IPv4Family, "berth-test")
+	other := service("other", func(s *v1.Service) { s.Spec.ClusterIP, s.Spec.ClusterIPs = "10.96.0.20", []string{"10.96.0.20"} })
+	otherSlice := slice("other", "http", 8080, ep{ip: "10.244.0.9"})
+	otherSlice.Name = "other-abc"
+	svcs := []*v1.Service{service("web", nil), other}
+	first := Build(svcs, []*discoveryv1.EndpointSlice{slice("web", "http", 8080, ep{ip: "10.244.0.5"}), otherSlice}, testParams)
+	apply(t, fake, first, nil)
+	second := Build(svcs, []*discoveryv1.EndpointSlice{slice("web", "http", 8080, ep{ip: "10.244.0.6"}), otherSlice}, testParams)
+	tx := fake.NewTransaction()
+	second.Transaction(tx, first, "test")
+	if err := fake.Run(context.Background(), tx); err != nil {
+		t.Fatal(err)
+	}
+	ops := tx.String()
+	for _, untouched := range []string{"ns/other/", "chain ip berth-test " + servicesChain + "\n", "rule ip berth-test " + masqueradingChain + " ", "nat-prerouting", "element ip berth-test " + serviceIPsMap} {
+		if strings.Contains(ops, untouched) {
+			t.Errorf("the transaction touches %q, which did not change:\n%s", untouched, ops)
+		}
+	}
+	if !strings.Contains(ops, "delete chain ip berth-test "+chainName("endpoint", "ns/web/tcp/http__10.244.0.5/8080")) {
+		t.Errorf("the gone endpoint's chain is not deleted:\n%s", ops)
+	}
+	// The result equals a full sync of the same objects.
+	full := knftables.NewFake(knftables.IPv4Family, "berth-test")
+	apply(t, full, second, nil)
+	if fake.Dump() != full.Dump() {
+		t.Errorf("incremental result differs from a full sync:\n%s\nfull:\n%s", fake.Dump(), full.Dump())
+	}
+}

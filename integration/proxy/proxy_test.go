@@ -13,6 +13,7 @@ import (
 	"net/netip"
 	"os"
 	"os/exec"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -53,6 +54,13 @@ func TestMain(m *testing.M) {
 		serve()
 	case "node":
 		os.Exit(nodeSide())
+	case "bench":
+		n, _ := strconv.Atoi(os.Getenv(targetEnv))
+		if err := benchSide(n); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		os.Exit(0)
 	case "get":
 		body, err := get(os.Getenv(targetEnv))
 		if err != nil {
@@ -64,6 +72,8 @@ func TestMain(m *testing.M) {
 	}
 	os.Exit(m.Run())
 }
+
+func netipPrefix(s string) netip.Prefix { return netip.MustParsePrefix(s) }
 
 // serve answers every request with "hello from <addr> to <client>" on
 // podAddr:8080 and :8081 (two endpoints).
