@@ -62,7 +62,8 @@ var baseChains = []struct {
 
 // Params are the node's facts the ruleset depends on.
 type Params struct {
-	// NodeIPs are the addresses NodePorts are served on (IPv4 only).
+	// NodeIPs are the addresses NodePorts are served on (IPv4, not
+	// loopback).
 	NodeIPs []netip.Addr
 	// PodCIDR is the node's pod subnet: traffic to a ClusterIP from
 	// outside it is masqueraded. Invalid (zero): none is.
@@ -158,7 +159,9 @@ func (r *Ruleset) fixed(p Params) {
 		&knftables.Set{Name: nodePortIPsSet, Type: "ipv4_addr", Comment: ptr.To("addresses NodePorts are served on")},
 	)
 	for _, ip := range p.NodeIPs {
-		if ip.Is4() {
+		// Not on loopback, as kube-proxy's nftables mode: a local
+		// listener on 127.0.0.1 keeps its port.
+		if ip.Is4() && !ip.IsLoopback() {
 			r.add(&knftables.Element{Set: nodePortIPsSet, Key: []string{ip.String()}})
 		}
 	}

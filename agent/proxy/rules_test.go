@@ -46,7 +46,7 @@ func slice(svc, portName string, port int32, eps ...ep) *discoveryv1.EndpointSli
 	return s
 }
 
-var testParams = Params{NodeIPs: []netip.Addr{netip.MustParseAddr("192.168.1.5")}, PodCIDR: netip.MustParsePrefix("10.244.0.0/24")}
+var testParams = Params{NodeIPs: []netip.Addr{netip.MustParseAddr("192.168.1.5"), netip.MustParseAddr("127.0.0.1")}, PodCIDR: netip.MustParsePrefix("10.244.0.0/24")}
 
 // apply runs rs's transaction (over the previous chains) on a fake and
 // returns its table.
@@ -158,8 +158,8 @@ func TestBuild(t *testing.T) {
 			if got := rules(tb, extChain); !slices.Equal(got, []string{"jump mark-for-masquerade", "goto " + svcChain}) {
 				t.Errorf("external chain rules %q", got)
 			}
-			if tb.Sets[nodePortIPsSet].FindElement("192.168.1.5") == nil {
-				t.Errorf("node IP missing from %s", nodePortIPsSet)
+			if tb.Sets[nodePortIPsSet].FindElement("192.168.1.5") == nil || len(tb.Sets[nodePortIPsSet].Elements) != 1 {
+				t.Errorf("%s is not exactly the node's non-loopback IP: %v", nodePortIPsSet, tb.Sets[nodePortIPsSet].Elements)
 			}
 		},
 	}, {
