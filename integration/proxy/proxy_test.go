@@ -101,6 +101,9 @@ func run(t *testing.T, name string, args ...string) string {
 }
 
 func TestClusterIPInNetns(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: skipping the nftables integration test")
+	}
 	if os.Geteuid() != 0 {
 		prereq.Missing(t, "needs root for network namespaces and nftables")
 	}
