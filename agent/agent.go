@@ -167,6 +167,15 @@ func (a *Agent) Run(ctx context.Context) error {
 		}
 	}
 
+	if kube != nil && !cfg.DisableServiceProxy {
+		proxier, err := a.serviceProxy(kube, podCIDR, registry)
+		if err != nil {
+			return err
+		}
+		log.Info("running the service proxy", "table", cfg.ProxyTable)
+		run.Go("service proxy", proxier.Run)
+	}
+
 	netCfg := cni.Config{
 		NetworkName: cfg.CNINetworkName, BridgeName: cfg.CNIBridge, PodCIDRs: []string{podCIDR},
 		BinDirs: cfg.CNIBinDirs, ConfDir: cfg.CNIConfDir, DataDir: filepath.Join(cfg.RootDir, "cni", "networks"),

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"berth/agent/backoff"
+	"berth/agent/proxy"
 	"berth/agent/sysctl"
 	"berth/internal/errdefs"
 )
@@ -117,6 +118,14 @@ type Config struct {
 	// CAFile (or the kubeconfig's CA).
 	ClientCAFile string
 
+	// DisableServiceProxy turns off the node's service proxy, which
+	// otherwise runs whenever the agent is joined (agent/proxy).
+	DisableServiceProxy bool
+	// ProxyTable is the nftables table the service proxy owns; default
+	// "berth-proxy", or "berth-proxy-<CNIBridge>" with a non-default bridge,
+	// so agents sharing a host (each with its own bridge) never share a table.
+	ProxyTable string
+
 	// Logger receives the agent's logs; nil discards them.
 	Logger *slog.Logger
 }
@@ -199,6 +208,12 @@ func (c *Config) validate() error {
 	}
 	if len(c.CNIBinDirs) == 0 {
 		c.CNIBinDirs = DefaultCNIBinDirs
+	}
+	if c.ProxyTable == "" {
+		c.ProxyTable = proxy.DefaultTable
+		if c.CNIBridge != DefaultCNIBridge {
+			c.ProxyTable += "-" + c.CNIBridge
+		}
 	}
 	if c.ReadOnlyPort < 0 || c.ReadOnlyPort > 65535 {
 		return bad("ReadOnlyPort (--read-only-port)", "%d is not a port (0 disables the API)", c.ReadOnlyPort)

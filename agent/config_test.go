@@ -78,3 +78,23 @@ func TestConfigJoined(t *testing.T) {
 		t.Fatalf("joined defaults not applied: %+v", got)
 	}
 }
+
+// Agents sharing a host have distinct bridges, so their service proxies
+// get distinct nftables tables by default.
+func TestConfigProxyTableFollowsTheBridge(t *testing.T) {
+	for _, tc := range []struct{ bridge, table, want string }{
+		{"", "", "berth-proxy"},
+		{"berth7", "", "berth-proxy-berth7"},
+		{"berth7", "mine", "mine"},
+	} {
+		c := validConfig()
+		c.CNIBridge, c.ProxyTable = tc.bridge, tc.table
+		a, err := New(c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := a.Config().ProxyTable; got != tc.want {
+			t.Errorf("bridge %q, table %q: ProxyTable %q, want %q", tc.bridge, tc.table, got, tc.want)
+		}
+	}
+}

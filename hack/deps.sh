@@ -12,6 +12,7 @@ wanted=(
   "bash-static:/bin/bash-static" # /bin/sh of the e2e test images (make conformance)
   "iptables:/usr/sbin/iptables"
   "iproute2:/usr/sbin/ip"
+  "nftables:/usr/sbin/nft" # the agent's service proxy (agent/proxy, through knftables)
   "e2fsprogs:/usr/sbin/mkfs.ext4"
 )
 

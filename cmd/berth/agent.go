@@ -109,6 +109,8 @@ func newAgentCommand() *cobra.Command {
 	f.StringVar(&cfg.TLSCertFile, "tls-cert-file", "", "agent API serving certificate; signed by the cluster CA for kubectl logs/exec (default: self-signed under --root-dir/pki)")
 	f.StringVar(&cfg.TLSKeyFile, "tls-private-key-file", "", "key of --tls-cert-file")
 	f.StringVar(&cfg.ClientCAFile, "client-ca-file", "", "CA verifying the agent API's clients (default --ca-file)")
+	f.BoolVar(&cfg.DisableServiceProxy, "disable-service-proxy", false, "do not run the node's service proxy (nftables rules for Services' ClusterIPs and NodePorts), e.g. when kube-proxy runs")
+	f.StringVar(&cfg.ProxyTable, "proxy-table", "", `nftables table the service proxy owns (default "berth-proxy", or "berth-proxy-<cni-bridge>" with a non-default bridge)`)
 	f.StringVar(&logLevel, "log-level", "info", "log level: debug, info, warn or error")
 	// Test-only: scale the crash-loop back-off so integration tests can watch
 	// several restarts in seconds. Hidden; real nodes keep upstream's 10 s / 5 min.

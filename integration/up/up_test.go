@@ -290,6 +290,8 @@ spec:
 		t.Errorf("kubernetes service cluster IP %q (%v)", out, err)
 	}
 
+	checkServiceProxy(t, ctx, exited, kc, bridge)
+
 	if out, err := kc("delete", "pod", "api-sleeper", "--wait=true"); err != nil {
 		t.Fatalf("kubectl delete pod: %v\n%s", err, out)
 	}
@@ -331,6 +333,69 @@ spec:
 	}
 	if _, err := netlink.LinkByName(bridge); err == nil {
 		t.Errorf("the pod bridge %s is still there", bridge)
+	}
+	if out, err := exec.Command("nft", "list", "tables").CombinedOutput(); err != nil || strings.Contains(string(out), proxyTable(bridge)) {
+		t.Errorf("the service proxy's table %s is left after berth up stopped (%v):\n%s", proxyTable(bridge), err, out)
+	}
+}
+
+// proxyTable is the nftables table of the agent on bridge (agent.Config.ProxyTable's default).
+func proxyTable(bridge string) string { return "berth-proxy-" + bridge }
+
+// checkServiceProxy: pod api-sleeper reaches a web pod through its Service's
+// ClusterIP, and the apiserver through the kubernetes Service's; the agent's
+// table is in the kernel meanwhile.
+func checkServiceProxy(t *testing.T, ctx context.Context, exited <-chan struct{}, kc func(...string) (string, error), bridge string) {
+	t.Helper()
+	web := `apiVersion: v1
+kind: Pod
+metadata: {name: web, namespace: default, labels: {app: web}}
+spec:
+  terminationGracePeriodSeconds: 1
+  containers:
+  - name: web
+    image: docker.io/berth/busybox:1
+    command: ["sh", "-c", "mkdir -p /www && echo hello from web > /www/index.html && exec httpd -f -p 8080 -h /www"]
+    ports: [{name: http, containerPort: 8080}]
+---
+apiVersion: v1
+kind: Service
+metadata: {name: web, namespace: default}
+spec:
+  selector: {app: web}
+  ports: [{name: http, port: 80, targetPort: http}]
+`
+	file := filepath.Join(t.TempDir(), "web.yaml")
+	if err := os.WriteFile(file, []byte(web), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := kc("apply", "-f", file); err != nil {
+		t.Fatalf("kubectl apply: %v\n%s", err, out)
+	}
+	ip, err := kc("get", "service", "web", "-o", "jsonpath={.spec.clusterIP}")
+	if err != nil || ip == "" {
+		t.Fatalf("service web has no cluster IP %q: %v", ip, err)
+	}
+	// busybox 1.35's wget crashes with -T: timeout bounds it instead.
+	var last string
+	poll(t, ctx, exited, "pod api-sleeper to reach the web pod through its Service's ClusterIP", func() bool {
+		out, _ := kc("exec", "api-sleeper", "--", "timeout", "3", "wget", "-q", "-O-", "http://"+ip+"/")
+		last = out
+		return strings.TrimSpace(out) == "hello from web"
+	})
+	if t.Failed() {
+		t.Logf("last answer: %s", last)
+	}
+	// The kubernetes Service leads to the apiserver (plain HTTP to its TLS
+	// port: Go's server answers 400).
+	if out, _ := kc("exec", "api-sleeper", "--", "timeout", "3", "wget", "-q", "-O-", "http://10.43.0.1:443/"); !strings.Contains(out, "400") {
+		t.Errorf("a pod did not reach the apiserver through the kubernetes Service's ClusterIP: %s", out)
+	}
+	if out, err := exec.Command("nft", "list", "tables").CombinedOutput(); err != nil || !strings.Contains(string(out), "table ip "+proxyTable(bridge)) {
+		t.Errorf("the service proxy's table %s is not in the kernel (%v):\n%s", proxyTable(bridge), err, out)
+	}
+	if out, err := kc("delete", "-f", file, "--wait=true"); err != nil {
+		t.Errorf("kubectl delete: %v\n%s", err, out)
 	}
 }
 

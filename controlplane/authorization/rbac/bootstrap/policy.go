@@ -292,6 +292,10 @@ func ClusterRoleBindings() []*rbacv1.ClusterRoleBinding {
 			group("system:serviceaccounts")),
 		clusterRoleBinding("system:node", "system:node"),
 		clusterRoleBinding("system:node-proxier", "system:node-proxier", userSubject("system:kube-proxy")),
+		// berth's agent embeds the service proxy (as k3s's agent embeds
+		// kube-proxy) and watches Services and EndpointSlices with the
+		// node's own credential.
+		clusterRoleBinding("berth:node-proxier", "system:node-proxier", group("system:nodes")),
 		// Node TLS bootstrap, as kubeadm sets it up: bootstrap tokens may
 		// request node client certificates, which are auto-approved, and
 		// nodes may renew their own.

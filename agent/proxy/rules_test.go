@@ -1,0 +1,311 @@
+package proxy
+
+import (
+	"context"
+	"net/netip"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/knftables"
+)
+
+func service(name string, mutate func(*v1.Service)) *v1.Service {
+	s := &v1.Service{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name},
+		Spec: v1.ServiceSpec{
+			Type: v1.ServiceTypeClusterIP, ClusterIP: "10.96.0.10", ClusterIPs: []string{"10.96.0.10"},
+			Ports: []v1.ServicePort{{Name: "http", Protocol: v1.ProtocolTCP, Port: 80}},
+		},
+	}
+	if mutate != nil {
+		mutate(s)
+	}
+	return s
+}
+
+type ep struct {
+	ip    string
+	ready *bool
+}
+
+func slice(svc, portName string, port int32, eps ...ep) *discoveryv1.EndpointSlice {
+	s := &discoveryv1.EndpointSlice{
+		ObjectMeta:  metav1.ObjectMeta{Namespace: "ns", Name: svc + "-abc", Labels: map[string]string{discoveryv1.LabelServiceName: svc}},
+		AddressType: discoveryv1.AddressTypeIPv4,
+		Ports:       []discoveryv1.EndpointPort{{Name: ptr.To(portName), Protocol: ptr.To(v1.ProtocolTCP), Port: ptr.To(port)}},
+	}
+	for _, e := range eps {
+		s.Endpoints = append(s.Endpoints, discoveryv1.Endpoint{Addresses: []string{e.ip}, Conditions: discoveryv1.EndpointConditions{Ready: e.ready}})
+	}
+	return s
+}
+
+var testParams = Params{NodeIPs: []netip.Addr{netip.MustParseAddr("192.168.1.5"), netip.MustParseAddr("127.0.0.1")}, PodCIDR: netip.MustParsePrefix("10.244.0.0/24")}
+
+// apply runs rs's transaction (over the previous chains) on a fake and
+// returns its table.
+func apply(t *testing.T, fake *knftables.Fake, rs *Ruleset, previous *Ruleset) *knftables.FakeTable {
+	t.Helper()
+	tx := fake.NewTransaction()
+	rs.Transaction(tx, previous, "test")
+	if err := fake.Run(context.Background(), tx); err != nil {
+		t.Fatalf("transaction rejected: %v\n%s", err, tx)
+	}
+	return fake.Table
+}
+
+func rules(tb *knftables.FakeTable, chain string) []string {
+	c := tb.Chains[chain]
+	if c == nil {
+		return nil
+	}
+	var out []string
+	for _, r := range c.Rules {
+		out = append(out, r.Rule)
+	}
+	return out
+}
+
+func value(tb *knftables.FakeTable, m string, key ...string) string {
+	if e := tb.Maps[m].FindElement(key...); e != nil {
+		return strings.Join(e.Value, " ")
+	}
+	return ""
+}
+
+func chainsWith(tb *knftables.FakeTable, prefix string) []string {
+	var out []string
+	for name := range tb.Chains {
+		if strings.HasPrefix(name, prefix) {
+			out = append(out, name)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+func TestBuild(t *testing.T) {
+	svcChain := chainName("service", "ns/web/tcp/http")
+	extChain := chainName("external", "ns/web/tcp/http")
+	epA := chainName("endpoint", "ns/web/tcp/http__10.244.0.5/8080")
+	epB := chainName("endpoint", "ns/web/tcp/http__10.244.0.6/8080")
+	for _, tc := range []struct {
+		name     string
+		services []*v1.Service
+		slices   []*discoveryv1.EndpointSlice
+		check    func(t *testing.T, tb *knftables.FakeTable)
+	}{{
+		name:     "ClusterIP balances over the ready endpoints only",
+		services: []*v1.Service{service("web", nil)},
+		slices:   []*discoveryv1.EndpointSlice{slice("web", "http", 8080, ep{ip: "10.244.0.6"}, ep{ip: "10.244.0.5", ready: ptr.To(true)}, ep{ip: "10.244.0.7", ready: ptr.To(false)})},
+		check: func(t *testing.T, tb *knftables.FakeTable) {
+			if got := value(tb, serviceIPsMap, "10.96.0.10", "tcp", "80"); got != "goto "+svcChain {
+				t.Errorf("service-ips[10.96.0.10 . tcp . 80] = %q, want goto %s", got, svcChain)
+			}
+			want := []string{
+				"ip daddr 10.96.0.10 tcp dport 80 ip saddr != 10.244.0.0/24 jump mark-for-masquerade",
+				"numgen random mod 2 vmap { 0 : goto " + epA + " , 1 : goto " + epB + " }",
+			}
+			if got := rules(tb, svcChain); !slices.Equal(got, want) {
+				t.Errorf("service chain rules:\n got %q\nwant %q", got, want)
+			}
+			if got := rules(tb, epA); !slices.Equal(got, []string{"ip saddr 10.244.0.5 jump mark-for-masquerade", "meta l4proto tcp dnat to 10.244.0.5:8080"}) {
+				t.Errorf("endpoint chain rules: %q", got)
+			}
+			if got := chainsWith(tb, "endpoint-"); len(got) != 2 {
+				t.Errorf("endpoint chains %q, want the two ready endpoints'", got)
+			}
+			if len(tb.Maps[noEndpointSvcs].Elements) != 0 || len(chainsWith(tb, "external-")) != 0 {
+				t.Errorf("a ClusterIP service with endpoints got reject or external rules")
+			}
+		},
+	}, {
+		name:     "no ready endpoint rejects",
+		services: []*v1.Service{service("web", func(s *v1.Service) { s.Spec.Type = v1.ServiceTypeNodePort; s.Spec.Ports[0].NodePort = 30080 })},
+		slices:   []*discoveryv1.EndpointSlice{slice("web", "http", 8080, ep{ip: "10.244.0.7", ready: ptr.To(false)})},
+		check: func(t *testing.T, tb *knftables.FakeTable) {
+			if got := value(tb, noEndpointSvcs, "10.96.0.10", "tcp", "80"); got != "goto "+rejectChain {
+				t.Errorf("no-endpoint-services element = %q", got)
+			}
+			if got := value(tb, noEndpointNPs, "tcp", "30080"); got != "goto "+rejectChain {
+				t.Errorf("no-endpoint-nodeports element = %q", got)
+			}
+			if len(tb.Maps[serviceIPsMap].Elements) != 0 || len(chainsWith(tb, "service-")) != 0 {
+				t.Errorf("a service without endpoints got dispatch rules")
+			}
+		},
+	}, {
+		name: "NodePort and ExternalIP go through the masquerading external chain",
+		services: []*v1.Service{service("web", func(s *v1.Service) {
+			s.Spec.Type = v1.ServiceTypeNodePort
+			s.Spec.Ports[0].NodePort = 30080
+			s.Spec.ExternalIPs = []string{"203.0.113.9"}
+		})},
+		slices: []*discoveryv1.EndpointSlice{slice("web", "http", 8080, ep{ip: "10.244.0.5"})},
+		check: func(t *testing.T, tb *knftables.FakeTable) {
+			if got := value(tb, serviceNodePorts, "tcp", "30080"); got != "goto "+extChain {
+				t.Errorf("service-nodeports element = %q", got)
+			}
+			if got := value(tb, serviceIPsMap, "203.0.113.9", "tcp", "80"); got != "goto "+extChain {
+				t.Errorf("external IP element = %q", got)
+			}
+			if got := rules(tb, extChain); !slices.Equal(got, []string{"jump mark-for-masquerade", "goto " + svcChain}) {
+				t.Errorf("external chain rules %q", got)
+			}
+			if tb.Sets[nodePortIPsSet].FindElement("192.168.1.5") == nil || len(tb.Sets[nodePortIPsSet].Elements) != 1 {
+				t.Errorf("%s is not exactly the node's non-loopback IP: %v", nodePortIPsSet, tb.Sets[nodePortIPsSet].Elements)
+			}
+		},
+	}, {
+		name: "headless, ExternalName and IPv6 services get no rules",
+		services: []*v1.Service{
+			service("headless", func(s *v1.Service) {
+				s.Spec.ClusterIP, s.Spec.ClusterIPs = v1.ClusterIPNone, []string{v1.ClusterIPNone}
+			}),
+			service("ext", func(s *v1.Service) {
+				s.Spec.Type, s.Spec.ClusterIP, s.Spec.ClusterIPs, s.Spec.ExternalName = v1.ServiceTypeExternalName, "", nil, "example.org"
+			}),
+			service("v6", func(s *v1.Service) { s.Spec.ClusterIP, s.Spec.ClusterIPs = "fd00::10", []string{"fd00::10"} }),
+		},
+		slices: []*discoveryv1.EndpointSlice{slice("headless", "http", 8080, ep{ip: "10.244.0.5"}), slice("ext", "http", 8080, ep{ip: "10.244.0.5"})},
+		check: func(t *testing.T, tb *knftables.FakeTable) {
+			for _, m := range []string{serviceIPsMap, noEndpointSvcs, serviceNodePorts, noEndpointNPs} {
+				if n := len(tb.Maps[m].Elements); n != 0 {
+					t.Errorf("%s has %d elements, want none", m, n)
+				}
+			}
+		},
+	}, {
+		name:     "endpoints of another port name are not the port's",
+		services: []*v1.Service{service("web", nil)},
+		slices:   []*discoveryv1.EndpointSlice{slice("web", "metrics", 9090, ep{ip: "10.244.0.5"})},
+		check: func(t *testing.T, tb *knftables.FakeTable) {
+			if got := value(tb, noEndpointSvcs, "10.96.0.10", "tcp", "80"); got != "goto "+rejectChain {
+				t.Errorf("want a reject for the port without endpoints, got %q", got)
+			}
+		},
+	}} {
+		t.Run(tc.name, func(t *testing.T) {
+			fake := knftables.NewFake(knftables.IPv4Family, "berth-test")
+			tc.check(t, apply(t, fake, Build(tc.services, tc.slices, testParams), nil))
+			// The base chains hook into the kernel in every ruleset.
+			for _, bc := range baseChains {
+				c := fake.Table.Chains[bc.name]
+				if c == nil || c.Hook == nil || *c.Hook != bc.hook || !slices.Equal(rules(fake.Table, bc.name), bc.jumps) {
+					t.Errorf("base chain %s missing or wrong", bc.name)
+				}
+			}
+		})
+	}
+}
+
+// A replacement leaves nothing of the previous ruleset: stale chains are
+// deleted and map elements do not pile up.
+func TestTransactionReplacesPreviousRuleset(t *testing.T) {
+	fake := knftables.NewFake(knftables.IPv4Family, "berth-test")
+	svc := service("web", nil)
+	first := Build([]*v1.Service{svc}, []*discoveryv1.EndpointSlice{slice("web", "http", 8080, ep{ip: "10.244.0.5"}, ep{ip: "10.244.0.6"})}, testParams)
+	apply(t, fake, first, nil)
+	second := Build([]*v1.Service{svc}, []*discoveryv1.EndpointSlice{slice("web", "http", 8080, ep{ip: "10.244.0.6"})}, testParams)
+	tb := apply(t, fake, second, first)
+	if got := chainsWith(tb, "endpoint-"); !slices.Equal(got, []string{chainName("endpoint", "ns/web/tcp/http__10.244.0.6/8080")}) {
+		t.Errorf("endpoint chains after the endpoint left: %q", got)
+	}
+	if n := len(tb.Maps[serviceIPsMap].Elements); n != 1 {
+		t.Errorf("service-ips has %d elements, want 1", n)
+	}
+	third := Build(nil, nil, testParams)
+	tb = apply(t, fake, third, second)
+	if got := chainsWith(tb, "service-"); len(got) != 0 {
+		t.Errorf("service chains left after the service was deleted: %q", got)
+	}
+	if len(tb.Chains) != len(third.Chains) {
+		t.Errorf("table has %d chains, ruleset %d", len(tb.Chains), len(third.Chains))
+	}
+}
+
+// sessionAffinity ClientIP: clients return to the endpoint their address is
+// remembered by, syncs keep what the packet path recorded, and the sets go
+// with the affinity.
+func TestSessionAffinityClientIP(t *testing.T) {
+	fake := knftables.NewFake(knftables.IPv4Family, "berth-test")
+	sticky := service("web", func(s *v1.Service) {
+		s.Spec.SessionAffinity = v1.ServiceAffinityClientIP
+		s.Spec.SessionAffinityConfig = &v1.SessionAffinityConfig{ClientIP: &v1.ClientIPConfig{TimeoutSeconds: ptr.To[int32](60)}}
+	})
+	sl := slice("web", "http", 8080, ep{ip: "10.244.0.5"}, ep{ip: "10.244.0.6"})
+	first := Build([]*v1.Service{sticky}, []*discoveryv1.EndpointSlice{sl}, testParams)
+	tb := apply(t, fake, first, nil)
+
+	epA := chainName("endpoint", "ns/web/tcp/http__10.244.0.5/8080")
+	setA := chainName("affinity", "ns/web/tcp/http__10.244.0.5/8080/60s")
+	set := tb.Sets[setA]
+	if set == nil || set.Timeout == nil || *set.Timeout != 60*time.Second || len(first.AffinitySets) != 2 {
+		t.Fatalf("affinity set %s missing or without the 60 s timeout; sets %v", setA, first.AffinitySets)
+	}
+	if got := rules(tb, epA); !slices.Contains(got, "update @"+setA+" { ip saddr }") {
+		t.Errorf("endpoint chain does not record its clients: %q", got)
+	}
+	svcRules := rules(tb, chainName("service", "ns/web/tcp/http"))
+	i := slices.Index(svcRules, "ip saddr @"+setA+" goto "+epA)
+	if i < 0 || !strings.HasPrefix(svcRules[len(svcRules)-1], "numgen") || i > len(svcRules)-2 {
+		t.Errorf("service chain does not send known clients back before balancing: %q", svcRules)
+	}
+
+	// The packet path recorded a client; a resync keeps it.
+	tx := fake.NewTransaction()
+	tx.Add(&knftables.Element{Set: setA, Key: []string{"10.244.0.9"}})
+	if err := fake.Run(context.Background(), tx); err != nil {
+		t.Fatal(err)
+	}
+	tb = apply(t, fake, Build([]*v1.Service{sticky}, []*discoveryv1.EndpointSlice{sl}, testParams), first)
+	if tb.Sets[setA].FindElement("10.244.0.9") == nil {
+		t.Errorf("a resync dropped the recorded client")
+	}
+
+	// Affinity off: the sets are deleted.
+	tb = apply(t, fake, Build([]*v1.Service{service("web", nil)}, []*discoveryv1.EndpointSlice{sl}, testParams), first)
+	for name := range tb.Sets {
+		if strings.HasPrefix(name, affinityPrefix) {
+			t.Errorf("affinity set %s left after the affinity was turned off", name)
+		}
+	}
+}
+
+// After a first full sync, a change rewrites only what it touches.
+func TestTransactionIsIncremental(t *testing.T) {
+	fake := knftables.NewFake(knftables.IPv4Family, "berth-test")
+	other := service("other", func(s *v1.Service) { s.Spec.ClusterIP, s.Spec.ClusterIPs = "10.96.0.20", []string{"10.96.0.20"} })
+	otherSlice := slice("other", "http", 8080, ep{ip: "10.244.0.9"})
+	otherSlice.Name = "other-abc"
+	svcs := []*v1.Service{service("web", nil), other}
+	first := Build(svcs, []*discoveryv1.EndpointSlice{slice("web", "http", 8080, ep{ip: "10.244.0.5"}), otherSlice}, testParams)
+	apply(t, fake, first, nil)
+	second := Build(svcs, []*discoveryv1.EndpointSlice{slice("web", "http", 8080, ep{ip: "10.244.0.6"}), otherSlice}, testParams)
+	tx := fake.NewTransaction()
+	second.Transaction(tx, first, "test")
+	if err := fake.Run(context.Background(), tx); err != nil {
+		t.Fatal(err)
+	}
+	ops := tx.String()
+	for _, untouched := range []string{"ns/other/", "chain ip berth-test " + servicesChain + "\n", "rule ip berth-test " + masqueradingChain + " ", "nat-prerouting", "element ip berth-test " + serviceIPsMap} {
+		if strings.Contains(ops, untouched) {
+			t.Errorf("the transaction touches %q, which did not change:\n%s", untouched, ops)
+		}
+	}
+	if !strings.Contains(ops, "delete chain ip berth-test "+chainName("endpoint", "ns/web/tcp/http__10.244.0.5/8080")) {
+		t.Errorf("the gone endpoint's chain is not deleted:\n%s", ops)
+	}
+	// The result equals a full sync of the same objects.
+	full := knftables.NewFake(knftables.IPv4Family, "berth-test")
+	apply(t, full, second, nil)
+	if fake.Dump() != full.Dump() {
+		t.Errorf("incremental result differs from a full sync:\n%s\nfull:\n%s", fake.Dump(), full.Dump())
+	}
+}
