@@ -27,7 +27,9 @@
 # $CONFORMANCE_CACHE/results/<UTC time>-<target>: junit_01.xml, ginkgo.log,
 # the cluster's and the registry's logs, summary.txt, failures.txt),
 # CONFORMANCE_POD_CIDR (default 10.47.0.0/24), CONFORMANCE_BRIDGE (default
-# berthconf0), GINKGO_TIMEOUT (default 3h), E2E_ARGS (more e2e.test flags),
+# berthconf0), CONFORMANCE_SERVICE_CIDR (berth up's service range, default
+# berth's own; give each cluster run beside another its own, as their
+# service proxies share the host's network namespace), GINKGO_TIMEOUT (default 3h), E2E_ARGS (more e2e.test flags),
 # CONFORMANCE_KEEP=1 (keep the cluster's data dir), BEFORE_E2E (a shell
 # command run once the node is Ready, with KUBECONFIG and KUBECTL set: for
 # experiments, e.g. creating an object the cluster lacks).
@@ -50,6 +52,7 @@ cache=${CONFORMANCE_CACHE:-/var/cache/berth/conformance}
 bin=$cache/bin
 POD_CIDR=${CONFORMANCE_POD_CIDR:-10.47.0.0/24}
 BRIDGE=${CONFORMANCE_BRIDGE:-berthconf0}
+SERVICE_CIDR=${CONFORMANCE_SERVICE_CIDR:-}
 export PATH=/usr/local/go/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin:$PATH
 export CONFORMANCE_CACHE=$cache
 
@@ -242,6 +245,7 @@ berth-up)
   say "starting the cluster: berth up"
   args=(up --data-dir "$work/data" --listen 0.0.0.0:0 --pod-cidr "$POD_CIDR" --cni-bridge "$BRIDGE"
     --kubelet-port "$kubelet_port" --read-only-port 0 --registries "$work/registry/registries.yaml")
+  [ -z "$SERVICE_CIDR" ] || args+=(--service-cluster-ip-range "$SERVICE_CIDR")
   echo "$BERTH ${args[*]}"
   "$BERTH" "${args[@]}" >"$results/cluster.log" 2>&1 &
   cluster_pid=$!

@@ -104,6 +104,7 @@ func TestConformanceSubset(t *testing.T) {
 		"RESULTS_DIR="+results,
 		"CONFORMANCE_BRIDGE="+bridge,
 		"CONFORMANCE_POD_CIDR="+cidr,
+		"CONFORMANCE_SERVICE_CIDR="+strings.Replace(cidr, "10.224.", "10.228.", 1),
 	)
 	start := time.Now()
 	out, err := cmd.CombinedOutput()

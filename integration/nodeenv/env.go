@@ -196,6 +196,9 @@ func (e *Env) startRegistries(ctx context.Context) error {
 }
 
 func (e *Env) startContainerd() error {
+	if err := containerd.EnsureNetnsMount(); err != nil {
+		return err
+	}
 	cfgPath, err := e.writeContainerdConfig()
 	if err != nil {
 		return err

@@ -107,6 +107,10 @@ func TestUpRunsAClusterAndLeavesNothingBehind(t *testing.T) {
 	kubectl := harness.RequireKubectl(t)
 	berth, pause := binaries(t)
 	bridge, cidr := harness.ClaimSubnet(t, 223, "berthup")
+	// A service range of its own: agents of clusters tested in parallel
+	// program their proxies in the same host network namespace.
+	serviceCIDR := strings.Replace(cidr, "10.223.", "10.227.", 1)
+	kubernetesIP := strings.TrimSuffix(serviceCIDR, "0/24") + "1"
 	dataDir := shortTempDir(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
@@ -135,7 +139,7 @@ func TestUpRunsAClusterAndLeavesNothingBehind(t *testing.T) {
 		// Every address: pods reach the apiserver at the node's address,
 		// which default/kubernetes publishes.
 		"--data-dir", dataDir, "--listen", "0.0.0.0:"+strconv.Itoa(freePort(t)),
-		"--cni-bridge", bridge, "--pod-cidr", cidr, "--read-only-port", "0",
+		"--cni-bridge", bridge, "--pod-cidr", cidr, "--service-cluster-ip-range", serviceCIDR, "--read-only-port", "0",
 		"--kubelet-port", strconv.Itoa(freePort(t)),
 		"--registries", registries, "--pause-binary", pause)
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
@@ -286,11 +290,11 @@ spec:
 	if out, _ := kc("exec", "api-sleeper", "--", "wget", "-q", "-O-", "http://"+ep+"/"); !strings.Contains(out, "400") {
 		t.Errorf("a pod did not reach the apiserver at %s: %s", ep, out)
 	}
-	if out, err := kc("get", "service", "kubernetes", "-o", "jsonpath={.spec.clusterIP}"); err != nil || out != "10.43.0.1" {
+	if out, err := kc("get", "service", "kubernetes", "-o", "jsonpath={.spec.clusterIP}"); err != nil || out != kubernetesIP {
 		t.Errorf("kubernetes service cluster IP %q (%v)", out, err)
 	}
 
-	checkServiceProxy(t, ctx, exited, kc, bridge)
+	checkServiceProxy(t, ctx, exited, kc, bridge, kubernetesIP)
 
 	if out, err := kc("delete", "pod", "api-sleeper", "--wait=true"); err != nil {
 		t.Fatalf("kubectl delete pod: %v\n%s", err, out)
@@ -345,7 +349,7 @@ func proxyTable(bridge string) string { return "berth-proxy-" + bridge }
 // checkServiceProxy: pod api-sleeper reaches a web pod through its Service's
 // ClusterIP, and the apiserver through the kubernetes Service's; the agent's
 // table is in the kernel meanwhile.
-func checkServiceProxy(t *testing.T, ctx context.Context, exited <-chan struct{}, kc func(...string) (string, error), bridge string) {
+func checkServiceProxy(t *testing.T, ctx context.Context, exited <-chan struct{}, kc func(...string) (string, error), bridge, kubernetesIP string) {
 	t.Helper()
 	web := `apiVersion: v1
 kind: Pod
@@ -388,7 +392,7 @@ spec:
 	}
 	// The kubernetes Service leads to the apiserver (plain HTTP to its TLS
 	// port: Go's server answers 400).
-	if out, _ := kc("exec", "api-sleeper", "--", "timeout", "3", "wget", "-q", "-O-", "http://10.43.0.1:443/"); !strings.Contains(out, "400") {
+	if out, _ := kc("exec", "api-sleeper", "--", "timeout", "3", "wget", "-q", "-O-", "http://"+kubernetesIP+":443/"); !strings.Contains(out, "400") {
 		t.Errorf("a pod did not reach the apiserver through the kubernetes Service's ClusterIP: %s", out)
 	}
 	if out, err := exec.Command("nft", "list", "tables").CombinedOutput(); err != nil || !strings.Contains(string(out), "table ip "+proxyTable(bridge)) {

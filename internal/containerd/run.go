@@ -89,6 +89,9 @@ func (c *Containerd) Run(ctx context.Context) error {
 		return fmt.Errorf("containerd: a runtime already serves %s: %w", cfg.Endpoint(), errdefs.ErrAlreadyExists)
 	}
 	_ = os.Remove(cfg.Socket)
+	if err := EnsureNetnsMount(); err != nil {
+		return err
+	}
 	for _, d := range []string{cfg.Dir, cfg.Root, cfg.State, filepath.Dir(cfg.Socket), cfg.CNIConfDir} {
 		if err := os.MkdirAll(d, 0o755); err != nil {
 			return fmt.Errorf("containerd: %w", err)
