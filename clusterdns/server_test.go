@@ -72,7 +72,7 @@ func objects() []runtime.Object {
 }
 
 // start runs a server on 127.0.0.1 over objects, returning its address.
-func start(t *testing.T, cfg Config, objs ...runtime.Object) netip.AddrPort {
+func start(t testing.TB, cfg Config, objs ...runtime.Object) netip.AddrPort {
 	t.Helper()
 	cfg.Client = fake.NewClientset(objs...)
 	cfg.Listen = netip.MustParseAddrPort("127.0.0.1:0")
