@@ -17,7 +17,7 @@ import (
 // queries/s and the p50/p99 latency.
 func BenchmarkServiceA(b *testing.B) {
 	const services, clients = 1000, 8
-	var objs []runtime.Object
+	objs := []runtime.Object{namespace("bench")}
 	for i := range services {
 		ip := fmt.Sprintf("10.43.%d.%d", i/250, i%250+1)
 		objs = append(objs, service("bench", fmt.Sprintf("svc-%d", i), func(s *v1.Service) { s.Spec.ClusterIP, s.Spec.ClusterIPs = ip, []string{ip} }))

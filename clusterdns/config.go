@@ -1,6 +1,6 @@
 // Package clusterdns is berth's cluster DNS server: an authoritative server
-// for the cluster domain, answering from informers over Services and
-// EndpointSlices as the Kubernetes DNS-Based Service Discovery
+// for the cluster domain, answering from informers over Namespaces,
+// Services and EndpointSlices as the Kubernetes DNS-Based Service Discovery
 // specification describes, and forwarding every other name to the node's
 // upstream resolvers.
 //
@@ -13,7 +13,8 @@
 //     hostname or, without one, its dashed address (10-42-0-5);
 //   - _<port>._<proto>.<svc>.<ns>.svc.<zone>: SRV of a named port; SRV at the
 //     Service name lists every port;
-//   - <a-b-c-d>.<ns>.pod.<zone>: A of that address (CoreDNS's "pods insecure");
+//   - <a-b-c-d>.<ns>.pod.<zone>: A of that address in an existing namespace
+//     (CoreDNS's "pods insecure");
 //   - PTR of a Service's cluster IP and of a headless endpoint's address;
 //   - the zone's SOA and NS, and dns-version.<zone> TXT "1.1.0".
 //
@@ -45,7 +46,7 @@ const DefaultForwardTimeout = 2 * time.Second
 
 // Config configures a Server.
 type Config struct {
-	// Client reads Services and EndpointSlices.
+	// Client reads Namespaces, Services and EndpointSlices.
 	Client kubernetes.Interface
 	// Listen is the address served over UDP and TCP, e.g. the pod bridge's
 	// gateway 10.42.0.1:53. It may not be on an interface yet (the bridge

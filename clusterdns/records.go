@@ -91,9 +91,9 @@ func (z *zone) resolve(name string, qtype uint16) result {
 		return nodata // empty non-terminals
 	case l[n-1] == "svc":
 		return z.svcName(name, l[:n-1], qtype)
-	case l[n-1] == "pod" && n == 3:
+	case l[n-1] == "pod" && n == 3 && z.st.namespace(l[1]):
 		return z.pod(name, l[0], qtype)
-	case l[n-1] == "pod" && n == 2:
+	case l[n-1] == "pod" && n == 2 && z.st.namespace(l[0]):
 		return nodata
 	}
 	return nxdomain
@@ -118,7 +118,7 @@ func (z *zone) apex(qtype uint16) result {
 func (z *zone) svcName(name string, l []string, qtype uint16) result {
 	switch len(l) {
 	case 1: // <ns>.svc
-		if z.st.hasServices(l[0]) {
+		if z.st.namespace(l[0]) {
 			return nodata
 		}
 		return nxdomain
@@ -252,7 +252,8 @@ func (z *zone) srv(svc *v1.Service, port, proto string) result {
 	return r
 }
 
-// pod answers <dashed-ip>.<ns>.pod.<zone> with that address.
+// pod answers <dashed-ip>.<ns>.pod.<zone> with that address, in any
+// namespace that exists (CoreDNS's "pods insecure": no Pod is looked up).
 func (z *zone) pod(name, dashed string, qtype uint16) result {
 	var s string
 	if strings.Count(dashed, "-") == 3 {

@@ -40,6 +40,7 @@ func New(cfg Config) (*Server, error) {
 		return nil, err
 	}
 	factory := informers.NewSharedInformerFactory(cfg.Client, 0)
+	nss := factory.Core().V1().Namespaces().Informer()
 	svcs := factory.Core().V1().Services().Informer()
 	eps := factory.Discovery().V1().EndpointSlices().Informer()
 	if err := errors.Join(svcs.AddIndexers(serviceIndexers), eps.AddIndexers(sliceIndexers)); err != nil {
@@ -48,9 +49,9 @@ func New(cfg Config) (*Server, error) {
 		return nil, fmt.Errorf("clusterdns: %w", err)
 	}
 	s := &Server{cfg: cfg, udp: udp, tcp: tcp, factory: factory,
-		synced: []cache.InformerSynced{svcs.HasSynced, eps.HasSynced}}
+		synced: []cache.InformerSynced{nss.HasSynced, svcs.HasSynced, eps.HasSynced}}
 	s.zone = &zone{origin: cfg.Domain + ".", ttl: uint32(cfg.TTL / time.Second), self: cfg.Listen.Addr(),
-		st: informerStore{svcs: svcs.GetIndexer(), eps: eps.GetIndexer()}}
+		st: informerStore{nss: nss.GetIndexer(), svcs: svcs.GetIndexer(), eps: eps.GetIndexer()}}
 	return s, nil
 }
 

@@ -30,6 +30,10 @@ func service(ns, name string, mut func(*v1.Service)) *v1.Service {
 	return s
 }
 
+func namespace(name string) *v1.Namespace {
+	return &v1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}
+}
+
 func slice(ns, svc, name string, ports []discoveryv1.EndpointPort, eps ...discoveryv1.Endpoint) *discoveryv1.EndpointSlice {
 	return &discoveryv1.EndpointSlice{
 		ObjectMeta:  metav1.ObjectMeta{Namespace: ns, Name: name, Labels: map[string]string{discoveryv1.LabelServiceName: svc}},
@@ -49,6 +53,7 @@ func ep(ip string, ready bool, host string) discoveryv1.Endpoint {
 func objects() []runtime.Object {
 	tcp, udp := v1.ProtocolTCP, v1.ProtocolUDP
 	return []runtime.Object{
+		namespace("default"), namespace("other"), namespace("quiet"),
 		service("default", "web", func(s *v1.Service) {
 			s.Spec.ClusterIP, s.Spec.ClusterIPs = "10.43.0.10", []string{"10.43.0.10"}
 			s.Spec.Ports = []v1.ServicePort{{Name: "http", Port: 80, Protocol: tcp}, {Name: "dns", Port: 53, Protocol: udp}}
@@ -173,6 +178,10 @@ func TestRecords(t *testing.T) {
 		{"dns-version" + z, dns.TypeTXT, dns.RcodeSuccess, []string{"dns-version" + z + ` TXT "1.1.0"`}, nil},
 		{"svc" + z, dns.TypeA, dns.RcodeSuccess, nil, nil},
 		{"default.svc" + z, dns.TypeA, dns.RcodeSuccess, nil, nil},
+		{"quiet.svc" + z, dns.TypeA, dns.RcodeSuccess, nil, nil}, // a namespace without Services
+		{"nope.svc" + z, dns.TypeA, dns.RcodeNameError, nil, nil},
+		{"default.pod" + z, dns.TypeA, dns.RcodeSuccess, nil, nil},
+		{"10-42-0-9.nope.pod" + z, dns.TypeA, dns.RcodeNameError, nil, nil},
 		{"nothing" + z, dns.TypeA, dns.RcodeNameError, nil, nil},
 		// Reverse lookups of the cluster's addresses.
 		{"10.0.43.10.in-addr.arpa.", dns.TypePTR, dns.RcodeSuccess, []string{"10.0.43.10.in-addr.arpa. PTR web.default.svc" + z}, nil},
@@ -219,7 +228,7 @@ func TestRecords(t *testing.T) {
 // TestRecordsFollowChanges: a Service created, changed and deleted after
 // the start is answered, answered anew and gone.
 func TestRecordsFollowChanges(t *testing.T) {
-	client := fake.NewClientset()
+	client := fake.NewClientset(namespace("default"))
 	s, err := New(Config{Client: client, Listen: netip.MustParseAddrPort("127.0.0.1:0")})
 	if err != nil {
 		t.Fatal(err)

@@ -13,8 +13,8 @@ import (
 type store interface {
 	// service returns ns/name, nil if there is none.
 	service(ns, name string) *v1.Service
-	// hasServices tells whether namespace ns has any Service.
-	hasServices(ns string) bool
+	// namespace tells whether namespace ns exists.
+	namespace(ns string) bool
 	// slices returns the EndpointSlices of Service ns/name.
 	slices(ns, name string) []*discoveryv1.EndpointSlice
 	// servicesByIP returns the Services with cluster IP ip.
@@ -31,7 +31,7 @@ const (
 
 // informerStore is the store over informers' indexers.
 type informerStore struct {
-	svcs, eps cache.Indexer
+	nss, svcs, eps cache.Indexer
 }
 
 // indexers to add to the Service and EndpointSlice informers (which have
@@ -87,9 +87,9 @@ func (s informerStore) service(ns, name string) *v1.Service {
 	return svc
 }
 
-func (s informerStore) hasServices(ns string) bool {
-	keys, err := s.svcs.IndexKeys(cache.NamespaceIndex, ns)
-	return err == nil && len(keys) > 0
+func (s informerStore) namespace(ns string) bool {
+	_, ok, err := s.nss.GetByKey(ns)
+	return err == nil && ok
 }
 
 func (s informerStore) slices(ns, name string) []*discoveryv1.EndpointSlice {
