@@ -16,6 +16,10 @@ import (
 	"k8s.io/client-go/tools/cache"
 )
 
+// ednsSize is the UDP payload size the server advertises (DNS Flag Day
+// 2020's 1232, as CoreDNS).
+const ednsSize = 1232
+
 // maxChase bounds following CNAMEs (ExternalName Services may point at
 // each other).
 const maxChase = 8
@@ -102,6 +106,9 @@ func (s *Server) Run(ctx context.Context) error {
 // addresses aside) through the upstreams.
 func (s *Server) ServeDNS(w dns.ResponseWriter, req *dns.Msg) {
 	m := s.answer(req, w.RemoteAddr().Network())
+	if req.IsEdns0() != nil && m.IsEdns0() == nil {
+		m.SetEdns0(ednsSize, false) // an EDNS query gets an EDNS answer
+	}
 	if _, udp := w.RemoteAddr().(*net.UDPAddr); udp {
 		size := dns.MinMsgSize
 		if o := req.IsEdns0(); o != nil {

@@ -225,6 +225,24 @@ func TestRecords(t *testing.T) {
 	}
 }
 
+// TestEDNSQueryGetsEDNSAnswer: a query with an OPT record gets one back.
+func TestEDNSQueryGetsEDNSAnswer(t *testing.T) {
+	addr := start(t, Config{}, objects()...)
+	m := new(dns.Msg)
+	m.SetQuestion("web.default.svc.cluster.local.", dns.TypeA)
+	m.SetEdns0(4096, false)
+	r, err := dns.Exchange(m, addr.String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o := r.IsEdns0(); o == nil || o.UDPSize() != ednsSize {
+		t.Errorf("EDNS answer's OPT = %v, want UDP size %d", o, ednsSize)
+	}
+	if len(r.Answer) != 1 {
+		t.Errorf("answer %v", r.Answer)
+	}
+}
+
 // TestRecordsFollowChanges: a Service created, changed and deleted after
 // the start is answered, answered anew and gone.
 func TestRecordsFollowChanges(t *testing.T) {
