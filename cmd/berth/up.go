@@ -88,6 +88,7 @@ DATA-DIR and come back on the next start.
 	f.StringVar(&cfg.ServiceClusterIPRange, "service-cluster-ip-range", server.DefaultServiceClusterIPRange, "CIDR the Services' cluster IPs come from (its first address is the kubernetes Service's)")
 	f.StringVar(&cfg.ServiceNodePortRange, "service-node-port-range", server.DefaultServiceNodePortRange, "port range NodePort and LoadBalancer Services' node ports come from")
 	f.StringVar(&cfg.CNIBridge, "cni-bridge", cluster.DefaultCNIBridge, "Linux bridge the pods attach to")
+	f.StringVar(&cfg.ResolvConf, "resolv-conf", cluster.DefaultResolvConf, "the node's resolv.conf: the cluster DNS forwards other names to its nameservers, pods get its search domains")
 	f.StringVar(&cfg.CNIConfDir, "cni-conf-dir", "", "CNI conf dir (default DATA-DIR/cni/net.d; with --container-runtime-endpoint, the runtime's: /etc/cni/net.d)")
 	f.StringVar(&cfg.CNIBinDir, "cni-bin-dir", "", "directory of the CNI plugins (default /usr/lib/cni or /opt/cni/bin)")
 	f.StringVar(&cfg.Listen, "listen", "", "apiserver listen address host:port (default 0.0.0.0:6443; port 0 picks a free one)")

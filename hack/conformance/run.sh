@@ -246,6 +246,10 @@ berth-up)
   args=(up --data-dir "$work/data" --listen 0.0.0.0:0 --pod-cidr "$POD_CIDR" --cni-bridge "$BRIDGE"
     --kubelet-port "$kubelet_port" --read-only-port 0 --registries "$work/registry/registries.yaml")
   [ -z "$SERVICE_CIDR" ] || args+=(--service-cluster-ip-range "$SERVICE_CIDR")
+  # Offline: the cluster DNS forwards names outside the cluster to nothing
+  # beyond this machine.
+  echo "nameserver 127.0.0.1" >"$work/resolv.conf"
+  args+=(--resolv-conf "$work/resolv.conf")
   echo "$BERTH ${args[*]}"
   "$BERTH" "${args[@]}" >"$results/cluster.log" 2>&1 &
   cluster_pid=$!

@@ -129,6 +129,12 @@ func TestUpRunsAClusterAndLeavesNothingBehind(t *testing.T) {
 	if _, err := mirror.Push(ctx, "berth/busybox:1", busybox); err != nil {
 		t.Fatal(err)
 	}
+	// The node's resolvers for the cluster DNS to forward to: loopback
+	// only (the host's own may be off the machine), where nothing answers.
+	resolvConf := filepath.Join(t.TempDir(), "resolv.conf")
+	if err := os.WriteFile(resolvConf, []byte("nameserver 127.0.0.1\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	registries := filepath.Join(t.TempDir(), "registries.yaml")
 	if err := os.WriteFile(registries, []byte(fmt.Sprintf("mirrors:\n  docker.io:\n    endpoint:\n      - \"http://%s\"\n", mirror.Host())), 0o600); err != nil {
 		t.Fatal(err)
@@ -141,7 +147,7 @@ func TestUpRunsAClusterAndLeavesNothingBehind(t *testing.T) {
 		"--data-dir", dataDir, "--listen", "0.0.0.0:"+strconv.Itoa(freePort(t)),
 		"--cni-bridge", bridge, "--pod-cidr", cidr, "--service-cluster-ip-range", serviceCIDR, "--read-only-port", "0",
 		"--kubelet-port", strconv.Itoa(freePort(t)),
-		"--registries", registries, "--pause-binary", pause)
+		"--registries", registries, "--pause-binary", pause, "--resolv-conf", resolvConf)
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -295,6 +301,7 @@ spec:
 	}
 
 	checkServiceProxy(t, ctx, exited, kc, bridge, kubernetesIP)
+	checkClusterDNS(t, ctx, exited, kc, cidr, kubernetesIP)
 
 	if out, err := kc("delete", "pod", "api-sleeper", "--wait=true"); err != nil {
 		t.Fatalf("kubectl delete pod: %v\n%s", err, out)
@@ -397,6 +404,89 @@ spec:
 	}
 	if out, err := exec.Command("nft", "list", "tables").CombinedOutput(); err != nil || !strings.Contains(string(out), "table ip "+proxyTable(bridge)) {
 		t.Errorf("the service proxy's table %s is not in the kernel (%v):\n%s", proxyTable(bridge), err, out)
+	}
+	if out, err := kc("delete", "-f", file, "--wait=true"); err != nil {
+		t.Errorf("kubectl delete: %v\n%s", err, out)
+	}
+}
+
+// checkClusterDNS: pod api-sleeper's resolv.conf names the cluster DNS on
+// the bridge's gateway with the cluster's search path, and through it the
+// pod resolves the kubernetes Service by its full and its short name and
+// reaches a headless Service's pod by name (no service proxy involved).
+func checkClusterDNS(t *testing.T, ctx context.Context, exited <-chan struct{}, kc func(...string) (string, error), cidr, kubernetesIP string) {
+	t.Helper()
+	gateway := netip.MustParsePrefix(cidr).Addr().Next().String()
+	out, err := kc("exec", "api-sleeper", "--", "cat", "/etc/resolv.conf")
+	if err != nil {
+		t.Fatalf("cat /etc/resolv.conf: %v\n%s", err, out)
+	}
+	for _, want := range []string{"nameserver " + gateway, "search default.svc.cluster.local svc.cluster.local cluster.local", "options ndots:5"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("the pod's resolv.conf lacks %q:\n%s", want, out)
+		}
+	}
+	// busybox's nslookup tries every search domain and exits 1 when one
+	// of them is NXDOMAIN (kubernetes.svc.cluster.local is): its answer is
+	// what counts.
+	for _, name := range []string{"kubernetes.default.svc.cluster.local", "kubernetes"} {
+		out, _ := kc("exec", "api-sleeper", "--", "nslookup", "-type=a", name)
+		if !strings.Contains(out, "Name:\tkubernetes.default.svc.cluster.local\nAddress: "+kubernetesIP+"\n") {
+			t.Errorf("nslookup %s in a pod:\n%s", name, out)
+		}
+	}
+	web := `apiVersion: v1
+kind: Pod
+metadata: {name: dns-web, namespace: default, labels: {app: dns-web}}
+spec:
+  terminationGracePeriodSeconds: 1
+  containers:
+  - name: main
+    image: docker.io/berth/busybox:1
+    command: ["sh", "-c", "mkdir /www && echo hello by name > /www/index.html && exec httpd -f -p 8080 -h /www"]
+---
+apiVersion: v1
+kind: Service
+metadata: {name: dns-web, namespace: default}
+spec:
+  clusterIP: None
+  selector: {app: dns-web}
+  ports: [{name: http, port: 8080}]
+`
+	file := filepath.Join(t.TempDir(), "dns-web.yaml")
+	if err := os.WriteFile(file, []byte(web), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := kc("apply", "-f", file); err != nil {
+		t.Fatalf("kubectl apply: %v\n%s", err, out)
+	}
+	// The headless Service's name is its pod's address. (Not wget's -T:
+	// Debian's static busybox 1.35 wget crashes with it.)
+	var podIP, last string
+	poll(t, ctx, exited, "dns-web to run with an IP", func() bool {
+		out, err := kc("get", "pod", "dns-web", "-o", "jsonpath={.status.phase} {.status.podIP}")
+		f := strings.Fields(out)
+		if err == nil && len(f) == 2 && f[0] == "Running" {
+			podIP = f[1]
+		}
+		return podIP != ""
+	})
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		last, _ = kc("exec", "api-sleeper", "--", "nslookup", "-type=a", "dns-web.default.svc.cluster.local.")
+		if strings.Contains(last, "Address: "+podIP+"\n") || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	if !strings.Contains(last, "Name:\tdns-web.default.svc.cluster.local\nAddress: "+podIP+"\n") {
+		t.Errorf("nslookup of the headless Service dns-web, want its pod's %s:\n%s", podIP, last)
+	} else if out, _ := kc("exec", "api-sleeper", "--", "timeout", "10", "wget", "-q", "-O-", "http://dns-web:8080/"); strings.TrimSpace(out) != "hello by name" {
+		t.Errorf("wget http://dns-web:8080/ (the search path, then dns-web's address %s) = %q", podIP, out)
+	}
+	srv, _ := kc("exec", "api-sleeper", "--", "nslookup", "-type=srv", "_http._tcp.dns-web.default.svc.cluster.local.")
+	if want := "8080 " + strings.ReplaceAll(podIP, ".", "-") + ".dns-web.default.svc.cluster.local"; !strings.Contains(srv, want) {
+		t.Errorf("nslookup -type=srv of dns-web's http port lacks %q:\n%s", want, srv)
 	}
 	if out, err := kc("delete", "-f", file, "--wait=true"); err != nil {
 		t.Errorf("kubectl delete: %v\n%s", err, out)

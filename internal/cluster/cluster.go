@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"net/netip"
 	"os"
 	"path/filepath"
@@ -116,6 +117,10 @@ func (c *Cluster) Run(ctx context.Context) (err error) {
 		return err
 	}
 
+	dnsAddr := clusterDNSAddr(cfg.PodCIDR)
+	if err := startClusterDNS(sup, info.Kubeconfig, cfg.ResolvConf, dnsAddr, log); err != nil {
+		return err
+	}
 	ag, err := agent.New(agent.Config{
 		Server:          "https://" + addr,
 		TokenFile:       filepath.Join(cfg.DataDir, pki.AgentTokenFile),
@@ -129,6 +134,8 @@ func (c *Cluster) Run(ctx context.Context) (err error) {
 		CNIConfDir:      cfg.CNIConfDir,
 		CNIBinDirs:      []string{cfg.CNIBinDir},
 		CNIBridge:       cfg.CNIBridge,
+		ClusterDNS:      []net.IP{dnsAddr.Addr().AsSlice()},
+		ResolvConf:      cfg.ResolvConf,
 		NodeName:        cfg.NodeName,
 		ReadOnlyAddress: cfg.ReadOnlyAddress,
 		ReadOnlyPort:    cfg.ReadOnlyPort,

@@ -8,7 +8,10 @@
 //     pods), and whose registry hosts come from the registries file;
 //  2. the control plane (controlplane/server) with its embedded etcd, its
 //     controllers and the scheduler;
-//  3. the node agent (agent), joined to that control plane with the
+//  3. the cluster DNS (clusterdns) on the pod bridge's gateway address,
+//     port 53 (the pods' --cluster-dns), answering the cluster domain from
+//     the API and forwarding other names to the node's resolv.conf servers;
+//  4. the node agent (agent), joined to that control plane with the
 //     server's agent token and CA (DATA-DIR/agent-token, DATA-DIR/ca.crt):
 //     it registers the Node, runs the pods the scheduler binds to it and,
 //     as k3s's agent does, the static pods of DATA-DIR/manifests too (both
@@ -54,6 +57,8 @@ const (
 	DefaultDataDir   = "/var/lib/berth"
 	DefaultPodCIDR   = "10.42.0.0/24"
 	DefaultCNIBridge = agent.DefaultCNIBridge
+	// DefaultResolvConf is the node's resolv.conf.
+	DefaultResolvConf = agent.DefaultResolvConf
 	// PauseRegistryHost is the registry name the pause image is published
 	// under; containerd's hosts config sends it to the in-process registry.
 	PauseRegistryHost = "berth.local"
@@ -91,6 +96,10 @@ type Config struct {
 	ServiceClusterIPRange, ServiceNodePortRange string
 	// CNIBridge is the pods' bridge; default berth0.
 	CNIBridge string
+	// ResolvConf is the node's resolv.conf: the cluster DNS forwards names
+	// outside the cluster domain to its nameservers, and pods get its
+	// search domains (the agent's ResolvConf); default /etc/resolv.conf.
+	ResolvConf string
 	// Listen is the apiserver's address; default server.DefaultListen.
 	Listen string
 	// EncryptionProviderConfig is the control plane's EncryptionConfiguration
@@ -162,6 +171,9 @@ func (c *Config) Validate() error {
 	}
 	if c.CNIBridge == "" {
 		c.CNIBridge = DefaultCNIBridge
+	}
+	if c.ResolvConf == "" {
+		c.ResolvConf = DefaultResolvConf
 	}
 	if len(c.CNIBridge) > 15 {
 		return bad("CNIBridge (--cni-bridge)", "%q is longer than an interface name's 15 bytes", c.CNIBridge)
