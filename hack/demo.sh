@@ -25,6 +25,8 @@
 set -euo pipefail
 
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+# shellcheck source=lib/stop.sh
+. "$repo/hack/lib/stop.sh"
 BERTH=${BERTH:-$repo/bin/berth}
 POD_CIDR=${DEMO_POD_CIDR:-10.44.0.0/24}
 BRIDGE=${DEMO_BRIDGE:-berthdemo0}
@@ -41,21 +43,7 @@ die() { echo "demo: $*" >&2; exit 1; }
 k() { "$BERTH" kubectl "$@"; }
 
 # stop PID: SIGTERM, then SIGKILL after 60 s; returns the exit status.
-stop() {
-  local pid=$1 i
-  kill -TERM "$pid" 2>/dev/null || true
-  for ((i = 0; i < 600; i++)); do
-    kill -0 "$pid" 2>/dev/null || break
-    sleep 0.1
-  done
-  if kill -0 "$pid" 2>/dev/null; then
-    echo "demo: process $pid did not stop within 60 s of SIGTERM; killing it" >&2
-    kill -KILL "$pid" 2>/dev/null || true
-  fi
-  local rc=0
-  wait "$pid" 2>/dev/null || rc=$?
-  return "$rc"
-}
+stop() { stop_pid demo 60 "$1"; }
 
 cleanup() {
   local rc=$?

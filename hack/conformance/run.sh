@@ -43,6 +43,8 @@ set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 repo=$(cd "$here/../.." && pwd)
+# shellcheck source=../lib/stop.sh
+. "$repo/hack/lib/stop.sh"
 BERTH=${BERTH:-$repo/bin/berth}
 FOCUS=${FOCUS:-'\[Conformance\]'}
 SKIP=${SKIP-'\[Serial\]|\[Disruptive\]'}
@@ -69,21 +71,7 @@ die() {
 }
 
 # stop PID: SIGTERM, then SIGKILL after 120 s; returns the exit status.
-stop() {
-  local pid=$1 i
-  kill -TERM "$pid" 2>/dev/null || true
-  for ((i = 0; i < 1200; i++)); do
-    kill -0 "$pid" 2>/dev/null || break
-    sleep 0.1
-  done
-  if kill -0 "$pid" 2>/dev/null; then
-    echo "conformance: process $pid did not stop within 120 s of SIGTERM; killing it" >&2
-    kill -KILL "$pid" 2>/dev/null || true
-  fi
-  local rc=0
-  wait "$pid" 2>/dev/null || rc=$?
-  return "$rc"
-}
+stop() { stop_pid conformance 120 "$1"; }
 
 # leftovers: what of this run is still on the machine (its bridge, mounts
 # under its work dir, its pods' network namespaces), reported; fails when any.
