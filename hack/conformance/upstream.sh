@@ -174,6 +174,10 @@ start kube-apiserver "$BIN/kube-apiserver" --etcd-servers "http://127.0.0.1:$etc
   --kubelet-client-certificate "$pki/apiserver-kubelet-client.crt" --kubelet-client-key "$pki/apiserver-kubelet-client.key" \
   --kubelet-preferred-address-types InternalIP,Hostname
 wait_for kube-apiserver 120 "$BIN/kubectl" --kubeconfig "$WORK/admin.kubeconfig" get --raw /readyz
+# berth's agent embeds the service proxy: its node identity needs what
+# kube-proxy's has (EndpointSlices, Services, Nodes), as berth server binds.
+"$BIN/kubectl" --kubeconfig "$WORK/admin.kubeconfig" create clusterrolebinding berth:node-proxier \
+  --clusterrole system:node-proxier --group system:nodes >/dev/null
 
 pod_bits=${POD_CIDR#*/}
 start kube-controller-manager "$BIN/kube-controller-manager" --kubeconfig "$WORK/admin.kubeconfig" \
