@@ -33,7 +33,7 @@ import (
 
 // backend is an HTTP server on 127.0.0.1 answering "<name> <method> <path>"
 // and echoing the request headers it got as "X-Got-<Header>".
-func backend(t *testing.T, name string) *httptest.Server {
+func backend(t testing.TB, name string) *httptest.Server {
 	t.Helper()
 	s := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		for _, h := range []string{"X-Forwarded-For", "X-Forwarded-Host", "X-Forwarded-Proto"} {
@@ -56,7 +56,7 @@ func newWorld() *world {
 		ObjectMeta: metav1.ObjectMeta{Name: "berth"}, Spec: networkingv1.IngressClassSpec{Controller: DefaultControllerName}}}}}
 }
 
-func (w *world) service(t *testing.T, name string, servers ...*httptest.Server) {
+func (w *world) service(t testing.TB, name string, servers ...*httptest.Server) {
 	t.Helper()
 	w.in.Services = append(w.in.Services, &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: name},
 		Spec: corev1.ServiceSpec{Ports: []corev1.ServicePort{{Name: "http", Port: 80}}}})
@@ -97,7 +97,7 @@ func prefixRule(host string, paths map[string]string) networkingv1.IngressRule {
 }
 
 // serve runs the proxy on 127.0.0.1 over the table in *cur.
-func serve(t *testing.T, cur *atomic.Pointer[routes.Table]) string {
+func serve(t testing.TB, cur *atomic.Pointer[routes.Table]) string {
 	t.Helper()
 	s := httptest.NewServer(newProxy(cur.Load, slog.New(slog.DiscardHandler)))
 	t.Cleanup(s.Close)
