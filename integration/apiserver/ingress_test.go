@@ -2,16 +2,31 @@ package apiserver_test
 
 import (
 	"context"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+
+	"berth/controlplane/authorization/rbac/bootstrap"
+	"berth/controlplane/pki"
+	"berth/integration/harness"
 )
 
 // TestIngressAPI: networking.k8s.io/v1 ingresses and ingressclasses in
@@ -224,4 +239,107 @@ func TestDefaultIngressClassAdmission(t *testing.T) {
 	mine := "mine"
 	createdClass(nil, &mine, "mine")
 	createdClass(map[string]string{"kubernetes.io/ingress.class": "legacy"}, nil, "")
+}
+
+// TestIngressCommand runs `berth ingress` as a process with the
+// controller's own identity (a client certificate for
+// system:berth-ingress-controller, nothing else: its ClusterRole must be
+// enough) against the server, with a Service whose EndpointSlice points at
+// an HTTP server of the test's: the Ingress's host and path reach it
+// through the controller, another path is 404, the status is written.
+func TestIngressCommand(t *testing.T) {
+	ctx := context.Background()
+	cs := shared.Client(t)
+	const ns = "ingress-command"
+	admissionNamespace(t, cs, ns, nil)
+	certPEM, keyPEM, caPEM, err := pki.EnsureClient(shared.Dir, "ingress-controller", bootstrap.IngressController)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kc := clientcmdapi.NewConfig()
+	kc.Clusters["berth"] = &clientcmdapi.Cluster{Server: "https://" + shared.Addr, CertificateAuthorityData: caPEM}
+	kc.AuthInfos["ingress"] = &clientcmdapi.AuthInfo{ClientCertificateData: certPEM, ClientKeyData: keyPEM}
+	kc.Contexts["ingress"] = &clientcmdapi.Context{Cluster: "berth", AuthInfo: "ingress"}
+	kc.CurrentContext = "ingress"
+	kubeconfig := filepath.Join(t.TempDir(), "ingress.kubeconfig")
+	if err := clientcmd.WriteToFile(*kc, kubeconfig); err != nil {
+		t.Fatal(err)
+	}
+
+	backend := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprintf(w, "backend %s via %s", r.URL.Path, r.Header.Get("X-Forwarded-Host"))
+	}))
+	t.Cleanup(backend.Close)
+	_, portStr, _ := net.SplitHostPort(backend.Listener.Addr().String())
+	port64, _ := strconv.ParseInt(portStr, 10, 32)
+	port, portName, ready := int32(port64), "http", true
+
+	const controllerName = "berth.dev/ingress-command-test"
+	class := &networkingv1.IngressClass{ObjectMeta: metav1.ObjectMeta{Name: "command-test"}, Spec: networkingv1.IngressClassSpec{Controller: controllerName}}
+	if _, err := cs.NetworkingV1().IngressClasses().Create(ctx, class, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cs.NetworkingV1().IngressClasses().Delete(context.Background(), class.Name, metav1.DeleteOptions{}) })
+	svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "local"}, Spec: corev1.ServiceSpec{Ports: []corev1.ServicePort{{Name: "http", Port: 80}}}}
+	if _, err := cs.CoreV1().Services(ns).Create(ctx, svc, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	slice := &discoveryv1.EndpointSlice{ObjectMeta: metav1.ObjectMeta{Name: "local-1", Labels: map[string]string{discoveryv1.LabelServiceName: "local"}},
+		AddressType: discoveryv1.AddressTypeIPv4, Ports: []discoveryv1.EndpointPort{{Name: &portName, Port: &port}},
+		Endpoints: []discoveryv1.Endpoint{{Addresses: []string{"127.0.0.1"}, Conditions: discoveryv1.EndpointConditions{Ready: &ready}}}}
+	if _, err := cs.DiscoveryV1().EndpointSlices(ns).Create(ctx, slice, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	prefix := networkingv1.PathTypePrefix
+	ing := &networkingv1.Ingress{ObjectMeta: metav1.ObjectMeta{Name: "local"}, Spec: networkingv1.IngressSpec{IngressClassName: &class.Name,
+		Rules: []networkingv1.IngressRule{{Host: "local.example", IngressRuleValue: networkingv1.IngressRuleValue{HTTP: &networkingv1.HTTPIngressRuleValue{
+			Paths: []networkingv1.HTTPIngressPath{{Path: "/app", PathType: &prefix, Backend: networkingv1.IngressBackend{
+				Service: &networkingv1.IngressServiceBackend{Name: "local", Port: networkingv1.ServiceBackendPort{Name: "http"}}}}}}}}}}}
+	if _, err := cs.NetworkingV1().Ingresses(ns).Create(ctx, ing, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+
+	httpAddr := "127.0.0.1:" + strconv.Itoa(harness.FreePort(t))
+	harness.Start(t, "berth ingress", "ingress", "--kubeconfig", kubeconfig, "--controller-name", controllerName,
+		"--http-address", httpAddr, "--https-address", "127.0.0.1:"+strconv.Itoa(harness.FreePort(t)), "--status-address", "192.0.2.77")
+	get := func(path string) (int, string) {
+		req, _ := http.NewRequest(http.MethodGet, "http://"+httpAddr+path, nil)
+		req.Host = "local.example"
+		resp, err := (&http.Client{Timeout: 5 * time.Second}).Do(req)
+		if err != nil {
+			return 0, err.Error()
+		}
+		defer resp.Body.Close()
+		body, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(body)
+	}
+	harness.WaitFor(t, 30*time.Second, "local.example/app/x through berth ingress", func() (bool, string) {
+		code, body := get("/app/x")
+		return code == 200 && body == "backend /app/x via local.example", fmt.Sprintf("%d %q", code, body)
+	})
+	if code, _ := get("/other"); code != http.StatusNotFound {
+		t.Errorf("local.example/other: %d, want 404", code)
+	}
+	harness.WaitFor(t, 30*time.Second, "the Ingress's status", func() (bool, string) {
+		got, err := cs.NetworkingV1().Ingresses(ns).Get(ctx, "local", metav1.GetOptions{})
+		if err != nil {
+			return false, err.Error()
+		}
+		lb := got.Status.LoadBalancer.Ingress
+		return len(lb) == 1 && lb[0].IP == "192.0.2.77", fmt.Sprintf("%+v", lb)
+	})
+	// The endpoint turning not ready takes it out: 503.
+	ready = false
+	cur, err := cs.DiscoveryV1().EndpointSlices(ns).Get(ctx, "local-1", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cur.Endpoints[0].Conditions.Ready = &ready
+	if _, err := cs.DiscoveryV1().EndpointSlices(ns).Update(ctx, cur, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	harness.WaitFor(t, 30*time.Second, "503 once the endpoint is not ready", func() (bool, string) {
+		code, body := get("/app/x")
+		return code == http.StatusServiceUnavailable, fmt.Sprintf("%d %q", code, body)
+	})
 }
