@@ -2,17 +2,11 @@ package ingress
 
 import (
 	"bufio"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
 	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
 	"fmt"
 	"io"
 	"log/slog"
-	"math/big"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -28,6 +22,7 @@ import (
 	networkingv1 "k8s.io/api/networking/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"berth/ingress/ingresstest"
 	"berth/ingress/routes"
 )
 
@@ -369,7 +364,7 @@ func TestReloadKeepsConnections(t *testing.T) {
 // TestTLSBySNI: the certificate of the Ingress's TLS Secret for its host,
 // the default certificate for other names; X-Forwarded-Proto https.
 func TestTLSBySNI(t *testing.T) {
-	crt, key := selfSignedPEM(t, "secure.example")
+	crt, key := ingresstest.SelfSigned(t, "secure.example")
 	w := newWorld()
 	w.service(t, "web", backend(t, "web"))
 	w.ingress("secure", networkingv1.IngressSpec{
@@ -412,24 +407,4 @@ func TestTLSBySNI(t *testing.T) {
 	if cn := conn.ConnectionState().PeerCertificates[0].Subject.CommonName; cn != DefaultCertificateName {
 		t.Fatalf("certificate for another name: %q, want the default", cn)
 	}
-}
-
-// selfSignedPEM returns a PEM certificate and key for names.
-func selfSignedPEM(t *testing.T, names ...string) ([]byte, []byte) {
-	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: names[0]}, DNSNames: names,
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour), ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, key.Public(), key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	keyDER, err := x509.MarshalECPrivateKey(key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER})
 }

@@ -78,7 +78,9 @@ spec:
 	if out, errOut, err := shared.kubectl(t, "1.34", classYAML, "apply", "-f", "-"); err != nil {
 		t.Fatalf("apply class: %v %s %s", err, out, errOut)
 	}
-	t.Cleanup(func() { _ = cs.NetworkingV1().IngressClasses().Delete(context.Background(), "api-test", metav1.DeleteOptions{}) })
+	t.Cleanup(func() {
+		_ = cs.NetworkingV1().IngressClasses().Delete(context.Background(), "api-test", metav1.DeleteOptions{})
+	})
 	class, err := cs.NetworkingV1().IngressClasses().Get(ctx, "api-test", metav1.GetOptions{})
 	if err != nil || class.Spec.Parameters.Scope == nil || *class.Spec.Parameters.Scope != "Cluster" || class.Generation != 1 {
 		t.Fatalf("class (parameters scope defaults to Cluster): %+v %v", class, err)
@@ -279,7 +281,9 @@ func TestIngressCommand(t *testing.T) {
 	if _, err := cs.NetworkingV1().IngressClasses().Create(ctx, class, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = cs.NetworkingV1().IngressClasses().Delete(context.Background(), class.Name, metav1.DeleteOptions{}) })
+	t.Cleanup(func() {
+		_ = cs.NetworkingV1().IngressClasses().Delete(context.Background(), class.Name, metav1.DeleteOptions{})
+	})
 	svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "local"}, Spec: corev1.ServiceSpec{Ports: []corev1.ServicePort{{Name: "http", Port: 80}}}}
 	if _, err := cs.CoreV1().Services(ns).Create(ctx, svc, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)

@@ -2,16 +2,10 @@ package up
 
 import (
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
 	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
 	"fmt"
 	"io"
-	"math/big"
 	"net"
 	"net/http"
 	"os"
@@ -30,6 +24,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
+	"berth/ingress/ingresstest"
 	"berth/integration/harness"
 	"berth/integration/nodeenv"
 	"berth/internal/testimages"
@@ -226,7 +221,7 @@ func TestUpIngress(t *testing.T) {
 	if out := kc("", "get", "ingressclass", "berth", "-o", "jsonpath={.spec.controller} {.metadata.annotations.ingressclass\\.kubernetes\\.io/is-default-class}"); out != "berth.dev/ingress true" {
 		t.Fatalf("IngressClass berth: %q", out)
 	}
-	crt, key := ingressCertificate(t, "secure.example")
+	crt, key := ingresstest.SelfSigned(t, "secure.example")
 	files := t.TempDir()
 	crtFile, keyFile := filepath.Join(files, "tls.crt"), filepath.Join(files, "tls.key")
 	if err := os.WriteFile(crtFile, crt, 0o600); err != nil {
@@ -406,25 +401,4 @@ func ingressGet(url, host string) (int, string) {
 	defer resp.Body.Close()
 	body, _ := io.ReadAll(resp.Body)
 	return resp.StatusCode, string(body)
-}
-
-// ingressCertificate returns a self-signed PEM certificate and key for
-// host.
-func ingressCertificate(t *testing.T, host string) ([]byte, []byte) {
-	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: host}, DNSNames: []string{host},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour), ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, key.Public(), key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	keyDER, err := x509.MarshalECPrivateKey(key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER})
 }
