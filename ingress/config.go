@@ -6,9 +6,10 @@
 // It watches IngressClasses, Ingresses, Services, EndpointSlices and
 // kubernetes.io/tls Secrets with its own client (`berth up` gives it the
 // identity bootstrap.IngressController, whose ClusterRole allows that and
-// writing the Ingresses' status, nothing more), builds a route table from them on every change
-// (berth/ingress/routes: hosts exact and wildcard, Exact and Prefix paths,
-// default backends, TLS certificates by SNI) and swaps it in atomically:
+// writing the Ingresses' status, nothing more), builds a route table from
+// them on every change (berth/ingress/routes: hosts exact and wildcard,
+// Exact and Prefix paths, default backends, TLS certificates by SNI) and
+// swaps it in atomically:
 // requests in flight and open connections (websockets included) keep going
 // while new requests take the new table. Requests go to the ready endpoints
 // of the backend Service port, round-robin, with X-Forwarded-For,
