@@ -99,6 +99,9 @@ DATA-DIR and come back on the next start.
 	f.StringVar(&cfg.PauseBinary, "pause-binary", "", `berth's static pause binary (default "pause" beside the berth executable)`)
 	f.StringVar(&cfg.ContainerdBinary, "containerd", "", "containerd executable (default: containerd on PATH)")
 	f.StringVar(&logLevel, "log-level", "info", "log level: debug, info, warn or error")
+	f.IntVar(&cfg.IngressHTTPPort, "ingress-http-port", cluster.DefaultIngressHTTPPort, "port of the built-in ingress controller's HTTP listener, on every address")
+	f.IntVar(&cfg.IngressHTTPSPort, "ingress-https-port", cluster.DefaultIngressHTTPSPort, "port of the built-in ingress controller's HTTPS listener, on every address")
+	f.BoolVar(&cfg.DisableIngress, "disable-ingress", false, "do not run the built-in ingress controller (nor create its IngressClass \"berth\")")
 	return cmd
 }
 
@@ -111,5 +114,8 @@ func printUpInfo(w io.Writer, info cluster.Info) {
 		fmt.Fprintf(w, "berth up: using the runtime at %s\n", info.RuntimeEndpoint)
 	}
 	fmt.Fprintf(w, "berth up: node %s Ready, pod CIDR %s; static pods from %s\n", info.NodeName, info.PodCIDR, info.ManifestDir)
+	if info.IngressHTTP != "" {
+		fmt.Fprintf(w, "berth up: ingress controller (IngressClass berth) on http %s, https %s\n", info.IngressHTTP, info.IngressHTTPS)
+	}
 	fmt.Fprintf(w, "berth up: use: kubectl --kubeconfig %s get pods\n", info.Kubeconfig)
 }

@@ -139,7 +139,8 @@ func TestV3Handler(t *testing.T) {
 	}
 	for _, gv := range []string{"api/v1", "apis/apps/v1", "apis/coordination.k8s.io/v1", "apis/events.k8s.io/v1",
 		"apis/discovery.k8s.io/v1", "apis/storage.k8s.io/v1", "apis/rbac.authorization.k8s.io/v1",
-		"apis/admissionregistration.k8s.io/v1", "apis/certificates.k8s.io/v1", "apis/authentication.k8s.io/v1", "apis/node.k8s.io/v1"} {
+		"apis/admissionregistration.k8s.io/v1", "apis/certificates.k8s.io/v1", "apis/authentication.k8s.io/v1", "apis/node.k8s.io/v1",
+		"apis/networking.k8s.io/v1"} {
 		entry, ok := index.Paths[gv]
 		if !ok {
 			t.Errorf("index lacks %s", gv)
@@ -150,8 +151,8 @@ func TestV3Handler(t *testing.T) {
 			t.Errorf("%s: serverRelativeURL %q", gv, entry.ServerRelativeURL)
 		}
 	}
-	if len(index.Paths) != 11 {
-		t.Errorf("index has %d group-versions, want 11", len(index.Paths))
+	if len(index.Paths) != 12 {
+		t.Errorf("index has %d group-versions, want 12", len(index.Paths))
 	}
 
 	current := index.Paths["apis/apps/v1"].ServerRelativeURL

@@ -20,6 +20,7 @@ var markedOptional = map[string]bool{
 	"io.k8s.api.core.v1.TypedObjectReference.apiGroup":                   true,
 	"io.k8s.api.discovery.v1.EndpointSlice.endpoints":                    true,
 	"io.k8s.api.discovery.v1.EndpointSlice.ports":                        true,
+	"io.k8s.api.networking.v1.IngressClassParametersReference.scope":     true,
 	"io.k8s.api.rbac.v1.ClusterRole.rules":                               true,
 	"io.k8s.api.rbac.v1.Role.rules":                                      true,
 	"io.k8s.api.rbac.v1.RoleRef.apiGroup":                                true,

@@ -12,6 +12,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	eventsv1 "k8s.io/api/events/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	nodev1 "k8s.io/api/node/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	storagev1 "k8s.io/api/storage/v1"
@@ -151,6 +152,8 @@ func DefaultResources() []Resource {
 		in(nodev1.SchemeGroupVersion, "RuntimeClass", "runtimeclasses", false, &nodev1.RuntimeClass{}, &nodev1.RuntimeClassList{}),
 		in(storagev1.SchemeGroupVersion, "VolumeAttachment", "volumeattachments", false, &storagev1.VolumeAttachment{}, &storagev1.VolumeAttachmentList{}, SubresourceStatus),
 		in(storagev1.SchemeGroupVersion, "CSIStorageCapacity", "csistoragecapacities", true, &storagev1.CSIStorageCapacity{}, &storagev1.CSIStorageCapacityList{}),
+		in(networkingv1.SchemeGroupVersion, "Ingress", "ingresses", true, &networkingv1.Ingress{}, &networkingv1.IngressList{}, SubresourceStatus),
+		in(networkingv1.SchemeGroupVersion, "IngressClass", "ingressclasses", false, &networkingv1.IngressClass{}, &networkingv1.IngressClassList{}),
 		// Not stored: create only (kubectl auth whoami).
 		{GVK: authenticationv1.SchemeGroupVersion.WithKind("SelfSubjectReview"), Resource: "selfsubjectreviews",
 			Verbs: []string{VerbCreate}, Object: &authenticationv1.SelfSubjectReview{}},

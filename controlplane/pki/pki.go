@@ -161,17 +161,44 @@ func (b *Bundle) WriteKubeconfig(serverURL string) error {
 	return writeAtomic(b.Path(KubeconfigFile), data, 0o600)
 }
 
+// EnsureClient loads the client certificate NAME.crt/NAME.key in dir, or
+// issues it from the cluster CA there (which must exist: the server made
+// it) when missing, expiring within a month or not from that CA: a
+// component's own identity, user (CN) in groups (O). It returns the PEM
+// certificate, key and CA certificate.
+func EnsureClient(dir, name, user string, groups ...string) (certPEM, keyPEM, caPEM []byte, err error) {
+	b := &Bundle{Dir: dir}
+	certPEM, certErr := os.ReadFile(b.Path(CAFile))
+	keyPEM, keyErr := os.ReadFile(b.Path(CAKeyFile))
+	if certErr != nil || keyErr != nil {
+		return nil, nil, nil, fmt.Errorf("pki: no cluster CA in %s: %w", dir, errors.Join(certErr, keyErr))
+	}
+	caKey, err := b.loadCA(certPEM, keyPEM)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	certPEM, keyPEM, err = b.ensureLeaf(caKey, name+".crt", name+".key", leafSpec{
+		cn: user, orgs: groups, usage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
+	})
+	return certPEM, keyPEM, b.CAPEM, err
+}
+
+// loadCA parses the CA pair into b.
+func (b *Bundle) loadCA(certPEM, keyPEM []byte) (crypto.Signer, error) {
+	cert, key, err := parsePair(certPEM, keyPEM)
+	if err != nil {
+		return nil, fmt.Errorf("pki: cluster CA in %s: %w", b.Dir, err)
+	}
+	b.CA, b.CAPEM = cert, certPEM
+	return key, nil
+}
+
 func (b *Bundle) ensureCA() (crypto.Signer, error) {
 	certPath, keyPath := b.Path(CAFile), b.Path(CAKeyFile)
 	certPEM, certErr := os.ReadFile(certPath)
 	keyPEM, keyErr := os.ReadFile(keyPath)
 	if certErr == nil && keyErr == nil {
-		cert, key, err := parsePair(certPEM, keyPEM)
-		if err != nil {
-			return nil, fmt.Errorf("pki: cluster CA in %s: %w", b.Dir, err)
-		}
-		b.CA, b.CAPEM = cert, certPEM
-		return key, nil
+		return b.loadCA(certPEM, keyPEM)
 	}
 	if !errors.Is(certErr, os.ErrNotExist) || !errors.Is(keyErr, os.ErrNotExist) {
 		return nil, fmt.Errorf("pki: cluster CA in %s is incomplete (%v, %v): remove both %s and %s to regenerate: %w",

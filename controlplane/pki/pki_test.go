@@ -182,3 +182,33 @@ func TestEnsureRejectsHalfACA(t *testing.T) {
 		t.Fatalf("no Dir: %v", err)
 	}
 }
+
+func TestEnsureClient(t *testing.T) {
+	dir := t.TempDir()
+	if _, _, _, err := EnsureClient(dir, "component", "system:component"); err == nil {
+		t.Fatal("a client certificate issued without a CA")
+	}
+	b, err := Ensure(Options{Dir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	certPEM, keyPEM, caPEM, err := EnsureClient(dir, "component", "system:component", "g1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cert := parseCert(t, certPEM)
+	if cert.Subject.CommonName != "system:component" || !slices.Equal(cert.Subject.Organization, []string{"g1"}) ||
+		!slices.Equal(cert.ExtKeyUsage, []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}) || cert.CheckSignatureFrom(b.CA) != nil {
+		t.Fatalf("client certificate %v usages %v", cert.Subject, cert.ExtKeyUsage)
+	}
+	if string(caPEM) != string(b.CAPEM) {
+		t.Error("CA PEM differs from the bundle's")
+	}
+	if fi, err := os.Stat(filepath.Join(dir, "component.key")); err != nil || fi.Mode().Perm() != 0o600 {
+		t.Fatalf("key file: %v %v", fi, err)
+	}
+	again, againKey, _, err := EnsureClient(dir, "component", "system:component", "g1")
+	if err != nil || string(again) != string(certPEM) || string(againKey) != string(keyPEM) {
+		t.Fatalf("second call issued anew: %v", err)
+	}
+}

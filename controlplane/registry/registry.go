@@ -12,6 +12,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	eventsv1 "k8s.io/api/events/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	nodev1 "k8s.io/api/node/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	storagev1 "k8s.io/api/storage/v1"
@@ -44,6 +45,8 @@ import (
 	"berth/controlplane/registry/core/serviceaccount"
 	"berth/controlplane/registry/discovery/endpointslice"
 	eventsevent "berth/controlplane/registry/events/event"
+	"berth/controlplane/registry/networking/ingress"
+	"berth/controlplane/registry/networking/ingressclass"
 	"berth/controlplane/registry/node/runtimeclass"
 	"berth/controlplane/registry/rbac/clusterrole"
 	"berth/controlplane/registry/rbac/clusterrolebinding"
@@ -157,6 +160,10 @@ func Resources(typer runtime.ObjectTyper) map[schema.GroupResource]Resource {
 			AttrFunc: volumeattachment.GetAttrs, PredicateFunc: volumeattachment.Predicate},
 		{GroupResource: gr(storagev1.SchemeGroupVersion, "csistoragecapacities"), Strategy: csistoragecapacity.NewStrategy(typer), Table: csistoragecapacity.Table,
 			AttrFunc: csistoragecapacity.GetAttrs, PredicateFunc: csistoragecapacity.Predicate},
+		{GroupResource: gr(networkingv1.SchemeGroupVersion, "ingresses"), Strategy: ingress.NewStrategy(typer), StatusStrategy: ingress.NewStatusStrategy(typer),
+			Table: ingress.Table, AttrFunc: ingress.GetAttrs, PredicateFunc: ingress.Predicate},
+		{GroupResource: gr(networkingv1.SchemeGroupVersion, "ingressclasses"), Strategy: ingressclass.NewStrategy(typer), Table: ingressclass.Table,
+			AttrFunc: ingressclass.GetAttrs, PredicateFunc: ingressclass.Predicate},
 	}
 	out := make(map[schema.GroupResource]Resource, len(list))
 	for _, r := range list {

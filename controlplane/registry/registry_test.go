@@ -19,6 +19,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	eventsv1 "k8s.io/api/events/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	nodev1 "k8s.io/api/node/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	storagev1 "k8s.io/api/storage/v1"
@@ -92,6 +93,9 @@ func samples() map[schema.GroupResource]runtime.Object {
 		{Group: "certificates.k8s.io", Resource: "certificatesigningrequests"}: &certificatesv1.CertificateSigningRequest{ObjectMeta: cl,
 			Spec: certificatesv1.CertificateSigningRequestSpec{Request: csrPEM(), SignerName: "kubernetes.io/kube-apiserver-client-kubelet",
 				Usages: []certificatesv1.KeyUsage{certificatesv1.UsageDigitalSignature, certificatesv1.UsageClientAuth}}},
+		{Group: "networking.k8s.io", Resource: "ingresses"}: &networkingv1.Ingress{ObjectMeta: ns, Spec: networkingv1.IngressSpec{
+			DefaultBackend: &networkingv1.IngressBackend{Service: &networkingv1.IngressServiceBackend{Name: "web", Port: networkingv1.ServiceBackendPort{Number: 80}}}}},
+		{Group: "networking.k8s.io", Resource: "ingressclasses"}: &networkingv1.IngressClass{ObjectMeta: cl, Spec: networkingv1.IngressClassSpec{Controller: "berth.dev/ingress"}},
 	}
 }
 

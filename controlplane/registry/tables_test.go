@@ -9,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	eventsv1 "k8s.io/api/events/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	nodev1 "k8s.io/api/node/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	storagev1 "k8s.io/api/storage/v1"
@@ -88,6 +89,21 @@ func TestTableCells(t *testing.T) {
 			map[int]interface{}{0: "x", 1: "csi.example.com", 2: "local", 3: "n1", 4: true}},
 		{schema.GroupResource{Group: "storage.k8s.io", Resource: "csistoragecapacities"}, &storagev1.CSIStorageCapacity{ObjectMeta: meta, StorageClassName: "local"},
 			map[int]interface{}{0: "x", 1: "local", 2: "<unset>"}},
+		{schema.GroupResource{Group: "networking.k8s.io", Resource: "ingresses"}, &networkingv1.Ingress{ObjectMeta: meta, Spec: networkingv1.IngressSpec{
+			IngressClassName: &class, TLS: []networkingv1.IngressTLS{{SecretName: "tls"}},
+			Rules: []networkingv1.IngressRule{{Host: "a.example"}, {}, {Host: "b.example"}, {Host: "c.example"}, {Host: "d.example"}}},
+			Status: networkingv1.IngressStatus{LoadBalancer: networkingv1.IngressLoadBalancerStatus{Ingress: []networkingv1.IngressLoadBalancerIngress{
+				{IP: "10.0.0.2"}, {Hostname: "lb.example"}, {IP: "10.0.0.1"}, {IP: "10.0.0.2"}}}}},
+			map[int]interface{}{0: "x", 1: "local", 2: "a.example,b.example,c.example + 2 more...", 3: "10.0.0.1,10.0.0.2,lb.example", 4: "80, 443"}},
+		{schema.GroupResource{Group: "networking.k8s.io", Resource: "ingresses"}, &networkingv1.Ingress{ObjectMeta: meta, Spec: networkingv1.IngressSpec{
+			Rules: []networkingv1.IngressRule{{}, {}, {}, {}}}},
+			map[int]interface{}{0: "x", 1: "<none>", 2: "*", 3: "", 4: "80"}},
+		{schema.GroupResource{Group: "networking.k8s.io", Resource: "ingressclasses"}, &networkingv1.IngressClass{ObjectMeta: meta, Spec: networkingv1.IngressClassSpec{
+			Controller: "berth.dev/ingress", Parameters: &networkingv1.IngressClassParametersReference{APIGroup: &class, Kind: "Config", Name: "p"}}},
+			map[int]interface{}{0: "x", 1: "berth.dev/ingress", 2: "Config.local/p"}},
+		{schema.GroupResource{Group: "networking.k8s.io", Resource: "ingressclasses"}, &networkingv1.IngressClass{ObjectMeta: meta, Spec: networkingv1.IngressClassSpec{
+			Controller: "berth.dev/ingress"}},
+			map[int]interface{}{0: "x", 1: "berth.dev/ingress", 2: "<none>"}},
 	} {
 		t.Run(tc.gr.String(), func(t *testing.T) {
 			res := Resources(scheme.New())[tc.gr]

@@ -18,6 +18,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	eventsv1 "k8s.io/api/events/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	nodev1 "k8s.io/api/node/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -196,6 +197,10 @@ func defs() []def {
 		{gv: storagev1.SchemeGroupVersion, resource: "csistoragecapacities", singular: "csistoragecapacity", kind: "CSIStorageCapacity", namespaced: true,
 			newObj:  func() runtime.Object { return &storagev1.CSIStorageCapacity{} },
 			newList: func() runtime.Object { return &storagev1.CSIStorageCapacityList{} }},
+		{gv: networkingv1.SchemeGroupVersion, resource: "ingresses", singular: "ingress", kind: "Ingress", namespaced: true, short: []string{"ing"}, status: true,
+			newObj: func() runtime.Object { return &networkingv1.Ingress{} }, newList: func() runtime.Object { return &networkingv1.IngressList{} }},
+		{gv: networkingv1.SchemeGroupVersion, resource: "ingressclasses", singular: "ingressclass", kind: "IngressClass",
+			newObj: func() runtime.Object { return &networkingv1.IngressClass{} }, newList: func() runtime.Object { return &networkingv1.IngressClassList{} }},
 	}
 }
 

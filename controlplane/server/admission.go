@@ -35,6 +35,7 @@ var AdmissionPlugins = []string{
 	berthadmission.DefaultStorageClassName,
 	berthadmission.StorageObjectInUseProtectionName,
 	berthadmission.RuntimeClassName,
+	berthadmission.DefaultIngressClassName,
 	berthadmission.MutatingWebhookName,
 	berthadmission.ValidatingWebhookName,
 	berthadmission.ResourceQuotaName,
@@ -52,6 +53,7 @@ var DefaultAdmissionPlugins = []string{
 	berthadmission.DefaultStorageClassName,
 	berthadmission.StorageObjectInUseProtectionName,
 	berthadmission.RuntimeClassName,
+	berthadmission.DefaultIngressClassName,
 	berthadmission.MutatingWebhookName,
 	berthadmission.ValidatingWebhookName,
 	berthadmission.ResourceQuotaName,
@@ -148,6 +150,8 @@ func (s *Server) newAdmission(rc *rest.Config, namespaces *genericregistry.Store
 			p = berthadmission.NewStorageObjectInUseProtection()
 		case berthadmission.RuntimeClassName:
 			p, err = berthadmission.NewRuntimeClass(cfg.RuntimeClass)
+		case berthadmission.DefaultIngressClassName:
+			p, err = berthadmission.NewDefaultIngressClass(factory.Networking().V1().IngressClasses().Lister())
 		case berthadmission.MutatingWebhookName:
 			p, err = berthadmission.NewMutatingWebhook(cfg.Webhooks)
 		case berthadmission.ValidatingWebhookName:
@@ -232,6 +236,7 @@ func informersSynced(f informers.SharedInformerFactory) []cache.InformerSynced {
 		reg.MutatingWebhookConfigurations().Informer(), reg.ValidatingWebhookConfigurations().Informer(),
 		core.Services().Informer(), f.Discovery().V1().EndpointSlices().Informer(),
 		f.Node().V1().RuntimeClasses().Informer(),
+		f.Networking().V1().IngressClasses().Informer(),
 	} {
 		out = append(out, i.HasSynced)
 	}

@@ -234,6 +234,9 @@ berth-up)
   args=(up --data-dir "$work/data" --listen 0.0.0.0:0 --pod-cidr "$POD_CIDR" --cni-bridge "$BRIDGE"
     --kubelet-port "$kubelet_port" --read-only-port 0 --registries "$work/registry/registries.yaml")
   [ -z "$SERVICE_CIDR" ] || args+=(--service-cluster-ip-range "$SERVICE_CIDR")
+  # The ingress controller on free ports, not the machine's :80 and :443
+  # (another cluster may hold them; berth up would then run without it).
+  args+=(--ingress-http-port "$(free_port 18080)" --ingress-https-port "$(free_port 18443)")
   # Offline: the cluster DNS forwards names outside the cluster to nothing
   # beyond this machine.
   echo "nameserver 127.0.0.1" >"$work/resolv.conf"

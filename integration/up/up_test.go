@@ -147,7 +147,9 @@ func TestUpRunsAClusterAndLeavesNothingBehind(t *testing.T) {
 		"--data-dir", dataDir, "--listen", "0.0.0.0:"+strconv.Itoa(freePort(t)),
 		"--cni-bridge", bridge, "--pod-cidr", cidr, "--service-cluster-ip-range", serviceCIDR, "--read-only-port", "0",
 		"--kubelet-port", strconv.Itoa(freePort(t)),
-		"--registries", registries, "--pause-binary", pause, "--resolv-conf", resolvConf)
+		"--registries", registries, "--pause-binary", pause, "--resolv-conf", resolvConf,
+		// The ingress controller off the machine's :80 and :443 (TestUpIngress tests it).
+		"--ingress-http-port", strconv.Itoa(freePort(t)), "--ingress-https-port", strconv.Itoa(freePort(t)))
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)

@@ -159,6 +159,11 @@ func (c *Cluster) Run(ctx context.Context) (err error) {
 		}
 		return fmt.Errorf("cluster: %w", err)
 	}
+	if !cfg.DisableIngress {
+		if info.IngressHTTP, info.IngressHTTPS, err = startIngress(ctx, sup, cfg, addr, info.Kubeconfig, log); err != nil {
+			return err
+		}
+	}
 	if cfg.OnReady != nil {
 		cfg.OnReady(info)
 	}

@@ -15,7 +15,13 @@
 //     server's agent token and CA (DATA-DIR/agent-token, DATA-DIR/ca.crt):
 //     it registers the Node, runs the pods the scheduler binds to it and,
 //     as k3s's agent does, the static pods of DATA-DIR/manifests too (both
-//     sources feed the same pod workers; static pods get mirror pods).
+//     sources feed the same pod workers; static pods get mirror pods);
+//  5. once the node is Ready, the ingress controller (berth/ingress) on
+//     the node's ports 80 and 443 (IngressHTTPPort, IngressHTTPSPort) with
+//     its own client certificate (DATA-DIR/ingress-controller.crt, user
+//     system:berth-ingress-controller), serving the IngressClass "berth",
+//     which it creates as the default class; ports in use leave it out,
+//     with a warning, rather than stop the cluster.
 //
 // The node's pod network is PodCIDR: the server's nodeipam gets PodCIDR as
 // its cluster CIDR with a node mask of PodCIDR's own prefix length, so the
@@ -64,6 +70,10 @@ const (
 	PauseRegistryHost = "berth.local"
 	// PauseRepository is the pause image's repository in that registry.
 	PauseRepository = "berth/pause"
+	// DefaultIngressHTTPPort and DefaultIngressHTTPSPort are the ingress
+	// controller's ports.
+	DefaultIngressHTTPPort  = 80
+	DefaultIngressHTTPSPort = 443
 )
 
 // Config configures a single-node cluster.
@@ -119,6 +129,12 @@ type Config struct {
 	PauseBinary string
 	// ContainerdBinary is containerd's executable; default from PATH.
 	ContainerdBinary string
+	// IngressHTTPPort and IngressHTTPSPort are the built-in ingress
+	// controller's ports on every address of the node; defaults 80 and
+	// 443. DisableIngress leaves the controller out (and its
+	// IngressClass uncreated).
+	IngressHTTPPort, IngressHTTPSPort int
+	DisableIngress                    bool
 	// OnReady is called once, when every component is up.
 	OnReady func(Info)
 	// Logger receives every component's log; nil discards.
@@ -143,6 +159,9 @@ type Info struct {
 	NodeName string
 	// PodCIDR is the node's pod subnet.
 	PodCIDR string
+	// IngressHTTP and IngressHTTPS are the ingress controller's listen
+	// addresses; empty when it does not run.
+	IngressHTTP, IngressHTTPS string
 }
 
 // Validate fills the defaults and checks the fields, naming the bad one;
@@ -199,6 +218,23 @@ func (c *Config) Validate() error {
 	}
 	if c.KubeletPort < 0 || c.KubeletPort > 65535 {
 		return bad("KubeletPort (--kubelet-port)", "%d is not a port", c.KubeletPort)
+	}
+	if c.IngressHTTPPort == 0 {
+		c.IngressHTTPPort = DefaultIngressHTTPPort
+	}
+	if c.IngressHTTPSPort == 0 {
+		c.IngressHTTPSPort = DefaultIngressHTTPSPort
+	}
+	for _, p := range []struct {
+		field string
+		port  int
+	}{{"IngressHTTPPort (--ingress-http-port)", c.IngressHTTPPort}, {"IngressHTTPSPort (--ingress-https-port)", c.IngressHTTPSPort}} {
+		if p.port < 0 || p.port > 65535 {
+			return bad(p.field, "%d is not a port", p.port)
+		}
+	}
+	if c.IngressHTTPPort == c.IngressHTTPSPort {
+		return bad("IngressHTTPSPort (--ingress-https-port)", "%d is also the HTTP port", c.IngressHTTPSPort)
 	}
 	if c.CNIConfDir == "" {
 		if c.RuntimeEndpoint == "" {

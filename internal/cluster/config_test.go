@@ -23,6 +23,8 @@ func TestConfigValidateNamesTheField(t *testing.T) {
 		{"bad kubelet port", func(c *Config) { c.KubeletPort = -1 }, "KubeletPort (--kubelet-port)"},
 		{"bridge too long", func(c *Config) { c.CNIBridge = "a-very-long-bridge-name" }, "CNIBridge (--cni-bridge)"},
 		{"bad port", func(c *Config) { c.ReadOnlyPort = 70000 }, "ReadOnlyPort (--read-only-port)"},
+		{"bad ingress port", func(c *Config) { c.IngressHTTPPort = 65536 }, "IngressHTTPPort (--ingress-http-port)"},
+		{"ingress ports equal", func(c *Config) { c.IngressHTTPPort, c.IngressHTTPSPort = 8080, 8080 }, "IngressHTTPSPort (--ingress-https-port)"},
 		{"bad registries", func(c *Config) {
 			c.Registries = containerd.Registries{Mirrors: map[string]containerd.Mirror{"docker.io": {}}}
 		}, `mirrors["docker.io"].endpoint`},
@@ -59,6 +61,9 @@ func TestConfigDefaults(t *testing.T) {
 	}
 	if cfg.CNIConfDir != filepath.Join(dir, "cni", "net.d") || cfg.ManifestDir() != filepath.Join(dir, "manifests") {
 		t.Errorf("dirs: cni %q manifests %q", cfg.CNIConfDir, cfg.ManifestDir())
+	}
+	if cfg.IngressHTTPPort != 80 || cfg.IngressHTTPSPort != 443 {
+		t.Errorf("ingress ports %d %d, want 80 443", cfg.IngressHTTPPort, cfg.IngressHTTPSPort)
 	}
 	if filepath.Base(cfg.PauseBinary) != "pause" {
 		t.Errorf("PauseBinary = %q, want pause beside the executable", cfg.PauseBinary)

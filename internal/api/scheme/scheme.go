@@ -17,6 +17,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	eventsv1 "k8s.io/api/events/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	nodev1 "k8s.io/api/node/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -49,6 +50,7 @@ var GroupVersions = []schema.GroupVersion{
 	authorizationv1.SchemeGroupVersion,
 	admissionregistrationv1.SchemeGroupVersion,
 	certificatesv1.SchemeGroupVersion,
+	networkingv1.SchemeGroupVersion,
 }
 
 // ScaleGroupVersion is the group-version of the Scale objects the /scale
@@ -77,6 +79,7 @@ func New() *runtime.Scheme {
 		autoscalingv1.AddToScheme,
 		admissionregistrationv1.AddToScheme,
 		certificatesv1.AddToScheme,
+		networkingv1.AddToScheme,
 		metav1.AddMetaToScheme,
 		metav1beta1.AddMetaToScheme,
 		metav1beta1.RegisterConversions,
@@ -218,6 +221,12 @@ func addDefaultingFuncs(s *runtime.Scheme) error {
 	add(&admissionregistrationv1.ValidatingWebhookConfigurationList{}, func(o interface{}) {
 		for i := range o.(*admissionregistrationv1.ValidatingWebhookConfigurationList).Items {
 			defaults.ValidatingWebhookConfiguration(&o.(*admissionregistrationv1.ValidatingWebhookConfigurationList).Items[i])
+		}
+	})
+	add(&networkingv1.IngressClass{}, func(o interface{}) { defaults.IngressClass(o.(*networkingv1.IngressClass)) })
+	add(&networkingv1.IngressClassList{}, func(o interface{}) {
+		for i := range o.(*networkingv1.IngressClassList).Items {
+			defaults.IngressClass(&o.(*networkingv1.IngressClassList).Items[i])
 		}
 	})
 	return nil

@@ -44,6 +44,10 @@ const (
 	NodeAutoApproveRotationBinding = "berth:node-autoapprove-certificate-rotation"
 )
 
+// IngressController names the built-in ingress controller's identity (the
+// user of its client certificate), its ClusterRole and their binding.
+const IngressController = "system:berth-ingress-controller"
+
 var (
 	read      = []string{"get", "list", "watch"}
 	write     = []string{"create", "update", "patch", "delete", "deletecollection"}
@@ -253,6 +257,15 @@ func ClusterRoles() []*rbacv1.ClusterRole {
 			rule(v("list", "watch"), g("*"), "*"),
 			rule(v("create"), core, "serviceaccounts/token"),
 		),
+		// berth's ingress controller (berth/ingress), as k3s's Traefik
+		// role: it reads what routes are built from and writes only the
+		// Ingresses' status.
+		clusterRole(IngressController, nil,
+			rule(read, g("networking.k8s.io"), "ingresses", "ingressclasses"),
+			rule(v("update"), g("networking.k8s.io"), "ingresses/status"),
+			rule(read, core, "services", "secrets"),
+			rule(read, g("discovery.k8s.io"), "endpointslices"),
+		),
 	}
 }
 
@@ -307,5 +320,6 @@ func ClusterRoleBindings() []*rbacv1.ClusterRoleBinding {
 		clusterRoleBinding("system:kube-scheduler", "system:kube-scheduler", userSubject("system:kube-scheduler")),
 		clusterRoleBinding("system:kube-controller-manager", "system:kube-controller-manager",
 			userSubject("system:kube-controller-manager")),
+		clusterRoleBinding(IngressController, IngressController, userSubject(IngressController)),
 	}
 }

@@ -1,0 +1,73 @@
+package main
+
+import (
+	"fmt"
+	"log/slog"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/spf13/cobra"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
+
+	"berth/ingress"
+)
+
+// newIngressCommand runs the ingress controller on its own, as `berth up`
+// runs it inside (for a node of a cluster `berth up` does not run).
+func newIngressCommand() *cobra.Command {
+	var (
+		cfg        ingress.Config
+		kubeconfig string
+		logLevel   string
+	)
+	cmd := &cobra.Command{
+		Use:   "ingress",
+		Short: "Run the ingress controller on its own (as `berth up` runs it inside), against the apiserver of a kubeconfig",
+		Long: `Run berth's ingress controller on this node: it serves the Ingresses of the
+IngressClasses whose spec.controller is --controller-name as an HTTP and
+HTTPS reverse proxy to the backend Services' ready endpoints, and sets their
+status.loadBalancer to --status-address.
+
+The kubeconfig should be the controller's own identity, bound to the
+ClusterRole system:berth-ingress-controller (read ingresses, ingressclasses,
+services, endpointslices and secrets; update ingresses/status): berth up
+issues DATA-DIR/ingress-controller.crt for the user of that name. The
+IngressClass is not created here: apply one naming the controller.
+
+  berth ingress --kubeconfig ingress.kubeconfig --status-address 192.0.2.10`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			var level slog.Level
+			if err := level.UnmarshalText([]byte(logLevel)); err != nil {
+				return fmt.Errorf("--log-level: %w", err)
+			}
+			cfg.Logger = slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: level}))
+			rc, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+			if err != nil {
+				return fmt.Errorf("--kubeconfig %q: %w", kubeconfig, err)
+			}
+			rc.UserAgent = "berth-ingress"
+			if cfg.Client, err = kubernetes.NewForConfig(rc); err != nil {
+				return fmt.Errorf("--kubeconfig %q: %w", kubeconfig, err)
+			}
+			c, err := ingress.New(cfg)
+			if err != nil {
+				return err
+			}
+			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+			defer stop()
+			return c.Run(ctx)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&kubeconfig, "kubeconfig", "", "kubeconfig of the apiserver, with the controller's own identity (required)")
+	f.StringVar(&cfg.ControllerName, "controller-name", ingress.DefaultControllerName, "serve the IngressClasses whose spec.controller is this")
+	f.StringVar(&cfg.HTTPAddress, "http-address", ingress.DefaultHTTPAddress, "host:port of the HTTP listener")
+	f.StringVar(&cfg.HTTPSAddress, "https-address", ingress.DefaultHTTPSAddress, "host:port of the HTTPS listener")
+	f.StringVar(&cfg.StatusAddress, "status-address", "", "IP or host name written to the served Ingresses' status.loadBalancer (empty: no status)")
+	f.StringVar(&logLevel, "log-level", "info", "log level: debug, info, warn or error")
+	_ = cmd.MarkFlagRequired("kubeconfig")
+	return cmd
+}
