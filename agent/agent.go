@@ -70,6 +70,7 @@ import (
 	"berth/agent/server"
 	apisource "berth/agent/source/apiserver"
 	"berth/agent/source/manifest"
+	"berth/agent/stats"
 	"berth/agent/status"
 	"berth/agent/statussync"
 	"berth/agent/sysctl"
@@ -449,6 +450,14 @@ func (a *Agent) Run(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
+		usage, err := stats.New(stats.Config{
+			Runtime: client, NodeName: cfg.NodeName, RootDir: cfg.RootDir, PodLogDir: cfg.PodLogDir,
+			CgroupRoot: cfg.CgroupRoot, Interval: cfg.HousekeepingInterval, Logger: log,
+		})
+		if err != nil {
+			return fmt.Errorf("agent: %w", err)
+		}
+		run.Go("resource usage", usage.Run)
 		run.Go("agent API", func(ctx context.Context) error {
 			certFile, keyFile := cfg.TLSCertFile, cfg.TLSKeyFile
 			var rotating *bootstrap.Rotator
@@ -466,6 +475,7 @@ func (a *Agent) Run(ctx context.Context) error {
 				NodeName: cfg.NodeName, Addresses: []net.IP{nodeIP}, ClientCAFile: caFile,
 				Pods: statuses.List, Locator: kubeletapi.CRILocator{Runtime: client}, Runtime: client,
 				PodLogDir: cfg.PodLogDir, Healthy: a.healthy, Metrics: registry, Logger: log,
+				Stats: usage,
 			})
 			if err != nil {
 				return err

@@ -87,6 +87,9 @@ type Config struct {
 	AllowedUnsafeSysctls []string
 	// RelistPeriod is the PLEG's; zero is 1 s.
 	RelistPeriod time.Duration
+	// HousekeepingInterval is how often resource usage is sampled for
+	// /stats/summary and /metrics/{resource,cadvisor}; zero is 10 s.
+	HousekeepingInterval time.Duration
 	// ManifestRescan is the manifest directory's full rescan period; zero
 	// is 20 s (inotify reports changes at once).
 	ManifestRescan time.Duration

@@ -84,6 +84,7 @@ func (s *Server) routes() {
 		s.mux.HandleFunc(method+" /portForward/{ns}/{pod}", s.portForward)
 		s.mux.HandleFunc(method+" /portForward/{ns}/{pod}/{uid}", s.portForward)
 	}
+	s.statsRoutes()
 }
 
 // Handler is the API behind authentication and authorization, for serving

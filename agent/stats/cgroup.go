@@ -139,10 +139,9 @@ func readV2(dir string) (CgroupStats, error) {
 	}
 	s.CPUUsage, s.CPUUser, s.CPUSystem = kv["usage_usec"]*1000, kv["user_usec"]*1000, kv["system_usec"]*1000
 
-	mem, err := readKeyValues(filepath.Join(dir, "memory.stat"))
-	if err != nil {
-		return s, err
-	}
+	// The root has no memory.stat on older kernels; callers fill the
+	// node's memory in from /proc/meminfo.
+	mem, _ := readKeyValues(filepath.Join(dir, "memory.stat"))
 	s.RSS, s.Cache, s.MappedFile = mem["anon"], mem["file"], mem["file_mapped"]
 	s.ActiveFile, s.InactiveFile = mem["active_file"], mem["inactive_file"]
 	s.PageFaults, s.MajorPageFaults = mem["pgfault"], mem["pgmajfault"]

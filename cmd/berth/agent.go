@@ -15,6 +15,7 @@ import (
 
 	"berth/agent"
 	"berth/agent/backoff"
+	"berth/agent/stats"
 	"berth/internal/exepages"
 )
 
@@ -118,6 +119,7 @@ func newAgentCommand() *cobra.Command {
 	f.DurationVar(&backOff.Max, "container-backoff-max", 0, "test only: crash-loop back-off cap (default 5m)")
 	f.DurationVar(&cfg.ImageBackOffInitial, "image-backoff-initial", 0, "test only: first image pull back-off delay (default 10s)")
 	f.DurationVar(&cfg.ImageBackOffMax, "image-backoff-max", 0, "test only: image pull back-off cap (default 5m)")
+	f.DurationVar(&cfg.HousekeepingInterval, "housekeeping-interval", stats.DefaultInterval, "how often resource usage is sampled for /stats/summary and /metrics/{resource,cadvisor}")
 	f.DurationVar(&cfg.ManifestRescan, "manifest-rescan", 20*time.Second, "period of the full manifest directory rescan besides inotify")
 	for _, hidden := range []string{"container-backoff-initial", "container-backoff-max", "image-backoff-initial", "image-backoff-max"} {
 		_ = f.MarkHidden(hidden) // the flags exist: MarkHidden cannot fail
