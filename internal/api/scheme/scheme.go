@@ -27,6 +27,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/runtime/serializer"
+	metricsv1beta1 "k8s.io/metrics/pkg/apis/metrics/v1beta1"
 
 	"berth/internal/api/convert"
 	"berth/internal/api/defaults"
@@ -49,6 +50,7 @@ var GroupVersions = []schema.GroupVersion{
 	authorizationv1.SchemeGroupVersion,
 	admissionregistrationv1.SchemeGroupVersion,
 	certificatesv1.SchemeGroupVersion,
+	metricsv1beta1.SchemeGroupVersion,
 }
 
 // ScaleGroupVersion is the group-version of the Scale objects the /scale
@@ -77,6 +79,7 @@ func New() *runtime.Scheme {
 		autoscalingv1.AddToScheme,
 		admissionregistrationv1.AddToScheme,
 		certificatesv1.AddToScheme,
+		metricsv1beta1.AddToScheme,
 		metav1.AddMetaToScheme,
 		metav1beta1.AddMetaToScheme,
 		metav1beta1.RegisterConversions,
