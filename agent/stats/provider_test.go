@@ -19,7 +19,7 @@ import (
 )
 
 // fakeTree writes files (path → content) under root.
-func fakeTree(t *testing.T, root string, files map[string]string) {
+func fakeTree(t testing.TB, root string, files map[string]string) {
 	t.Helper()
 	for p, content := range files {
 		full := filepath.Join(root, p)
