@@ -212,12 +212,29 @@ func TestResourceUsage(t *testing.T) {
 			f := strings.Fields(out)
 			return len(f) == 3 && strings.HasSuffix(f[1], "m") && f[1] != "0m", out
 		})
-		out := c.MustKubectl(t, "", "top", "pods", "-A", "--containers")
-		for _, want := range []string{"burner", "burn", "idler", "sidecar"} {
-			if !strings.Contains(out, want) {
-				t.Errorf("kubectl top pods -A --containers lacks %s:\n%s", want, out)
+		// Each container once it has two samples.
+		harness.WaitFor(t, 30*time.Second, "kubectl top pods -A --containers with every container", func() (bool, string) {
+			out, stderr, err := c.Kubectl(t, "", "top", "pods", "-A", "--containers")
+			if err != nil {
+				return false, stderr
 			}
+			have := map[string]bool{}
+			for _, line := range strings.Split(out, "\n") {
+				if f := strings.Fields(line); len(f) == 5 {
+					have[f[1]+"/"+f[2]] = true // NAMESPACE POD NAME CPU MEMORY
+				}
+			}
+			return have["burner/burn"] && have["idler/sleep"] && have["idler/sidecar"], out
+		})
+		// metrics.k8s.io is aggregated into view: a viewer of the namespace may top its pods.
+		if _, stderr, err := c.Kubectl(t, "", "top", "pod", "burner", "--as", "alice"); err == nil || !strings.Contains(stderr, "forbidden") {
+			t.Errorf("alice without a role: err %v, stderr %q, want forbidden", err, stderr)
 		}
+		c.MustKubectl(t, "", "create", "rolebinding", "alice-view", "--clusterrole", "view", "--user", "alice")
+		harness.WaitFor(t, 30*time.Second, "alice, a viewer, to top burner", func() (bool, string) {
+			out, stderr, err := c.Kubectl(t, "", "top", "pod", "burner", "--as", "alice", "--no-headers")
+			return err == nil && strings.HasPrefix(out, "burner "), out + stderr
+		})
 		harness.WaitFor(t, 30*time.Second, "kubectl top nodes", func() (bool, string) {
 			out, stderr, err := c.Kubectl(t, "", "top", "nodes", "--no-headers")
 			return err == nil && strings.HasPrefix(out, c.Node+" "), out + stderr
