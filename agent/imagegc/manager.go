@@ -2,6 +2,7 @@ package imagegc
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -24,6 +25,7 @@ type Runtime interface {
 	ListImages(ctx context.Context, filter *runtimeapi.ImageFilter) ([]*runtimeapi.Image, error)
 	ListContainers(ctx context.Context, filter *runtimeapi.ContainerFilter) ([]*runtimeapi.Container, error)
 	RemoveImage(ctx context.Context, image string) error
+	Status(ctx context.Context, verbose bool) (*runtimeapi.StatusResponse, error)
 }
 
 // Config configures a Manager. Runtime and ImageFs are required.
@@ -34,7 +36,8 @@ type Config struct {
 	// Policy; zero is DefaultPolicy.
 	Policy Policy
 	// Pinned are image references (tags, digests or IDs) never removed,
-	// besides those the runtime reports pinned: the sandbox image.
+	// besides those the runtime reports pinned and its sandbox image (from
+	// containerd's verbose status).
 	Pinned []string
 	// Period is how often Run collects; default DefaultPeriod.
 	Period time.Duration
@@ -49,8 +52,9 @@ type Config struct {
 type Manager struct {
 	cfg Config
 
-	mu      sync.Mutex
-	records map[string]*record // by image ID
+	mu           sync.Mutex
+	records      map[string]*record // by image ID
+	sandboxImage string             // the runtime's, once known
 }
 
 type record struct{ firstDetected, lastUsed time.Time }
@@ -165,6 +169,10 @@ func (m *Manager) observe(ctx context.Context) ([]Image, error) {
 	for _, ref := range m.cfg.Pinned {
 		pinned[ref] = true
 	}
+	if m.sandboxImage == "" {
+		m.sandboxImage = m.runtimeSandboxImage(ctx)
+	}
+	pinned[m.sandboxImage] = m.sandboxImage != ""
 	names := func(im *runtimeapi.Image) []string {
 		return append(append([]string{im.GetId()}, im.GetRepoTags()...), im.GetRepoDigests()...)
 	}
@@ -196,6 +204,22 @@ func (m *Manager) observe(ctx context.Context) ([]Image, error) {
 		}
 	}
 	return out, nil
+}
+
+// runtimeSandboxImage is the sandbox image in the runtime's verbose status
+// (containerd's CRI plugin config, "sandboxImage"); "" when it does not say.
+func (m *Manager) runtimeSandboxImage(ctx context.Context) string {
+	resp, err := m.cfg.Runtime.Status(ctx, true)
+	if err != nil {
+		return ""
+	}
+	var cfg struct {
+		SandboxImage string `json:"sandboxImage"`
+	}
+	if err := json.Unmarshal([]byte(resp.GetInfo()["config"]), &cfg); err != nil {
+		return ""
+	}
+	return cfg.SandboxImage
 }
 
 func (m *Manager) forget(id string) {

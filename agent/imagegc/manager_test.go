@@ -17,7 +17,8 @@ import (
 
 // gcEnv is a manager over the CRI fake with images a (used by a running
 // container), b (used by a container removed later), c (never used), d
-// (pulled later) and pause (pinned by reference).
+// (pulled later), pause (pinned by reference) and the runtime's sandbox
+// image.
 type gcEnv struct {
 	srv                 *critest.Server
 	client              *cri.Client
@@ -29,7 +30,7 @@ type gcEnv struct {
 
 func newGCEnv(t *testing.T) *gcEnv {
 	t.Helper()
-	e := &gcEnv{srv: critest.NewServer(t), now: time.Unix(1_700_000_000, 0), capacity: 10 << 20, available: 9 << 20, ids: map[string]string{}}
+	e := &gcEnv{srv: critest.NewServer(t, critest.WithSandboxImage("registry.k8s.io/pause:3.6")), now: time.Unix(1_700_000_000, 0), capacity: 10 << 20, available: 9 << 20, ids: map[string]string{}}
 	ctx := context.Background()
 	var err error
 	if e.client, err = cri.New(ctx, cri.Config{Endpoint: e.srv.Endpoint()}); err != nil {
@@ -39,6 +40,7 @@ func newGCEnv(t *testing.T) *gcEnv {
 	for _, name := range []string{"a", "b", "c", "pause"} {
 		e.ids[name] = e.srv.PreloadImage("example.com/" + name + ":1")
 	}
+	e.ids["sandbox"] = e.srv.PreloadImage("registry.k8s.io/pause:3.6")
 	e.m, err = New(Config{
 		Runtime: e.client, Policy: Policy{HighThresholdPercent: 85, LowThresholdPercent: 80, MinAge: 2 * time.Minute},
 		ImageFs: func(context.Context) (int64, int64, error) { return e.capacity, e.available, nil },
@@ -95,7 +97,7 @@ func TestCollectsLeastRecentlyUsedDownToTheLowThreshold(t *testing.T) {
 	if err := e.m.GarbageCollect(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if got := e.images(t); strings.Join(got, ",") != "a,b,c,pause" {
+	if got := e.images(t); strings.Join(got, ",") != "a,b,c,pause,sandbox" {
 		t.Fatalf("under the threshold: %v", got)
 	}
 	if err := e.client.RemoveContainer(ctx, y); err != nil {
@@ -113,18 +115,18 @@ func TestCollectsLeastRecentlyUsedDownToTheLowThreshold(t *testing.T) {
 	if err := e.m.GarbageCollect(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if got := e.images(t); strings.Join(got, ",") != "a,b,d,pause" {
+	if got := e.images(t); strings.Join(got, ",") != "a,b,d,pause,sandbox" {
 		t.Errorf("after freeing 6%%: %v, want c gone first (never used)", got)
 	}
 
 	// 99% used: b goes too, and that is all there is — a is in use, pause
-	// pinned, d too young.
+	// and the sandbox image pinned, d too young.
 	e.available = 1 << 17
 	err := e.m.GarbageCollect(ctx)
 	if err == nil || !strings.Contains(err.Error(), "Failed to garbage collect required amount of images. Attempted to free 1966080 bytes, but only found 1048") {
 		t.Errorf("freeing 1.9 MiB with one 1 MiB image eligible: %v", err)
 	}
-	if got := e.images(t); strings.Join(got, ",") != "a,d,pause" {
+	if got := e.images(t); strings.Join(got, ",") != "a,d,pause,sandbox" {
 		t.Errorf("after the second collection: %v", got)
 	}
 }
