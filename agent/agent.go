@@ -55,6 +55,7 @@ import (
 	agentcsi "berth/agent/csi"
 	"berth/agent/dns"
 	"berth/agent/envsource"
+	"berth/agent/imagegc"
 	"berth/agent/images"
 	"berth/agent/kubeletapi"
 	"berth/agent/metrics"
@@ -433,6 +434,20 @@ func (a *Agent) Run(ctx context.Context) error {
 			}
 		}
 	})
+	// Resource usage for the agent API and the image collector.
+	usage, err := stats.New(stats.Config{
+		Runtime: client, NodeName: cfg.NodeName, RootDir: cfg.RootDir, PodLogDir: cfg.PodLogDir,
+		CgroupRoot: cfg.CgroupRoot, Interval: cfg.HousekeepingInterval, Logger: log,
+	})
+	if err != nil {
+		return fmt.Errorf("agent: %w", err)
+	}
+	run.Go("resource usage", usage.Run)
+	imageGC, err := imagegc.New(imagegc.Config{Runtime: client, ImageFs: usage.ImageFs, Policy: cfg.ImageGCPolicy, Logger: log})
+	if err != nil {
+		return fmt.Errorf("agent: %w", err)
+	}
+	run.Go("image gc", imageGC.Run)
 	if cfg.ReadOnlyPort != 0 {
 		lis, err := net.Listen("tcp", net.JoinHostPort(cfg.ReadOnlyAddress, strconv.Itoa(cfg.ReadOnlyPort)))
 		if err != nil {
@@ -450,14 +465,6 @@ func (a *Agent) Run(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		usage, err := stats.New(stats.Config{
-			Runtime: client, NodeName: cfg.NodeName, RootDir: cfg.RootDir, PodLogDir: cfg.PodLogDir,
-			CgroupRoot: cfg.CgroupRoot, Interval: cfg.HousekeepingInterval, Logger: log,
-		})
-		if err != nil {
-			return fmt.Errorf("agent: %w", err)
-		}
-		run.Go("resource usage", usage.Run)
 		run.Go("agent API", func(ctx context.Context) error {
 			certFile, keyFile := cfg.TLSCertFile, cfg.TLSKeyFile
 			var rotating *bootstrap.Rotator

@@ -213,3 +213,17 @@ func (p *Provider) readCgroup(path string) (CgroupStats, error) {
 	}
 	return s, err
 }
+
+// ImageFs returns the image filesystem's size and free bytes from the
+// latest sample (for the image garbage collector).
+func (p *Provider) ImageFs(context.Context) (capacity, available int64, err error) {
+	snap, err := p.Latest()
+	if snap == nil {
+		return 0, 0, err
+	}
+	rt := snap.Summary.Node.Runtime
+	if rt == nil || rt.ImageFs == nil || rt.ImageFs.CapacityBytes == nil || rt.ImageFs.AvailableBytes == nil {
+		return 0, 0, fmt.Errorf("stats: the runtime reports no image filesystem: %w", errdefs.ErrUnavailable)
+	}
+	return int64(*rt.ImageFs.CapacityBytes), int64(*rt.ImageFs.AvailableBytes), nil
+}

@@ -61,7 +61,8 @@ type statsEnv struct {
 
 func newStatsEnv(t *testing.T) *statsEnv {
 	t.Helper()
-	e := &statsEnv{srv: critest.NewServer(t), now: time.Unix(1_700_000_000, 0)}
+	imageFs := t.TempDir()
+	e := &statsEnv{srv: critest.NewServer(t, critest.WithImageFsMountpoint(imageFs)), now: time.Unix(1_700_000_000, 0)}
 	e.srv.AddImage("busybox")
 	ctx := context.Background()
 	c, err := cri.New(ctx, cri.Config{Endpoint: e.srv.Endpoint()})
@@ -224,6 +225,21 @@ func TestSummaryFromRuntimeCgroupsAndProc(t *testing.T) {
 	}
 	if _, ok := ids["/"]; !ok || len(snap.Cgroups) != 3 {
 		t.Errorf("cgroup samples %+v", snap.Cgroups)
+	}
+}
+
+func TestImageFsForTheImageCollector(t *testing.T) {
+	e := newStatsEnv(t)
+	ctx := context.Background()
+	if _, _, err := e.p.ImageFs(ctx); !errors.Is(err, errdefs.ErrUnavailable) {
+		t.Errorf("before the first sample: %v, want ErrUnavailable", err)
+	}
+	if err := e.p.Refresh(ctx); err != nil {
+		t.Fatal(err)
+	}
+	capacity, available, err := e.p.ImageFs(ctx)
+	if err != nil || capacity <= 0 || available <= 0 || available > capacity {
+		t.Errorf("ImageFs = %d, %d, %v: want the image filesystem's (the temp dir's) size", capacity, available, err)
 	}
 }
 

@@ -49,12 +49,19 @@ func WithSandboxImage(ref string) Option {
 	return func(s *Server) { s.sandboxImage = ref }
 }
 
+// WithImageFsMountpoint sets the mount point ImageFsInfo reports (default
+// containerd's overlayfs snapshotter directory).
+func WithImageFsMountpoint(dir string) Option {
+	return func(s *Server) { s.imageFsMountpoint = dir }
+}
+
 // Server is the fake runtime. Create it with NewServer.
 type Server struct {
 	endpoint string
 	grpc     *grpc.Server
 
-	sandboxImage string
+	sandboxImage      string
+	imageFsMountpoint string
 
 	runtimeName, runtimeVersion string
 	eventsDisabled              bool
