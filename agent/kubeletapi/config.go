@@ -12,6 +12,7 @@
 //	GET|POST /attach/{ns}/{pod}[/{uid}]/{container}  stdin, stdout, stderr, tty
 //	GET|POST /portForward/{ns}/{pod}[/{uid}]         port
 //	GET  /metrics                                    Prometheus text format
+//	GET  /metrics/probes                             the prober's series of /metrics
 //	GET  /logs/[PATH]                                the node's log directory (/var/log),
 //	                                                 files and listings
 //	GET  /stats/summary                              kubelet Summary API (stats/v1alpha1)

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	statsapi "k8s.io/kubelet/pkg/apis/stats/v1alpha1"
@@ -92,5 +94,21 @@ func TestStatsPathsWithoutAProviderAreNotFound(t *testing.T) {
 		if code, _ := h.get(path); code != http.StatusNotFound {
 			t.Errorf("GET %s without Config.Stats: %d, want 404", path, code)
 		}
+	}
+}
+
+func TestProbeMetricsAreTheProbersSeries(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	running := prometheus.NewGauge(prometheus.GaugeOpts{Name: "kubelet_running_pods", Help: "Number of pods that have a running pod sandbox"})
+	probes := prometheus.NewCounterVec(prometheus.CounterOpts{Name: "prober_probe_total", Help: "Cumulative number of a liveness, readiness or startup probe for a container by result."}, []string{"probe_type", "result"})
+	reg.MustRegister(running, probes)
+	probes.WithLabelValues("Readiness", "successful").Add(3)
+	h := newHarness(t, func(cfg *kubeletapi.Config) { cfg.Metrics = reg })
+	code, body := h.get("/metrics/probes")
+	if code != http.StatusOK || !strings.Contains(body, `prober_probe_total{probe_type="Readiness",result="successful"} 3`) || strings.Contains(body, "kubelet_running_pods") {
+		t.Errorf("GET /metrics/probes = %d\n%s", code, body)
+	}
+	if code, body := h.get("/metrics"); code != http.StatusOK || !strings.Contains(body, "kubelet_running_pods") || !strings.Contains(body, "prober_probe_total") {
+		t.Errorf("GET /metrics = %d\n%s", code, body)
 	}
 }
