@@ -46,6 +46,17 @@ spec:
     image: %[1]s
     imagePullPolicy: IfNotPresent
     command: ["sleep", "3600"]
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: hog, namespace: default}
+spec:
+  containers:
+  - name: hog
+    image: %[1]s
+    imagePullPolicy: IfNotPresent
+    # tail holds a line of 64 MiB (no newline) in memory.
+    command: ["sh", "-c", "head -c 67108864 /dev/zero | tail"]
 `
 
 // agentClient fetches paths of the agent's API with the admin's client
@@ -109,7 +120,7 @@ func TestResourceUsage(t *testing.T) {
 	ctx := context.Background()
 	c.MustKubectl(t, fmt.Sprintf(pods, c.Env.BusyboxImage), "apply", "-f", "-")
 	// Deleted before the agent stops, so their volumes are unmounted.
-	t.Cleanup(func() { c.MustKubectl(t, "", "delete", "pod", "burner", "idler", "--grace-period=1", "--wait=true", "--timeout=90s") })
+	t.Cleanup(func() { c.MustKubectl(t, "", "delete", "pod", "burner", "idler", "hog", "--grace-period=1", "--wait=true", "--timeout=90s") })
 	var running []v1.Pod
 	harness.WaitFor(t, 90*time.Second, "burner and idler running", func() (bool, string) {
 		list, err := c.Client.CoreV1().Pods("").List(ctx, metav1.ListOptions{})
@@ -124,7 +135,7 @@ func TestResourceUsage(t *testing.T) {
 				running = append(running, p)
 			}
 		}
-		return len(running) == len(list.Items) && len(list.Items) >= 2, strings.Join(phases, " ")
+		return len(running) == len(list.Items) && len(list.Items) >= 3, strings.Join(phases, " ")
 	})
 	get := agentClient(t, c.Config, c.KubeletPort)
 	burn := map[string]string{"container": "burn", "pod": "burner", "namespace": "default"}
@@ -140,6 +151,19 @@ func TestResourceUsage(t *testing.T) {
 			v, _ := value(parse(t, get("/metrics/resource")), "container_cpu_usage_seconds_total", burn)
 			return v >= first+0.5, fmt.Sprintf("%v, first %v", v, first)
 		})
+	})
+
+	t.Run("a pod allocating memory shows its working set", func(t *testing.T) {
+		hog := map[string]string{"container": "hog", "pod": "hog", "namespace": "default"}
+		harness.WaitFor(t, 30*time.Second, "hog's working set over 60 MiB", func() (bool, string) {
+			v, _ := value(parse(t, get("/metrics/resource")), "container_memory_working_set_bytes", hog)
+			return v > 60<<20, fmt.Sprint(v)
+		})
+		pod, _ := value(parse(t, get("/metrics/resource")), "pod_memory_working_set_bytes", map[string]string{"pod": "hog", "namespace": "default"})
+		rss, _ := value(parse(t, get("/metrics/cadvisor")), "container_memory_rss", hog)
+		if pod < 60<<20 || rss < 60<<20 {
+			t.Errorf("hog: pod working set %v, container RSS %v; want over 60 MiB", pod, rss)
+		}
 	})
 
 	t.Run("/stats/summary decodes into the kubelet's types with every pod", func(t *testing.T) {
