@@ -120,7 +120,9 @@ func TestResourceUsage(t *testing.T) {
 	ctx := context.Background()
 	c.MustKubectl(t, fmt.Sprintf(pods, c.Env.BusyboxImage), "apply", "-f", "-")
 	// Deleted before the agent stops, so their volumes are unmounted.
-	t.Cleanup(func() { c.MustKubectl(t, "", "delete", "pod", "burner", "idler", "hog", "--grace-period=1", "--wait=true", "--timeout=90s") })
+	t.Cleanup(func() {
+		c.MustKubectl(t, "", "delete", "pod", "burner", "idler", "hog", "--grace-period=1", "--wait=true", "--timeout=90s")
+	})
 	var running []v1.Pod
 	harness.WaitFor(t, 90*time.Second, "burner and idler running", func() (bool, string) {
 		list, err := c.Client.CoreV1().Pods("").List(ctx, metav1.ListOptions{})
