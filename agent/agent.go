@@ -438,6 +438,7 @@ func (a *Agent) Run(ctx context.Context) error {
 	usage, err := stats.New(stats.Config{
 		Runtime: client, NodeName: cfg.NodeName, RootDir: cfg.RootDir, PodLogDir: cfg.PodLogDir,
 		CgroupRoot: cfg.CgroupRoot, Interval: cfg.HousekeepingInterval, Logger: log,
+		ClaimVolumes: csiPlugins.ClaimVolumeStats, Pods: statuses.List,
 	})
 	if err != nil {
 		return fmt.Errorf("agent: %w", err)

@@ -25,8 +25,10 @@ import (
 	"sync"
 	"time"
 
+	v1 "k8s.io/api/core/v1"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
+	agentcsi "berth/agent/csi"
 	"berth/internal/errdefs"
 )
 
@@ -63,6 +65,11 @@ type Config struct {
 	// MountInfo is the mount table naming the filesystems' devices; default
 	// /proc/self/mountinfo.
 	MountInfo string
+	// ClaimVolumes, if set, reports the CSI volumes pods have through
+	// claims (agent/csi's NodeGetVolumeStats answers), and Pods the pods
+	// the agent runs, which name those volumes.
+	ClaimVolumes func() []agentcsi.ClaimVolumeStats
+	Pods         func() []v1.Pod
 	// Interval is the housekeeping interval; default DefaultInterval.
 	Interval time.Duration
 	// Now is the clock; default time.Now.

@@ -10,11 +10,15 @@ import (
 	"testing"
 	"time"
 
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	statsapi "k8s.io/kubelet/pkg/apis/stats/v1alpha1"
 
+	agentcsi "berth/agent/csi"
 	"berth/cri"
 	"berth/cri/critest"
+	"berth/csi/nodeclient"
 	"berth/internal/errdefs"
 )
 
@@ -240,6 +244,39 @@ func TestImageFsForTheImageCollector(t *testing.T) {
 	capacity, available, err := e.p.ImageFs(ctx)
 	if err != nil || capacity <= 0 || available <= 0 || available > capacity {
 		t.Errorf("ImageFs = %d, %d, %v: want the image filesystem's (the temp dir's) size", capacity, available, err)
+	}
+}
+
+func TestClaimVolumesAreNamedAsThePodNamesThem(t *testing.T) {
+	e := newStatsEnv(t)
+	e.p.cfg.ClaimVolumes = func() []agentcsi.ClaimVolumeStats {
+		return []agentcsi.ClaimVolumeStats{
+			{PodUID: "u1", Namespace: "ns", ClaimName: "data-claim", VolumeStats: nodeclient.VolumeStats{CapacityBytes: 100, AvailableBytes: 60, UsedBytes: 40, HasBytes: true}},
+			{PodUID: "gone", Namespace: "ns", ClaimName: "other", VolumeStats: nodeclient.VolumeStats{Inodes: 9, HasInodes: true}},
+		}
+	}
+	e.p.cfg.Pods = func() []v1.Pod {
+		return []v1.Pod{{ObjectMeta: metav1.ObjectMeta{UID: "u1"}, Spec: v1.PodSpec{Volumes: []v1.Volume{
+			{Name: "data", VolumeSource: v1.VolumeSource{PersistentVolumeClaim: &v1.PersistentVolumeClaimVolumeSource{ClaimName: "data-claim"}}},
+		}}}}
+	}
+	if err := e.p.Refresh(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	snap, _ := e.p.Latest()
+	var got *statsapi.VolumeStats
+	for i, v := range snap.Summary.Pods[0].VolumeStats {
+		if v.PVCRef != nil {
+			got = &snap.Summary.Pods[0].VolumeStats[i]
+		}
+	}
+	if got == nil || got.Name != "data" || *got.PVCRef != (statsapi.PVCReference{Name: "data-claim", Namespace: "ns"}) ||
+		*got.CapacityBytes != 100 || *got.UsedBytes != 40 || got.Inodes != nil {
+		t.Errorf("claim volume %+v in %+v", got, snap.Summary.Pods[0].VolumeStats)
+	}
+	// Not part of the pod's ephemeral storage.
+	if *snap.Summary.Pods[0].EphemeralStorage.UsedBytes > 1<<20 {
+		t.Errorf("ephemeral storage %d counts the claim", *snap.Summary.Pods[0].EphemeralStorage.UsedBytes)
 	}
 }
 

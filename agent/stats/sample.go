@@ -89,6 +89,7 @@ func (p *Provider) sample(ctx context.Context) (*Snapshot, error) {
 	snap.Summary.Node = node
 	snap.Cgroups = append(snap.Cgroups, nodeSample)
 
+	claimVolumes := p.claimVolumes(now)
 	byPod := map[string][]*runtimeapi.Container{}
 	for _, c := range containers {
 		byPod[c.GetPodSandboxId()] = append(byPod[c.GetPodSandboxId()], c)
@@ -103,6 +104,7 @@ func (p *Provider) sample(ctx context.Context) (*Snapshot, error) {
 			errs = append(errs, err)
 			continue
 		}
+		pod.VolumeStats = append(pod.VolumeStats, claimVolumes[types.UID(pod.PodRef.UID)]...)
 		snap.Summary.Pods = append(snap.Summary.Pods, pod)
 		snap.Cgroups = append(snap.Cgroups, samples...)
 	}
@@ -370,6 +372,48 @@ func (p *Provider) volumeStats(uid types.UID, now time.Time, vols map[string]cac
 		}
 	}
 	return out, local
+}
+
+// claimVolumes are the CSI volumes pods have through claims, by pod UID,
+// named as the pods name them.
+func (p *Provider) claimVolumes(now time.Time) map[types.UID][]statsapi.VolumeStats {
+	out := map[types.UID][]statsapi.VolumeStats{}
+	if p.cfg.ClaimVolumes == nil {
+		return out
+	}
+	list := p.cfg.ClaimVolumes()
+	if len(list) == 0 {
+		return out
+	}
+	names := map[types.UID]map[string]string{} // pod → claim → volume name
+	if p.cfg.Pods != nil {
+		for _, pod := range p.cfg.Pods() {
+			for _, v := range pod.Spec.Volumes {
+				if v.PersistentVolumeClaim != nil {
+					if names[pod.UID] == nil {
+						names[pod.UID] = map[string]string{}
+					}
+					names[pod.UID][v.PersistentVolumeClaim.ClaimName] = v.Name
+				}
+			}
+		}
+	}
+	t := metav1.NewTime(now)
+	for _, cv := range list {
+		name := names[cv.PodUID][cv.ClaimName]
+		if name == "" {
+			name = cv.ClaimName
+		}
+		vs := statsapi.VolumeStats{Name: name, PVCRef: &statsapi.PVCReference{Name: cv.ClaimName, Namespace: cv.Namespace}, FsStats: statsapi.FsStats{Time: t}}
+		if cv.HasBytes {
+			vs.CapacityBytes, vs.AvailableBytes, vs.UsedBytes = ptr(uint64(cv.CapacityBytes)), ptr(uint64(cv.AvailableBytes)), ptr(uint64(cv.UsedBytes))
+		}
+		if cv.HasInodes {
+			vs.Inodes, vs.InodesFree, vs.InodesUsed = ptr(uint64(cv.Inodes)), ptr(uint64(cv.InodesFree)), ptr(uint64(cv.InodesUsed))
+		}
+		out[cv.PodUID] = append(out[cv.PodUID], vs)
+	}
+	return out
 }
 
 // cachedDiskUsage walks dir at most once per volumeTTL, keeping the result
