@@ -14,10 +14,8 @@ import (
 // CgroupStats is one cgroup's CPU, memory and process usage, read from
 // either cgroup version. Fields a hierarchy lacks stay zero.
 type CgroupStats struct {
-	// CPUUsage, CPUUser and CPUSystem are cumulative core-nanoseconds;
-	// PerCPU is CPUUsage split by CPU (v1's cpuacct.usage_percpu; empty on v2).
+	// CPUUsage, CPUUser and CPUSystem are cumulative core-nanoseconds.
 	CPUUsage, CPUUser, CPUSystem uint64
-	PerCPU                       []uint64
 
 	// Memory, in bytes. WorkingSet is usage less inactive file pages, as
 	// cAdvisor computes it; Limit is 0 when unlimited.
@@ -100,7 +98,6 @@ func readV1(root, path string) (CgroupStats, error) {
 	if s.CPUUsage, err = readUint(filepath.Join(cpu, "cpuacct.usage")); err != nil {
 		return s, err
 	}
-	s.PerCPU, _ = readUints(filepath.Join(cpu, "cpuacct.usage_percpu"))
 	// cpuacct.stat counts USER_HZ ticks (100 per second on Linux).
 	if kv, err := readKeyValues(filepath.Join(cpu, "cpuacct.stat")); err == nil {
 		s.CPUUser, s.CPUSystem = kv["user"]*1e7, kv["system"]*1e7
@@ -180,22 +177,6 @@ func readUint(path string) (uint64, error) {
 		return 0, nil
 	}
 	return strconv.ParseUint(v, 10, 64)
-}
-
-func readUints(path string) ([]uint64, error) {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return nil, err
-	}
-	var out []uint64
-	for _, f := range strings.Fields(string(b)) {
-		v, err := strconv.ParseUint(f, 10, 64)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, v)
-	}
-	return out, nil
 }
 
 // readKeyValues reads "key value" lines (memory.stat, cpu.stat, /proc/meminfo

@@ -123,6 +123,8 @@ type Provider struct {
 	refreshMu sync.Mutex             // one sample at a time
 	prevCPU   map[string]cpuSample   // by sample key: the last cumulative CPU time
 	volCache  map[string]cachedUsage // by directory: disk usage walks, reused for volumeTTL
+	nodeFs    *FsUsage               // this sample's statfs of RootDir
+	logFs     *FsUsage               // and of PodLogDir
 
 	mu     sync.RWMutex
 	latest *Snapshot

@@ -41,7 +41,6 @@ func fakeTree(t testing.TB, root string, files map[string]string) {
 func v1Cgroup(rel string, cpu, usage, inactiveFile, rss, pgfault, pids uint64) map[string]string {
 	return map[string]string{
 		"cpuacct/" + rel + "/cpuacct.usage":        fmt.Sprint(cpu),
-		"cpuacct/" + rel + "/cpuacct.usage_percpu": fmt.Sprintf("%d %d", cpu/4, cpu-cpu/4),
 		"cpuacct/" + rel + "/cpuacct.stat":         "user 30\nsystem 10\n",
 		"memory/" + rel + "/memory.usage_in_bytes": fmt.Sprint(usage),
 		"memory/" + rel + "/memory.limit_in_bytes": "9223372036854771712",
@@ -224,7 +223,7 @@ func TestSummaryFromRuntimeCgroupsAndProc(t *testing.T) {
 		ids[c.ID] = c
 	}
 	if c, ok := ids[e.podCgroup+"/"+e.containerID]; !ok || c.Name != e.containerID || c.Container != "app" || c.Pod != "web" || c.Namespace != "ns" ||
-		c.Image != "busybox" || len(c.Stats.PerCPU) != 2 || c.Stats.CPUUser != 30e7 {
+		c.Image != "busybox" || c.Stats.CPUUser != 30e7 {
 		t.Errorf("container cgroup sample %+v", c)
 	}
 	if _, ok := ids["/"]; !ok || len(snap.Cgroups) != 3 {

@@ -81,6 +81,15 @@ func (p *Provider) sample(ctx context.Context) (*Snapshot, error) {
 	snap := &Snapshot{Time: now}
 	var errs []error
 	vols := map[string]cachedUsage{}
+	// Measured once a sample: the node's filesystem (pods' ephemeral
+	// storage) and the log directory's.
+	p.nodeFs, p.logFs = nil, nil
+	if fs, err := statfs(p.cfg.RootDir); err == nil {
+		p.nodeFs = &fs
+	}
+	if fs, err := statfs(p.cfg.PodLogDir); err == nil {
+		p.logFs = &fs
+	}
 	node, nodeSample, err := p.nodeStats(now, next)
 	if err != nil {
 		errs = append(errs, err)
@@ -142,8 +151,8 @@ func (p *Provider) nodeStats(now time.Time, next map[string]cpuSample) (statsapi
 		sample.Network = ifaces
 		node.Network = networkStats(t, ifaces)
 	}
-	if fs, err := statfs(p.cfg.RootDir); err == nil {
-		node.Fs = fsStats(t, fs)
+	if p.nodeFs != nil {
+		node.Fs = fsStats(t, *p.nodeFs)
 	}
 	if running, max, err := hostProcesses(p.cfg.ProcRoot); err == nil {
 		node.Rlimit = &statsapi.RlimitStats{Time: t, NumOfRunningProcesses: ptr(int64(running)), MaxPID: ptr(int64(max))}
@@ -261,8 +270,8 @@ func (p *Provider) podStats(sb *runtimeapi.PodSandbox, containers []*runtimeapi.
 	pod.VolumeStats = volumes
 	ephemeral.Used += local.Used
 	ephemeral.InodesUsed += local.InodesUsed
-	if fs, err := statfs(p.cfg.RootDir); err == nil {
-		es := fsStats(t, fs)
+	if p.nodeFs != nil {
+		es := fsStats(t, *p.nodeFs)
 		es.UsedBytes, es.InodesUsed = ptr(ephemeral.Used), ptr(ephemeral.InodesUsed)
 		pod.EphemeralStorage = es
 	}
@@ -325,7 +334,7 @@ func (p *Provider) containerStats(c *runtimeapi.Container, podCgroup string, crs
 	dir := filepath.Join(logDir, name)
 	if used, inodes, err := diskUsage(dir); err == nil {
 		logs := &statsapi.FsStats{Time: t, UsedBytes: ptr(used), InodesUsed: ptr(inodes)}
-		if fs, err := statfs(dir); err == nil {
+		if fs := p.logFs; fs != nil {
 			logs.CapacityBytes, logs.AvailableBytes, logs.Inodes, logs.InodesFree = ptr(fs.Capacity), ptr(fs.Available), ptr(fs.Inodes), ptr(fs.InodesFree)
 		}
 		cs.Logs = logs
