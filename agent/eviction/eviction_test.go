@@ -10,58 +10,76 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	statsapi "k8s.io/kubelet/pkg/apis/stats/v1alpha1"
 
+	"berth/agent/node"
 	"berth/internal/errdefs"
 )
 
 func TestParseErrorsInUpstreamsWords(t *testing.T) {
 	for _, c := range []struct {
-		hard, soft, grace, reclaim map[string]string
-		want                       string
+		grace, reclaim string
+		want           string
 	}{
-		{hard: map[string]string{"memory.free": "1Gi"}, want: "unsupported eviction signal memory.free"},
-		{hard: map[string]string{"nodefs.available": "-5%"}, want: "eviction percentage threshold nodefs.available must be >= 0%: -5%"},
-		{hard: map[string]string{"nodefs.available": "150%"}, want: "eviction percentage threshold nodefs.available must be <= 100%: 150%"},
-		{hard: map[string]string{"memory.available": "-1Gi"}, want: "eviction threshold memory.available must be positive: -1Gi"},
-		{hard: map[string]string{"memory.available": "lots"}, want: "quantities must match the regular expression"},
-		{soft: map[string]string{"memory.available": "1Gi"}, want: "grace period must be specified for the soft eviction threshold memory.available"},
-		{soft: map[string]string{"memory.available": "1Gi"}, grace: map[string]string{"memory.available": "-1s"}, want: "invalid eviction grace period specified: -1s, must be a positive value"},
-		{reclaim: map[string]string{"memory.available": "-1Mi"}, want: "negative eviction minimum reclaim specified for memory.available"},
-		{reclaim: map[string]string{"pid.available": "-1%"}, want: "eviction percentage minimum reclaim pid.available must be positive: -1%"},
+		{grace: "memory.free=1m", want: "unsupported eviction signal memory.free"},
+		{grace: "memory.available", want: "want SIGNAL=VALUE"},
+		{grace: "memory.available=-1s", want: "invalid eviction grace period specified: -1s, must be a positive value"},
+		{grace: "memory.available=soon", want: "invalid duration"},
+		{reclaim: "memory.available=-1Mi", want: "negative eviction minimum reclaim specified for memory.available"},
+		{reclaim: "pid.available=-1%", want: "eviction percentage minimum reclaim pid.available must be positive: -1%"},
+		{reclaim: "nodefs.available=lots", want: "quantities must match the regular expression"},
 	} {
-		_, err := Parse(c.hard, c.soft, c.grace, c.reclaim)
-		if err == nil || !strings.Contains(err.Error(), c.want) || !errors.Is(err, errdefs.ErrInvalidArgument) {
-			t.Errorf("Parse(%v, %v, %v, %v) = %v, want %q", c.hard, c.soft, c.grace, c.reclaim, err, c.want)
+		var err error
+		if c.grace != "" {
+			_, err = ParseGracePeriods(c.grace)
+		} else {
+			_, err = ParseMinimumReclaims(c.reclaim)
 		}
+		if err == nil || !strings.Contains(err.Error(), c.want) || !errors.Is(err, errdefs.ErrInvalidArgument) {
+			t.Errorf("%q%q: %v, want %q", c.grace, c.reclaim, err, c.want)
+		}
+	}
+	soft, _ := node.ParseThresholds("memory.available<1Gi")
+	if _, err := Thresholds(nil, soft, nil, nil); err == nil || !strings.Contains(err.Error(), "grace period must be specified for the soft eviction threshold memory.available") {
+		t.Errorf("a soft threshold without a grace period: %v", err)
 	}
 }
 
-func TestParseAndMet(t *testing.T) {
-	ts, err := Parse(DefaultHard(),
-		map[string]string{"memory.available": "1Gi", "nodefs.inodesFree": "0%"},
-		map[string]string{"memory.available": "90s"},
-		map[string]string{"memory.available": "500Mi"})
+func TestThresholdsMet(t *testing.T) {
+	soft, err := node.ParseThresholds("memory.available<1Gi")
 	if err != nil {
 		t.Fatal(err)
 	}
-	// The defaults, and the soft memory threshold; 0% is ignored.
+	grace, err := ParseGracePeriods("memory.available=90s")
+	if err != nil {
+		t.Fatal(err)
+	}
+	reclaim, err := ParseMinimumReclaims("memory.available=500Mi,nodefs.available=5%")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts, err := Thresholds(node.DefaultEvictionHard(), soft, grace, reclaim)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The kubelet's four hard defaults and the soft memory threshold.
 	if len(ts) != 5 {
 		t.Fatalf("thresholds %+v", ts)
 	}
 	const gi = 1 << 30
 	for _, c := range []struct {
 		name     string
-		observed map[Signal]Observation
+		observed map[node.Signal]Observation
 		reclaim  bool
 		want     string // the met thresholds' signals and grace periods
 	}{
-		{"plenty", map[Signal]Observation{SignalMemoryAvailable: {4 * gi, 8 * gi}, SignalNodeFsAvailable: {50 * gi, 100 * gi}}, false, ""},
-		{"soft memory", map[Signal]Observation{SignalMemoryAvailable: {gi - 1, 8 * gi}}, false, "memory.available/1m30s"},
-		{"hard memory too", map[Signal]Observation{SignalMemoryAvailable: {99 << 20, 8 * gi}}, false, "memory.available/0s memory.available/1m30s"},
-		{"minimum reclaim keeps it met", map[Signal]Observation{SignalMemoryAvailable: {gi + 100<<20, 8 * gi}}, true, "memory.available/1m30s"},
-		{"nodefs at 9%", map[Signal]Observation{SignalNodeFsAvailable: {9 * gi, 100 * gi}}, false, "nodefs.available/0s"},
-		{"imagefs at 15% exactly", map[Signal]Observation{SignalImageFsAvailable: {15 * gi, 100 * gi}}, false, ""},
-		{"inodes at 4%", map[Signal]Observation{SignalNodeFsInodesFree: {4, 100}}, false, "nodefs.inodesFree/0s"},
-		{"unobserved", map[Signal]Observation{}, false, ""},
+		{"plenty", map[node.Signal]Observation{node.SignalMemoryAvailable: {4 * gi, 8 * gi}, node.SignalNodeFsAvailable: {50 * gi, 100 * gi}}, false, ""},
+		{"soft memory", map[node.Signal]Observation{node.SignalMemoryAvailable: {gi - 1, 8 * gi}}, false, "memory.available/1m30s"},
+		{"hard memory too", map[node.Signal]Observation{node.SignalMemoryAvailable: {99 << 20, 8 * gi}}, false, "memory.available/0s memory.available/1m30s"},
+		{"minimum reclaim keeps it met", map[node.Signal]Observation{node.SignalMemoryAvailable: {gi + 100<<20, 8 * gi}}, true, "memory.available/1m30s"},
+		{"nodefs at 9%", map[node.Signal]Observation{node.SignalNodeFsAvailable: {9 * gi, 100 * gi}}, false, "nodefs.available/0s"},
+		{"nodefs at 12% reclaiming 5% more", map[node.Signal]Observation{node.SignalNodeFsAvailable: {12 * gi, 100 * gi}}, true, "nodefs.available/0s"},
+		{"imagefs at 15% exactly", map[node.Signal]Observation{node.SignalImageFsAvailable: {15 * gi, 100 * gi}}, false, ""},
+		{"inodes at 4%", map[node.Signal]Observation{node.SignalNodeFsInodesFree: {4, 100}}, false, "nodefs.inodesFree/0s"},
+		{"unobserved", map[node.Signal]Observation{}, false, ""},
 	} {
 		var got []string
 		for _, m := range Met(ts, c.observed, c.reclaim) {
@@ -83,9 +101,9 @@ func TestObserve(t *testing.T) {
 		Rlimit:  &statsapi.RlimitStats{MaxPID: ptr(int64(1000)), NumOfRunningProcesses: ptr(int64(300))},
 	}}
 	got := Observe(s)
-	want := map[Signal]Observation{
-		SignalMemoryAvailable: {3 << 30, 8 << 30}, SignalNodeFsAvailable: {10, 100}, SignalNodeFsInodesFree: {7, 70},
-		SignalImageFsAvailable: {20, 200}, SignalPIDAvailable: {700, 1000},
+	want := map[node.Signal]Observation{
+		node.SignalMemoryAvailable: {3 << 30, 8 << 30}, node.SignalNodeFsAvailable: {10, 100}, node.SignalNodeFsInodesFree: {7, 70},
+		node.SignalImageFsAvailable: {20, 200}, node.SignalPIDAvailable: {700, 1000},
 	}
 	if len(got) != len(want) {
 		t.Fatalf("observed %v", got)
@@ -132,16 +150,16 @@ func TestRank(t *testing.T) {
 		}
 	}
 	for _, c := range []struct {
-		signal Signal
+		signal node.Signal
 		want   string
 	}{
 		// Over requests first; among them lower priority first; then most above request.
-		{SignalMemoryAvailable, "no-stats besteffort-big burstable-over-a-bit besteffort-small critical-over low-priority-under guaranteed-under"},
-		{SignalNodeFsAvailable, "no-stats besteffort-big burstable-over-a-bit besteffort-small critical-over low-priority-under guaranteed-under"},
+		{node.SignalMemoryAvailable, "no-stats besteffort-big burstable-over-a-bit besteffort-small critical-over low-priority-under guaranteed-under"},
+		{node.SignalNodeFsAvailable, "no-stats besteffort-big burstable-over-a-bit besteffort-small critical-over low-priority-under guaranteed-under"},
 		// Every pod with stats uses inodes; then priority; then inodes less the ephemeral-storage request.
-		{SignalNodeFsInodesFree, "no-stats low-priority-under burstable-over-a-bit besteffort-big besteffort-small guaranteed-under critical-over"},
+		{node.SignalNodeFsInodesFree, "no-stats low-priority-under burstable-over-a-bit besteffort-big besteffort-small guaranteed-under critical-over"},
 		// Priority first, then the most processes; no stats ranks first among equals.
-		{SignalPIDAvailable, "low-priority-under no-stats burstable-over-a-bit besteffort-big guaranteed-under besteffort-small critical-over"},
+		{node.SignalPIDAvailable, "low-priority-under no-stats burstable-over-a-bit besteffort-big guaranteed-under besteffort-small critical-over"},
 	} {
 		cs := candidates()
 		Rank(c.signal, cs)
@@ -152,15 +170,5 @@ func TestRank(t *testing.T) {
 		if strings.Join(got, " ") != c.want {
 			t.Errorf("%s:\n got %s\nwant %s", c.signal, strings.Join(got, " "), c.want)
 		}
-	}
-}
-
-func TestValueOf(t *testing.T) {
-	q := resource.MustParse("100Mi")
-	if got := (Value{Quantity: &q}).Of(1 << 40); got != 100<<20 {
-		t.Errorf("quantity: %d", got)
-	}
-	if got := (Value{Percentage: 0.1}).Of(1000); got != 100 {
-		t.Errorf("10%% of 1000: %d", got)
 	}
 }

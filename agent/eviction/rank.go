@@ -5,34 +5,36 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	statsapi "k8s.io/kubelet/pkg/apis/stats/v1alpha1"
+
+	"berth/agent/node"
 )
 
 // Observe reads the signals from a Summary, as upstream: memory available
 // is the node's (capacity less working set), pid available is pid_max less
 // the running processes.
-func Observe(s *statsapi.Summary) map[Signal]Observation {
-	out := map[Signal]Observation{}
+func Observe(s *statsapi.Summary) map[node.Signal]Observation {
+	out := map[node.Signal]Observation{}
 	n := s.Node
 	if m := n.Memory; m != nil && m.AvailableBytes != nil && m.WorkingSetBytes != nil {
-		out[SignalMemoryAvailable] = Observation{Available: int64(*m.AvailableBytes), Capacity: int64(*m.AvailableBytes + *m.WorkingSetBytes)}
+		out[node.SignalMemoryAvailable] = Observation{Available: *m.AvailableBytes, Capacity: *m.AvailableBytes + *m.WorkingSetBytes}
 	}
-	fs := func(f *statsapi.FsStats, bytes, inodes Signal) {
+	fs := func(f *statsapi.FsStats, bytes, inodes node.Signal) {
 		if f == nil {
 			return
 		}
 		if f.AvailableBytes != nil && f.CapacityBytes != nil {
-			out[bytes] = Observation{Available: int64(*f.AvailableBytes), Capacity: int64(*f.CapacityBytes)}
+			out[bytes] = Observation{Available: *f.AvailableBytes, Capacity: *f.CapacityBytes}
 		}
 		if f.InodesFree != nil && f.Inodes != nil {
-			out[inodes] = Observation{Available: int64(*f.InodesFree), Capacity: int64(*f.Inodes)}
+			out[inodes] = Observation{Available: *f.InodesFree, Capacity: *f.Inodes}
 		}
 	}
-	fs(n.Fs, SignalNodeFsAvailable, SignalNodeFsInodesFree)
+	fs(n.Fs, node.SignalNodeFsAvailable, node.SignalNodeFsInodesFree)
 	if n.Runtime != nil {
-		fs(n.Runtime.ImageFs, SignalImageFsAvailable, SignalImageFsInodesFree)
+		fs(n.Runtime.ImageFs, node.SignalImageFsAvailable, node.SignalImageFsInodesFree)
 	}
-	if r := n.Rlimit; r != nil && r.MaxPID != nil && r.NumOfRunningProcesses != nil {
-		out[SignalPIDAvailable] = Observation{Available: *r.MaxPID - *r.NumOfRunningProcesses, Capacity: *r.MaxPID}
+	if r := n.Rlimit; r != nil && r.MaxPID != nil && r.NumOfRunningProcesses != nil && *r.MaxPID >= *r.NumOfRunningProcesses {
+		out[node.SignalPIDAvailable] = Observation{Available: uint64(*r.MaxPID - *r.NumOfRunningProcesses), Capacity: uint64(*r.MaxPID)}
 	}
 	return out
 }
@@ -62,16 +64,16 @@ type cmp func(a, b Candidate) int
 // Disk usage is the pod's ephemeral storage (rootfs, logs, local volumes)
 // whichever filesystem is short: berth's image and node filesystems are
 // usually one.
-func Rank(signal Signal, candidates []Candidate) {
+func Rank(signal node.Signal, candidates []Candidate) {
 	var order []cmp
 	switch signal {
-	case SignalMemoryAvailable:
+	case node.SignalMemoryAvailable:
 		order = []cmp{exceeds(memoryUsage, v1.ResourceMemory), byPriority, aboveRequest(memoryUsage, v1.ResourceMemory)}
-	case SignalNodeFsAvailable, SignalImageFsAvailable:
+	case node.SignalNodeFsAvailable, node.SignalImageFsAvailable:
 		order = []cmp{exceeds(diskUsage, v1.ResourceEphemeralStorage), byPriority, aboveRequest(diskUsage, v1.ResourceEphemeralStorage)}
-	case SignalNodeFsInodesFree, SignalImageFsInodesFree:
+	case node.SignalNodeFsInodesFree, node.SignalImageFsInodesFree:
 		order = []cmp{exceeds(inodeUsage, resourceInodes), byPriority, aboveRequest(inodeUsage, v1.ResourceEphemeralStorage)}
-	case SignalPIDAvailable:
+	case node.SignalPIDAvailable:
 		order = []cmp{byPriority, most(processUsage)}
 	}
 	sort.SliceStable(candidates, func(i, j int) bool {
