@@ -55,6 +55,7 @@ import (
 	agentcsi "berth/agent/csi"
 	"berth/agent/dns"
 	"berth/agent/envsource"
+	"berth/agent/imagegc"
 	"berth/agent/images"
 	"berth/agent/kubeletapi"
 	"berth/agent/metrics"
@@ -70,6 +71,7 @@ import (
 	"berth/agent/server"
 	apisource "berth/agent/source/apiserver"
 	"berth/agent/source/manifest"
+	"berth/agent/stats"
 	"berth/agent/status"
 	"berth/agent/statussync"
 	"berth/agent/sysctl"
@@ -432,6 +434,21 @@ func (a *Agent) Run(ctx context.Context) error {
 			}
 		}
 	})
+	// Resource usage for the agent API and the image collector.
+	usage, err := stats.New(stats.Config{
+		Runtime: client, NodeName: cfg.NodeName, RootDir: cfg.RootDir, PodLogDir: cfg.PodLogDir,
+		CgroupRoot: cfg.CgroupRoot, Interval: cfg.HousekeepingInterval, Logger: log,
+		ClaimVolumes: csiPlugins.ClaimVolumeStats, Pods: statuses.List,
+	})
+	if err != nil {
+		return fmt.Errorf("agent: %w", err)
+	}
+	run.Go("resource usage", usage.Run)
+	imageGC, err := imagegc.New(imagegc.Config{Runtime: client, ImageFs: usage.ImageFs, Policy: cfg.ImageGCPolicy, Logger: log})
+	if err != nil {
+		return fmt.Errorf("agent: %w", err)
+	}
+	run.Go("image gc", imageGC.Run)
 	if cfg.ReadOnlyPort != 0 {
 		lis, err := net.Listen("tcp", net.JoinHostPort(cfg.ReadOnlyAddress, strconv.Itoa(cfg.ReadOnlyPort)))
 		if err != nil {
@@ -466,6 +483,7 @@ func (a *Agent) Run(ctx context.Context) error {
 				NodeName: cfg.NodeName, Addresses: []net.IP{nodeIP}, ClientCAFile: caFile,
 				Pods: statuses.List, Locator: kubeletapi.CRILocator{Runtime: client}, Runtime: client,
 				PodLogDir: cfg.PodLogDir, Healthy: a.healthy, Metrics: registry, Logger: log,
+				Stats: usage,
 			})
 			if err != nil {
 				return err

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"berth/agent/backoff"
+	"berth/agent/imagegc"
 	"berth/agent/proxy"
 	"berth/agent/sysctl"
 	"berth/internal/errdefs"
@@ -87,6 +88,12 @@ type Config struct {
 	AllowedUnsafeSysctls []string
 	// RelistPeriod is the PLEG's; zero is 1 s.
 	RelistPeriod time.Duration
+	// ImageGCPolicy is when unused images are removed; zero is the
+	// kubelet's (85 % / 80 % of the image filesystem, images at least 2m old).
+	ImageGCPolicy imagegc.Policy
+	// HousekeepingInterval is how often resource usage is sampled for
+	// /stats/summary and /metrics/{resource,cadvisor}; zero is 10 s.
+	HousekeepingInterval time.Duration
 	// ManifestRescan is the manifest directory's full rescan period; zero
 	// is 20 s (inotify reports changes at once).
 	ManifestRescan time.Duration
@@ -238,6 +245,12 @@ func (c *Config) validate() error {
 	}
 	if err := c.ContainerBackOff.Validate(); err != nil {
 		return bad("ContainerBackOff", "%v", err)
+	}
+	if c.ImageGCPolicy == (imagegc.Policy{}) {
+		c.ImageGCPolicy = imagegc.DefaultPolicy()
+	}
+	if err := c.ImageGCPolicy.Validate(); err != nil {
+		return bad("ImageGCPolicy (--image-gc-high-threshold, --image-gc-low-threshold, --minimum-image-ttl-duration)", "%v", err)
 	}
 	if c.MaxParallelStarts < 0 {
 		return bad("MaxParallelStarts", "%d must not be negative", c.MaxParallelStarts)

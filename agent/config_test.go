@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"berth/agent/backoff"
+	"berth/agent/imagegc"
 	"berth/internal/errdefs"
 )
 
@@ -21,7 +22,8 @@ func TestConfigDefaults(t *testing.T) {
 	}
 	c := a.Config()
 	if c.CNIConfDir != DefaultCNIConfDir || c.PodLogDir != DefaultPodLogDir || c.CNIBridge != DefaultCNIBridge ||
-		len(c.CNIBinDirs) != 2 || c.NodeName == "" || c.NodeIP == "" || c.ContainerBackOff != backoff.DefaultPolicy() || c.Logger == nil {
+		len(c.CNIBinDirs) != 2 || c.NodeName == "" || c.NodeIP == "" || c.ContainerBackOff != backoff.DefaultPolicy() || c.Logger == nil ||
+		c.ImageGCPolicy != imagegc.DefaultPolicy() {
 		t.Fatalf("defaults not applied: %+v", c)
 	}
 }
@@ -50,6 +52,9 @@ func TestConfigErrorsNameTheField(t *testing.T) {
 		{"bad back-off", func(c *Config) {
 			c.ContainerBackOff = backoff.Policy{Initial: time.Second, Max: time.Millisecond, ResetAfter: time.Minute}
 		}, "ContainerBackOff"},
+		{"image gc low over high", func(c *Config) {
+			c.ImageGCPolicy = imagegc.Policy{HighThresholdPercent: 70, LowThresholdPercent: 80}
+		}, "--image-gc-low-threshold"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -322,12 +322,21 @@ func TestVolumeStatsMetrics(t *testing.T) {
 		t.Errorf("inodes %v used %v", got["inodes"], got["inodes_used"])
 	}
 
+	// The same, per pod, for the stats Summary.
+	cv := m.ClaimVolumeStats()
+	if len(cv) != 1 || cv[0].PodUID != "pod-uid" || cv[0].Namespace != "ns1" || cv[0].ClaimName != "data" || cv[0].UsedBytes < 4<<20 || !cv[0].HasInodes {
+		t.Errorf("ClaimVolumeStats = %+v", cv)
+	}
+
 	if err := vols.TearDown(ctx, pod.UID); err != nil {
 		t.Fatal(err)
 	}
 	tornDown = true
 	if got := volumeMetrics(t, reg); len(got) != 0 {
 		t.Errorf("volume stats after the pod went: %v", got)
+	}
+	if cv := m.ClaimVolumeStats(); len(cv) != 0 {
+		t.Errorf("ClaimVolumeStats after the pod went: %+v", cv)
 	}
 }
 

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"k8s.io/apimachinery/pkg/types"
 
 	"berth/agent/volumes"
 	"berth/csi/nodeclient"
@@ -94,11 +95,54 @@ func (c *statsCollector) Collect(ch chan<- prometheus.Metric) {
 			ch <- gauge(descInodesUsed, st.InodesUsed, key)
 		}
 	}
+	c.prune(seen)
+}
+
+// prune forgets the answers for target paths not in seen. Callers hold c.mu.
+func (c *statsCollector) prune(seen map[string]bool) {
 	for target := range c.cache {
 		if !seen[target] {
 			delete(c.cache, target)
 		}
 	}
+}
+
+// ClaimVolumeStats is the usage of a CSI volume a pod has through a
+// PersistentVolumeClaim, as its driver reports it.
+type ClaimVolumeStats struct {
+	PodUID               types.UID
+	Namespace, ClaimName string
+	nodeclient.VolumeStats
+}
+
+// ClaimVolumeStats returns the usage of the claim-backed CSI volumes
+// published into pods, one per pod and claim, from NodeGetVolumeStats
+// answers at most the stats TTL old (drivers without GET_VOLUME_STATS are
+// left out).
+func (m *Manager) ClaimVolumeStats() []ClaimVolumeStats {
+	c := m.stats
+	vols, err := volumes.PublishedCSIVolumes(c.rootDir)
+	if err != nil {
+		c.log.Warn("listing the published CSI volumes for their stats failed", "err", err)
+		return nil
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	seen := map[string]bool{}
+	caps := map[string]bool{}
+	now := time.Now()
+	var out []ClaimVolumeStats
+	for _, v := range vols {
+		if v.ClaimName == "" {
+			continue
+		}
+		seen[v.TargetPath] = true
+		if st, ok := c.stats(v, caps, now); ok {
+			out = append(out, ClaimVolumeStats{PodUID: v.PodUID, Namespace: v.PodNamespace, ClaimName: v.ClaimName, VolumeStats: st})
+		}
+	}
+	c.prune(seen)
+	return out
 }
 
 // stats returns the volume's stats from the cache or, when older than the

@@ -12,8 +12,12 @@
 //	GET|POST /attach/{ns}/{pod}[/{uid}]/{container}  stdin, stdout, stderr, tty
 //	GET|POST /portForward/{ns}/{pod}[/{uid}]         port
 //	GET  /metrics                                    Prometheus text format
+//	GET  /metrics/probes                             the prober's series of /metrics
 //	GET  /logs/[PATH]                                the node's log directory (/var/log),
 //	                                                 files and listings
+//	GET  /stats/summary                              kubelet Summary API (stats/v1alpha1)
+//	GET  /metrics/resource                           the kubelet's resource metrics
+//	GET  /metrics/cadvisor                           cAdvisor's container metrics
 //
 // The pods/exec and pods/portforward API's names of the stream and port
 // parameters (stdin, stdout, stderr, ports) are accepted as well, so a
@@ -43,6 +47,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
+	"berth/agent/stats"
 	"berth/internal/errdefs"
 )
 
@@ -138,6 +143,10 @@ type Config struct {
 	NodeLogDir string
 	// Metrics is served on /metrics; nil: /metrics answers 404.
 	Metrics prometheus.Gatherer
+	// Stats, if set, serves /stats/summary, /metrics/resource and
+	// /metrics/cadvisor from its latest sample (agent/stats); nil: they
+	// answer 404.
+	Stats stats.Source
 	// Healthy reports why the agent is unhealthy (nil: healthy); optional.
 	Healthy func() error
 	// Now is the clock (sinceSeconds is resolved against it); default

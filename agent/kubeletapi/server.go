@@ -73,6 +73,7 @@ func (s *Server) routes() {
 	s.mux.HandleFunc("GET /pods", s.pods)
 	s.mux.HandleFunc("GET /pods/", s.pods)
 	s.mux.HandleFunc("GET /metrics", s.metrics)
+	s.mux.HandleFunc("GET /metrics/probes", s.probeMetrics)
 	// As the kubelet: the node's log files, and directory listings.
 	s.mux.Handle("GET /logs/", http.StripPrefix("/logs/", http.FileServer(http.Dir(s.cfg.NodeLogDir))))
 	s.mux.HandleFunc("GET /containerLogs/{ns}/{pod}/{container}", s.containerLogs)
@@ -84,6 +85,7 @@ func (s *Server) routes() {
 		s.mux.HandleFunc(method+" /portForward/{ns}/{pod}", s.portForward)
 		s.mux.HandleFunc(method+" /portForward/{ns}/{pod}/{uid}", s.portForward)
 	}
+	s.statsRoutes()
 }
 
 // Handler is the API behind authentication and authorization, for serving

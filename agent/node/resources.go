@@ -28,6 +28,15 @@ const (
 	SignalPIDAvailable      Signal = "pid.available"
 )
 
+// Valid reports whether s is one of the signals berth observes.
+func (s Signal) Valid() bool {
+	switch s {
+	case SignalMemoryAvailable, SignalNodeFsAvailable, SignalNodeFsInodesFree, SignalImageFsAvailable, SignalImageFsInodesFree, SignalPIDAvailable:
+		return true
+	}
+	return false
+}
+
 // Threshold is a signal's minimum: an absolute Quantity, or a Percentage
 // (0–100) of the resource's capacity.
 type Threshold struct {
@@ -65,9 +74,7 @@ func ParseThresholds(s string) (Thresholds, error) {
 			return nil, fmt.Errorf("eviction threshold %q: want SIGNAL<VALUE: %w", item, errdefs.ErrInvalidArgument)
 		}
 		sig := Signal(strings.TrimSpace(name))
-		switch sig {
-		case SignalMemoryAvailable, SignalNodeFsAvailable, SignalNodeFsInodesFree, SignalImageFsAvailable, SignalImageFsInodesFree, SignalPIDAvailable:
-		default:
+		if !sig.Valid() {
 			return nil, fmt.Errorf("eviction threshold %q: unknown signal %q: %w", item, sig, errdefs.ErrInvalidArgument)
 		}
 		if _, dup := out[sig]; dup {
@@ -105,8 +112,8 @@ func (t Thresholds) String() string {
 	return strings.Join(parts, ",")
 }
 
-// amount is the threshold's value for a resource of the given capacity.
-func (th Threshold) amount(capacity uint64) uint64 {
+// Amount is the threshold's value for a resource of the given capacity.
+func (th Threshold) Amount(capacity uint64) uint64 {
 	if th.Quantity != nil {
 		return uint64(th.Quantity.Value())
 	}
@@ -116,7 +123,7 @@ func (th Threshold) amount(capacity uint64) uint64 {
 // breached reports whether available is below the signal's threshold.
 func (t Thresholds) breached(sig Signal, available, capacity uint64) bool {
 	th, ok := t[sig]
-	return ok && available < th.amount(capacity)
+	return ok && available < th.Amount(capacity)
 }
 
 // Capacity is the node's capacity on machine m.
@@ -149,7 +156,7 @@ func Allocatable(capacity, systemReserved, kubeReserved v1.ResourceList, evictio
 			sig = SignalNodeFsAvailable
 		}
 		if th, ok := evictionHard[sig]; ok && sig != "" {
-			alloc.Sub(*resource.NewQuantity(int64(th.amount(uint64(c.Value()))), c.Format))
+			alloc.Sub(*resource.NewQuantity(int64(th.Amount(uint64(c.Value()))), c.Format))
 		}
 		if alloc.Sign() < 0 {
 			alloc = *resource.NewQuantity(0, c.Format)

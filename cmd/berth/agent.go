@@ -15,6 +15,8 @@ import (
 
 	"berth/agent"
 	"berth/agent/backoff"
+	"berth/agent/imagegc"
+	"berth/agent/stats"
 	"berth/internal/exepages"
 )
 
@@ -118,6 +120,12 @@ func newAgentCommand() *cobra.Command {
 	f.DurationVar(&backOff.Max, "container-backoff-max", 0, "test only: crash-loop back-off cap (default 5m)")
 	f.DurationVar(&cfg.ImageBackOffInitial, "image-backoff-initial", 0, "test only: first image pull back-off delay (default 10s)")
 	f.DurationVar(&cfg.ImageBackOffMax, "image-backoff-max", 0, "test only: image pull back-off cap (default 5m)")
+	cfg.ImageGCPolicy = imagegc.DefaultPolicy()
+	gc := &cfg.ImageGCPolicy
+	f.IntVar(&gc.HighThresholdPercent, "image-gc-high-threshold", gc.HighThresholdPercent, "percent of the image filesystem's space used at which unused images are removed (100 disables it)")
+	f.IntVar(&gc.LowThresholdPercent, "image-gc-low-threshold", gc.LowThresholdPercent, "percent of the image filesystem's space used that image garbage collection frees down to")
+	f.DurationVar(&gc.MinAge, "minimum-image-ttl-duration", gc.MinAge, "minimum age of an unused image before it may be garbage collected")
+	f.DurationVar(&cfg.HousekeepingInterval, "housekeeping-interval", stats.DefaultInterval, "how often resource usage is sampled for /stats/summary and /metrics/{resource,cadvisor}")
 	f.DurationVar(&cfg.ManifestRescan, "manifest-rescan", 20*time.Second, "period of the full manifest directory rescan besides inotify")
 	for _, hidden := range []string{"container-backoff-initial", "container-backoff-max", "image-backoff-initial", "image-backoff-max"} {
 		_ = f.MarkHidden(hidden) // the flags exist: MarkHidden cannot fail

@@ -15,6 +15,7 @@ import (
 	"berth/controlplane/controller/manager"
 	"berth/controlplane/controller/nodeipam"
 	"berth/controlplane/controller/nodelifecycle"
+	"berth/controlplane/metricsapi"
 	"berth/controlplane/server"
 	"berth/controlplane/serviceaccount"
 )
@@ -77,6 +78,7 @@ another issued.
 	f.StringVar(&cfg.NodeIPAM.ClusterCIDR, "cluster-cidr", nodeipam.DefaultClusterCIDR, "IPv4 range the nodes' pod CIDRs are allocated from")
 	f.StringVar(&cfg.ServiceClusterIPRange, "service-cluster-ip-range", server.DefaultServiceClusterIPRange, "CIDR the Services' cluster IPs come from (its first address is the kubernetes Service's)")
 	f.StringVar(&cfg.ServiceNodePortRange, "service-node-port-range", server.DefaultServiceNodePortRange, "port range NodePort and LoadBalancer Services' node ports come from")
+	f.DurationVar(&cfg.MetricResolution, "metric-resolution", metricsapi.DefaultResolution, "how often the node agents' resource metrics are scraped for metrics.k8s.io (kubectl top)")
 	f.DurationVar(&cfg.ServiceRepairInterval, "service-repair-interval", server.DefaultServiceRepairInterval, "how often the cluster IP and node port allocations are reconciled with the Services")
 	_ = f.MarkHidden("service-repair-interval")
 	f.IntVar(&cfg.NodeIPAM.NodeCIDRMaskSize, "node-cidr-mask-size", nodeipam.DefaultNodeCIDRMaskSize, "prefix length of each node's pod CIDR")

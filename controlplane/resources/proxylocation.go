@@ -224,3 +224,13 @@ func lookupHost(ctx context.Context, host string) ([]net.IP, error) {
 	}
 	return ips, nil
 }
+
+// AgentAddress is host:port of a node's agent API ("" when the node has no
+// address).
+func AgentAddress(node *corev1.Node) string {
+	host := nodeHost(node)
+	if host == "" {
+		return ""
+	}
+	return net.JoinHostPort(host, strconv.Itoa(nodeAgentPort(node)))
+}

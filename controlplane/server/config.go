@@ -113,6 +113,10 @@ type Config struct {
 	// ServiceRepairInterval is how often the allocations are reconciled
 	// with the Services (default 3m; also once at start).
 	ServiceRepairInterval time.Duration
+	// MetricResolution is how often the node agents' resource metrics are
+	// scraped for metrics.k8s.io (metrics-server's --metric-resolution);
+	// default 15s.
+	MetricResolution time.Duration
 	// EndpointReconcilerTTL is the lifetime of this server's entry in the
 	// kubernetes Service's endpoints unless renewed (every 10s); default 15s.
 	EndpointReconcilerTTL time.Duration

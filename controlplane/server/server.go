@@ -179,6 +179,12 @@ func (s *Server) Run(ctx context.Context) (err error) {
 			log.Warn("server-side apply unavailable", "err", err)
 		}
 	}
+	// Served without OpenAPI documents, as an aggregated metrics-server.
+	metricsAPI, err := metricsAPIComponent(set, nodeTransport, cfg.MetricResolution, log)
+	if err != nil {
+		ln.Close()
+		return err
+	}
 	rc := loopbackConfig(kubeconfigHost(ln.Addr().(*net.TCPAddr)), creds.CAPEM, loopbackToken)
 	adm, err := s.newAdmission(rc, set.Namespaces)
 	if err != nil {
@@ -257,7 +263,7 @@ func (s *Server) Run(ctx context.Context) (err error) {
 		ln.Close()
 		return err
 	}
-	comps = append(comps, csrComp, auth.component(), repairComp)
+	comps = append(comps, csrComp, auth.component(), repairComp, metricsAPI)
 	k8sSvc, err := kubernetesServiceComponent(cfg, factory, svcAlloc, rc, ln.Addr().(*net.TCPAddr).Port)
 	if err != nil {
 		ln.Close()

@@ -268,9 +268,13 @@ func (i *imageService) ImageFsInfo(context.Context, *runtimeapi.ImageFsInfoReque
 	for _, im := range s.images {
 		used += im.size
 	}
+	mountpoint := s.imageFsMountpoint
+	if mountpoint == "" {
+		mountpoint = "/var/lib/containerd/io.containerd.snapshotter.v1.overlayfs"
+	}
 	fs := &runtimeapi.FilesystemUsage{
 		Timestamp:  now(),
-		FsId:       &runtimeapi.FilesystemIdentifier{Mountpoint: "/var/lib/containerd/io.containerd.snapshotter.v1.overlayfs"},
+		FsId:       &runtimeapi.FilesystemIdentifier{Mountpoint: mountpoint},
 		UsedBytes:  &runtimeapi.UInt64Value{Value: used},
 		InodesUsed: &runtimeapi.UInt64Value{Value: uint64(len(s.images))},
 	}

@@ -27,6 +27,28 @@ type container struct {
 	message    string
 	logPath    string
 	resources  *runtimeapi.LinuxContainerResources
+	usage      ContainerUsage
+}
+
+// ContainerUsage is what the fake reports in a container's stats (zero
+// until SetContainerUsage).
+type ContainerUsage struct {
+	CPUCoreNanoSeconds, WorkingSetBytes uint64
+	// WritableLayerBytes and WritableLayerInodes, when set, are reported as
+	// the container's writable layer.
+	WritableLayerBytes, WritableLayerInodes uint64
+}
+
+// SetContainerUsage sets the usage the container's stats report.
+func (s *Server) SetContainerUsage(id string, u ContainerUsage) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	c, err := s.getContainer(id)
+	if err != nil {
+		return err
+	}
+	c.usage = u
+	return nil
 }
 
 func (c *container) status() *runtimeapi.ContainerStatus {
@@ -71,14 +93,23 @@ func (c *container) item() *runtimeapi.Container {
 
 func (c *container) stats() *runtimeapi.ContainerStats {
 	ts := now()
-	return &runtimeapi.ContainerStats{
+	st := &runtimeapi.ContainerStats{
 		Attributes: &runtimeapi.ContainerAttributes{
 			Id: c.id, Metadata: c.cfg.GetMetadata(),
 			Labels: maps.Clone(c.cfg.GetLabels()), Annotations: maps.Clone(c.cfg.GetAnnotations()),
 		},
-		Cpu:    &runtimeapi.CpuUsage{Timestamp: ts, UsageCoreNanoSeconds: &runtimeapi.UInt64Value{}},
-		Memory: &runtimeapi.MemoryUsage{Timestamp: ts, WorkingSetBytes: &runtimeapi.UInt64Value{}},
+		Cpu:    &runtimeapi.CpuUsage{Timestamp: ts, UsageCoreNanoSeconds: &runtimeapi.UInt64Value{Value: c.usage.CPUCoreNanoSeconds}},
+		Memory: &runtimeapi.MemoryUsage{Timestamp: ts, WorkingSetBytes: &runtimeapi.UInt64Value{Value: c.usage.WorkingSetBytes}},
 	}
+	if c.usage.WritableLayerBytes > 0 || c.usage.WritableLayerInodes > 0 {
+		st.WritableLayer = &runtimeapi.FilesystemUsage{
+			Timestamp:  ts,
+			FsId:       &runtimeapi.FilesystemIdentifier{Mountpoint: "/var/lib/containerd/io.containerd.snapshotter.v1.overlayfs"},
+			UsedBytes:  &runtimeapi.UInt64Value{Value: c.usage.WritableLayerBytes},
+			InodesUsed: &runtimeapi.UInt64Value{Value: c.usage.WritableLayerInodes},
+		}
+	}
+	return st
 }
 
 // containerNotFound is containerd's answer for an unknown container ID.

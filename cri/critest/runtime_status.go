@@ -2,6 +2,7 @@ package critest
 
 import (
 	"context"
+	"encoding/json"
 
 	"google.golang.org/protobuf/proto"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
@@ -26,7 +27,8 @@ func (r *runtimeService) Status(_ context.Context, req *runtimeapi.StatusRequest
 	}
 	resp := &runtimeapi.StatusResponse{Status: &runtimeapi.RuntimeStatus{Conditions: conds}}
 	if req.GetVerbose() {
-		resp.Info = map[string]string{"config": `{"runtime":"critest"}`}
+		cfg, _ := json.Marshal(map[string]string{"runtime": "critest", "sandboxImage": s.sandboxImage})
+		resp.Info = map[string]string{"config": string(cfg)}
 	}
 	return resp, nil
 }

@@ -43,10 +43,25 @@ func WithoutContainerEvents() Option {
 	return func(s *Server) { s.eventsDisabled = true }
 }
 
+// WithSandboxImage makes the verbose Status report ref as the sandbox image
+// in its config, as containerd's CRI plugin does ("sandboxImage").
+func WithSandboxImage(ref string) Option {
+	return func(s *Server) { s.sandboxImage = ref }
+}
+
+// WithImageFsMountpoint sets the mount point ImageFsInfo reports (default
+// containerd's overlayfs snapshotter directory).
+func WithImageFsMountpoint(dir string) Option {
+	return func(s *Server) { s.imageFsMountpoint = dir }
+}
+
 // Server is the fake runtime. Create it with NewServer.
 type Server struct {
 	endpoint string
 	grpc     *grpc.Server
+
+	sandboxImage      string
+	imageFsMountpoint string
 
 	runtimeName, runtimeVersion string
 	eventsDisabled              bool

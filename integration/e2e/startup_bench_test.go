@@ -135,7 +135,7 @@ func (r *startupRun) once(name string, n int) startupResult {
 	}
 	defer w.Stop()
 
-	agentCPU0, serverCPU0 := cpuTime(b, r.c.Agent.Pid()), cpuTime(b, r.c.Server.Pid())
+	agentCPU0, serverCPU0 := harness.CPUTime(b, r.c.Agent.Pid()), harness.CPUTime(b, r.c.Server.Pid())
 	requested := make([]time.Time, n)
 	var wg sync.WaitGroup
 	errs := make(chan error, n)
@@ -181,9 +181,9 @@ func (r *startupRun) once(name string, n int) startupResult {
 			b.Fatalf("%d of %d pods running after 10 minutes", len(running), n)
 		}
 	}
-	res.agentCPU = cpuTime(b, r.c.Agent.Pid()) - agentCPU0
-	res.serverCPU = cpuTime(b, r.c.Server.Pid()) - serverCPU0
-	res.agentRSS, res.serverRSS = rss(b, r.c.Agent.Pid()), rss(b, r.c.Server.Pid())
+	res.agentCPU = harness.CPUTime(b, r.c.Agent.Pid()) - agentCPU0
+	res.serverCPU = harness.CPUTime(b, r.c.Server.Pid()) - serverCPU0
+	res.agentRSS, res.serverRSS = harness.RSS(b, r.c.Agent.Pid()), harness.RSS(b, r.c.Server.Pid())
 
 	// Graceful deletion: a pod is gone from the API once the agent has
 	// stopped it and torn everything down (its volumes' mounts too).
@@ -236,43 +236,4 @@ func percentile(ds []time.Duration, p int) time.Duration {
 	slices.Sort(s)
 	rank := (p*len(s) + 99) / 100 // ceil(p/100·n)
 	return s[max(rank, 1)-1]
-}
-
-// cpuTime is the process's user+system CPU time (/proc/PID/stat utime and
-// stime, in clock ticks of 1/100 s, USER_HZ on Linux).
-func cpuTime(tb testing.TB, pid int) time.Duration {
-	tb.Helper()
-	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		tb.Fatal(err)
-	}
-	// The fields after the command name (in parentheses, may hold spaces).
-	fields := strings.Fields(string(data[strings.LastIndexByte(string(data), ')')+1:]))
-	// fields[0] is the state (field 3): utime is field 14, stime 15.
-	utime, err1 := strconv.ParseInt(fields[11], 10, 64)
-	stime, err2 := strconv.ParseInt(fields[12], 10, 64)
-	if err1 != nil || err2 != nil {
-		tb.Fatalf("/proc/%d/stat: %q", pid, data)
-	}
-	return time.Duration(utime+stime) * 10 * time.Millisecond
-}
-
-// rss is the process's resident set size (VmRSS in /proc/PID/status).
-func rss(tb testing.TB, pid int) int64 {
-	tb.Helper()
-	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
-	if err != nil {
-		tb.Fatal(err)
-	}
-	for _, line := range strings.Split(string(data), "\n") {
-		if rest, ok := strings.CutPrefix(line, "VmRSS:"); ok {
-			kb, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 10, 64)
-			if err != nil {
-				tb.Fatalf("VmRSS %q: %v", rest, err)
-			}
-			return kb << 10
-		}
-	}
-	tb.Fatalf("no VmRSS in /proc/%d/status", pid)
-	return 0
 }

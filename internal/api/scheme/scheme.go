@@ -28,6 +28,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/runtime/serializer"
+	metricsv1beta1 "k8s.io/metrics/pkg/apis/metrics/v1beta1"
 
 	"berth/internal/api/convert"
 	"berth/internal/api/defaults"
@@ -51,6 +52,7 @@ var GroupVersions = []schema.GroupVersion{
 	admissionregistrationv1.SchemeGroupVersion,
 	certificatesv1.SchemeGroupVersion,
 	networkingv1.SchemeGroupVersion,
+	metricsv1beta1.SchemeGroupVersion,
 }
 
 // ScaleGroupVersion is the group-version of the Scale objects the /scale
@@ -80,6 +82,7 @@ func New() *runtime.Scheme {
 		admissionregistrationv1.AddToScheme,
 		certificatesv1.AddToScheme,
 		networkingv1.AddToScheme,
+		metricsv1beta1.AddToScheme,
 		metav1.AddMetaToScheme,
 		metav1beta1.AddMetaToScheme,
 		metav1beta1.RegisterConversions,

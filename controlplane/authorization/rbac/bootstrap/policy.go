@@ -266,6 +266,11 @@ func ClusterRoles() []*rbacv1.ClusterRole {
 			rule(read, core, "services", "secrets"),
 			rule(read, g("discovery.k8s.io"), "endpointslices"),
 		),
+		// metrics-server's role, aggregated into view (so edit and admin):
+		// whoever may read pods may `kubectl top` them.
+		clusterRole("system:aggregated-metrics-reader", map[string]string{AggregateToView: "true", AggregateToEdit: "true", AggregateToAdmin: "true"},
+			rule(read, g("metrics.k8s.io"), "pods", "nodes"),
+		),
 	}
 }
 
