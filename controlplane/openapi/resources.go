@@ -151,6 +151,7 @@ func DefaultResources() []Resource {
 		in(nodev1.SchemeGroupVersion, "RuntimeClass", "runtimeclasses", false, &nodev1.RuntimeClass{}, &nodev1.RuntimeClassList{}),
 		in(storagev1.SchemeGroupVersion, "VolumeAttachment", "volumeattachments", false, &storagev1.VolumeAttachment{}, &storagev1.VolumeAttachmentList{}, SubresourceStatus),
 		in(storagev1.SchemeGroupVersion, "CSIStorageCapacity", "csistoragecapacities", true, &storagev1.CSIStorageCapacity{}, &storagev1.CSIStorageCapacityList{}),
+		core("ReplicationController", "replicationcontrollers", true, &corev1.ReplicationController{}, &corev1.ReplicationControllerList{}, SubresourceStatus, SubresourceScale),
 		// Not stored: create only (kubectl auth whoami).
 		{GVK: authenticationv1.SchemeGroupVersion.WithKind("SelfSubjectReview"), Resource: "selfsubjectreviews",
 			Verbs: []string{VerbCreate}, Object: &authenticationv1.SelfSubjectReview{}},

@@ -38,6 +38,7 @@ import (
 	"berth/controlplane/registry/core/persistentvolumeclaim"
 	"berth/controlplane/registry/core/pod"
 	"berth/controlplane/registry/core/podtemplate"
+	"berth/controlplane/registry/core/replicationcontroller"
 	"berth/controlplane/registry/core/resourcequota"
 	"berth/controlplane/registry/core/secret"
 	"berth/controlplane/registry/core/service"
@@ -157,6 +158,9 @@ func Resources(typer runtime.ObjectTyper) map[schema.GroupResource]Resource {
 			AttrFunc: volumeattachment.GetAttrs, PredicateFunc: volumeattachment.Predicate},
 		{GroupResource: gr(storagev1.SchemeGroupVersion, "csistoragecapacities"), Strategy: csistoragecapacity.NewStrategy(typer), Table: csistoragecapacity.Table,
 			AttrFunc: csistoragecapacity.GetAttrs, PredicateFunc: csistoragecapacity.Predicate},
+		{GroupResource: core("replicationcontrollers"), Strategy: replicationcontroller.NewStrategy(typer),
+			StatusStrategy: replicationcontroller.NewStatusStrategy(typer), Table: replicationcontroller.Table,
+			AttrFunc: replicationcontroller.GetAttrs, PredicateFunc: replicationcontroller.Predicate},
 	}
 	out := make(map[schema.GroupResource]Resource, len(list))
 	for _, r := range list {

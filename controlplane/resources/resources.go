@@ -196,6 +196,10 @@ func defs() []def {
 		{gv: storagev1.SchemeGroupVersion, resource: "csistoragecapacities", singular: "csistoragecapacity", kind: "CSIStorageCapacity", namespaced: true,
 			newObj:  func() runtime.Object { return &storagev1.CSIStorageCapacity{} },
 			newList: func() runtime.Object { return &storagev1.CSIStorageCapacityList{} }},
+		{gv: core, resource: "replicationcontrollers", singular: "replicationcontroller", kind: "ReplicationController", namespaced: true,
+			short: []string{"rc"}, categories: all, status: true, scale: replicationControllerScale,
+			newObj:  func() runtime.Object { return &corev1.ReplicationController{} },
+			newList: func() runtime.Object { return &corev1.ReplicationControllerList{} }},
 	}
 }
 

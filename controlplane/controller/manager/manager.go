@@ -81,6 +81,7 @@ var Controllers = []string{
 	serviceaccount.Name, rootcacertpublisher.Name, nodeipam.Name, nodelifecycle.Name,
 	volume.Name, ephemeral.Name, storageprotection.PVCName, storageprotection.PVName,
 	endpointslice.Name, endpoints.Name,
+	replicaset.ReplicationName,
 }
 
 // Config configures the manager.
@@ -315,6 +316,8 @@ func (m *Manager) build(name string, base controller.Config) (interface{ Run(con
 		return replicaset.New(replicaset.Config{Config: base})
 	case deployment.Name:
 		return deployment.New(deployment.Config{Config: base})
+	case replicaset.ReplicationName:
+		return replicaset.NewReplicationManager(replicaset.Config{Config: base})
 	case serviceaccount.Name:
 		return serviceaccount.New(serviceaccount.Config{Config: base})
 	case rootcacertpublisher.Name:

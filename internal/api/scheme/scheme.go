@@ -220,6 +220,12 @@ func addDefaultingFuncs(s *runtime.Scheme) error {
 			defaults.ValidatingWebhookConfiguration(&o.(*admissionregistrationv1.ValidatingWebhookConfigurationList).Items[i])
 		}
 	})
+	add(&corev1.ReplicationController{}, func(o interface{}) { defaults.ReplicationController(o.(*corev1.ReplicationController)) })
+	add(&corev1.ReplicationControllerList{}, func(o interface{}) {
+		for i := range o.(*corev1.ReplicationControllerList).Items {
+			defaults.ReplicationController(&o.(*corev1.ReplicationControllerList).Items[i])
+		}
+	})
 	return nil
 }
 
