@@ -31,7 +31,6 @@ const Name = "replicaset"
 // --concurrent-replicaset-syncs).
 const DefaultWorkers = 5
 
-
 // Config configures the ReplicaSet controller.
 type Config struct {
 	controller.Config
