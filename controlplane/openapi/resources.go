@@ -152,6 +152,8 @@ func DefaultResources() []Resource {
 		in(storagev1.SchemeGroupVersion, "VolumeAttachment", "volumeattachments", false, &storagev1.VolumeAttachment{}, &storagev1.VolumeAttachmentList{}, SubresourceStatus),
 		in(storagev1.SchemeGroupVersion, "CSIStorageCapacity", "csistoragecapacities", true, &storagev1.CSIStorageCapacity{}, &storagev1.CSIStorageCapacityList{}),
 		core("ReplicationController", "replicationcontrollers", true, &corev1.ReplicationController{}, &corev1.ReplicationControllerList{}, SubresourceStatus, SubresourceScale),
+		in(appsv1.SchemeGroupVersion, "DaemonSet", "daemonsets", true, &appsv1.DaemonSet{}, &appsv1.DaemonSetList{}, SubresourceStatus),
+		in(appsv1.SchemeGroupVersion, "ControllerRevision", "controllerrevisions", true, &appsv1.ControllerRevision{}, &appsv1.ControllerRevisionList{}),
 		// Not stored: create only (kubectl auth whoami).
 		{GVK: authenticationv1.SchemeGroupVersion.WithKind("SelfSubjectReview"), Resource: "selfsubjectreviews",
 			Verbs: []string{VerbCreate}, Object: &authenticationv1.SelfSubjectReview{}},

@@ -92,7 +92,9 @@ func samples() map[schema.GroupResource]runtime.Object {
 		{Group: "certificates.k8s.io", Resource: "certificatesigningrequests"}: &certificatesv1.CertificateSigningRequest{ObjectMeta: cl,
 			Spec: certificatesv1.CertificateSigningRequestSpec{Request: csrPEM(), SignerName: "kubernetes.io/kube-apiserver-client-kubelet",
 				Usages: []certificatesv1.KeyUsage{certificatesv1.UsageDigitalSignature, certificatesv1.UsageClientAuth}}},
-		{Resource: "replicationcontrollers"}: &corev1.ReplicationController{ObjectMeta: ns, Spec: corev1.ReplicationControllerSpec{Template: &tmpl}},
+		{Resource: "replicationcontrollers"}:             &corev1.ReplicationController{ObjectMeta: ns, Spec: corev1.ReplicationControllerSpec{Template: &tmpl}},
+		{Group: "apps", Resource: "daemonsets"}:          &appsv1.DaemonSet{ObjectMeta: ns, Spec: appsv1.DaemonSetSpec{Selector: sel, Template: tmpl}},
+		{Group: "apps", Resource: "controllerrevisions"}: &appsv1.ControllerRevision{ObjectMeta: ns, Revision: 1, Data: runtime.RawExtension{Raw: []byte(`{"spec":{}}`)}},
 	}
 }
 

@@ -200,6 +200,11 @@ func defs() []def {
 			short: []string{"rc"}, categories: all, status: true, scale: replicationControllerScale,
 			newObj:  func() runtime.Object { return &corev1.ReplicationController{} },
 			newList: func() runtime.Object { return &corev1.ReplicationControllerList{} }},
+		{gv: apps, resource: "daemonsets", singular: "daemonset", kind: "DaemonSet", namespaced: true, short: []string{"ds"}, categories: all, status: true,
+			newObj: func() runtime.Object { return &appsv1.DaemonSet{} }, newList: func() runtime.Object { return &appsv1.DaemonSetList{} }},
+		{gv: apps, resource: "controllerrevisions", singular: "controllerrevision", kind: "ControllerRevision", namespaced: true,
+			newObj:  func() runtime.Object { return &appsv1.ControllerRevision{} },
+			newList: func() runtime.Object { return &appsv1.ControllerRevisionList{} }},
 	}
 }
 

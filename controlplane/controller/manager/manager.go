@@ -49,6 +49,7 @@ import (
 	"k8s.io/utils/clock"
 
 	"berth/controlplane/controller"
+	"berth/controlplane/controller/daemonset"
 	"berth/controlplane/controller/deployment"
 	"berth/controlplane/controller/endpoints"
 	"berth/controlplane/controller/endpointslice"
@@ -82,6 +83,7 @@ var Controllers = []string{
 	volume.Name, ephemeral.Name, storageprotection.PVCName, storageprotection.PVName,
 	endpointslice.Name, endpoints.Name,
 	replicaset.ReplicationName,
+	daemonset.Name,
 }
 
 // Config configures the manager.
@@ -318,6 +320,8 @@ func (m *Manager) build(name string, base controller.Config) (interface{ Run(con
 		return deployment.New(deployment.Config{Config: base})
 	case replicaset.ReplicationName:
 		return replicaset.NewReplicationManager(replicaset.Config{Config: base})
+	case daemonset.Name:
+		return daemonset.New(daemonset.Config{Config: base})
 	case serviceaccount.Name:
 		return serviceaccount.New(serviceaccount.Config{Config: base})
 	case rootcacertpublisher.Name:

@@ -226,6 +226,12 @@ func addDefaultingFuncs(s *runtime.Scheme) error {
 			defaults.ReplicationController(&o.(*corev1.ReplicationControllerList).Items[i])
 		}
 	})
+	add(&appsv1.DaemonSet{}, func(o interface{}) { defaults.DaemonSet(o.(*appsv1.DaemonSet)) })
+	add(&appsv1.DaemonSetList{}, func(o interface{}) {
+		for i := range o.(*appsv1.DaemonSetList).Items {
+			defaults.DaemonSet(&o.(*appsv1.DaemonSetList).Items[i])
+		}
+	})
 	return nil
 }
 
