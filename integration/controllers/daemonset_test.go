@@ -177,4 +177,3 @@ func TestDaemonSetThroughKubectl(t *testing.T) {
 		return err == nil && cur.Status.DesiredNumberScheduled == 2 && cur.Status.NumberMisscheduled == 0, err
 	})
 }
-

@@ -84,7 +84,7 @@ func New(cfg Config) (*Controller, error) {
 	revInf := cfg.Informers.Apps().V1().ControllerRevisions()
 	c := &Controller{
 		cfg: cfg, dsLister: dsInf.Lister(), podLister: podInf.Lister(), nodeLister: nodeInf.Lister(), revLister: revInf.Lister(),
-		synced: []cache.InformerSynced{dsInf.Informer().HasSynced, podInf.Informer().HasSynced, nodeInf.Informer().HasSynced, revInf.Informer().HasSynced},
+		synced:       []cache.InformerSynced{dsInf.Informer().HasSynced, podInf.Informer().HasSynced, nodeInf.Informer().HasSynced, revInf.Informer().HasSynced},
 		queue:        controller.NewQueue(Name, cfg.Clock),
 		expectations: replicaset.NewExpectations(cfg.Clock),
 		failed:       flowcontrol.NewBackOff(failedPodBackoffInitial, failedPodBackoffMax),

@@ -156,4 +156,3 @@ func ValidateControllerRevisionUpdate(newR, oldR *appsv1.ControllerRevision) fie
 	errs = append(errs, validateControllerRevisionMeta(newR)...)
 	return append(errs, apimachineryvalidation.ValidateImmutableField(newR.Data, oldR.Data, field.NewPath("data"))...)
 }
-
