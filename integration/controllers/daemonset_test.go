@@ -166,6 +166,23 @@ func TestDaemonSetThroughKubectl(t *testing.T) {
 		t.Fatalf("after undo: %d revisions, highest %d (want 2, 3: the v1 revision renumbered)", len(revs.Items), maxRev)
 	}
 
+	// kubectl rollout restart replaces every pod again, on the same template.
+	before = map[types.UID]bool{}
+	for _, pods := range daemonPodsByNode(t, ns, ds.UID) {
+		before[pods[0].UID] = true
+	}
+	kubectl(t, "-n", ns, "rollout", "restart", "daemonset/agent")
+	kubectl(t, "-n", ns, "rollout", "status", "daemonset/agent", "--timeout=60s")
+	eventually(t, "every pod restarted", func() (bool, error) {
+		by := daemonPodsByNode(t, ns, ds.UID)
+		for _, pods := range by {
+			if len(pods) != 1 || before[pods[0].UID] || pods[0].Annotations["kubectl.kubernetes.io/restartedAt"] == "" {
+				return false, nil
+			}
+		}
+		return len(by) == 3, nil
+	})
+
 	// Tainting a node NoExecute evicts its daemon pod.
 	if _, err := env.client.CoreV1().Nodes().Patch(ctx, ns+"-c", types.StrategicMergePatchType,
 		[]byte(`{"spec":{"taints":[{"key":"dedicated","effect":"NoExecute"}]}}`), metav1.PatchOptions{}); err != nil {
