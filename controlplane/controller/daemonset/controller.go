@@ -17,7 +17,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -475,81 +474,14 @@ func (c *Controller) execute(ctx context.Context, key string, ds *appsv1.DaemonS
 	for _, node := range plan.Backoff {
 		c.queue.AddAfter(key, c.failed.Get(backoffKey(ds, node)))
 	}
-	if err := c.deletePods(ctx, key, ds, plan.Delete); err != nil {
+	pc := replicaset.PodControl{Client: c.cfg.Client, Recorder: c.cfg.Recorder, Expectations: c.expectations}
+	if err := pc.Delete(ctx, key, ds, plan.Delete); err != nil {
 		return err
 	}
-	return c.createPods(ctx, key, ds, hash, plan.CreateOn)
-}
-
-func (c *Controller) deletePods(ctx context.Context, key string, ds *appsv1.DaemonSet, pods []*corev1.Pod) error {
-	if len(pods) == 0 {
+	if len(plan.CreateOn) == 0 {
 		return nil
 	}
-	podKeys := make([]string, len(pods))
-	for i, p := range pods {
-		podKeys[i], _ = controller.KeyFunc(p)
-	}
-	c.expectations.ExpectDeletions(key, podKeys)
-	var wg sync.WaitGroup
-	errCh := make(chan error, len(pods))
-	for i, p := range pods {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			err := c.cfg.Client.CoreV1().Pods(p.Namespace).Delete(ctx, p.Name, metav1.DeleteOptions{})
-			if err == nil {
-				c.cfg.Recorder.Eventf(ds, corev1.EventTypeNormal, "SuccessfulDelete", "Deleted pod: %s", p.Name)
-				return
-			}
-			c.expectations.DeletionObserved(key, podKeys[i])
-			if !apierrors.IsNotFound(err) {
-				c.cfg.Recorder.Eventf(ds, corev1.EventTypeWarning, "FailedDelete", "Error deleting: %v", err)
-				errCh <- fmt.Errorf("delete pod %s: %w", p.Name, err)
-			}
-		}()
-	}
-	wg.Wait()
-	close(errCh)
-	return <-errCh
-}
-
-func (c *Controller) createPods(ctx context.Context, key string, ds *appsv1.DaemonSet, hash string, nodes []string) error {
-	if len(nodes) == 0 {
-		return nil
-	}
-	c.expectations.ExpectCreations(key, len(nodes))
-	next := 0
-	for _, batch := range replicaset.SlowStartBatches(len(nodes)) {
-		var wg sync.WaitGroup
-		errCh := make(chan error, batch)
-		for _, node := range nodes[next : next+batch] {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				pod, err := c.cfg.Client.CoreV1().Pods(ds.Namespace).Create(ctx, NewPod(ds, node, hash), metav1.CreateOptions{})
-				if err != nil {
-					c.expectations.CreationObserved(key)
-					if apierrors.HasStatusCause(err, corev1.NamespaceTerminatingCause) {
-						return
-					}
-					c.cfg.Recorder.Eventf(ds, corev1.EventTypeWarning, "FailedCreate", "Error creating: %v", err)
-					errCh <- err
-					return
-				}
-				c.cfg.Recorder.Eventf(ds, corev1.EventTypeNormal, "SuccessfulCreate", "Created pod: %s", pod.Name)
-			}()
-		}
-		wg.Wait()
-		close(errCh)
-		next += batch
-		if err, failed := <-errCh; failed {
-			for range len(nodes) - next {
-				c.expectations.CreationObserved(key)
-			}
-			return err
-		}
-	}
-	return nil
+	return pc.Create(ctx, key, ds, len(plan.CreateOn), func(i int) *corev1.Pod { return NewPod(ds, plan.CreateOn[i], hash) })
 }
 
 // writeStatus writes status if it differs from ds's, retrying once on a

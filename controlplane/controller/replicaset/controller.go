@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"sync"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -306,79 +305,14 @@ func (c *Controller) claim(ctx context.Context, rs *appsv1.ReplicaSet, cl contro
 	return owned, errors.Join(errs...)
 }
 
-// execute creates or deletes pods as plan says, recording expectations
-// first so that syncs on a stale cache do nothing until the cache catches up.
+// execute creates or deletes pods as plan says (through PodControl, so
+// that syncs on a stale cache do nothing until the cache catches up).
 func (c *Controller) execute(ctx context.Context, key string, rs *appsv1.ReplicaSet, plan ManagePlan) error {
+	pc := PodControl{Client: c.cfg.Client, Recorder: c.cfg.Recorder, Expectations: c.expectations}
 	if plan.Create > 0 {
-		return c.create(ctx, key, rs, plan.Create)
+		return pc.Create(ctx, key, c.ref(rs), plan.Create, func(int) *corev1.Pod { return PodFromTemplate(rs, c.owners.kind()) })
 	}
-	if len(plan.Delete) == 0 {
-		return nil
-	}
-	podKeys := make([]string, len(plan.Delete))
-	for i, p := range plan.Delete {
-		podKeys[i], _ = controller.KeyFunc(p)
-	}
-	c.expectations.ExpectDeletions(key, podKeys)
-	var wg sync.WaitGroup
-	errCh := make(chan error, len(plan.Delete))
-	for i, p := range plan.Delete {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			err := c.cfg.Client.CoreV1().Pods(p.Namespace).Delete(ctx, p.Name, metav1.DeleteOptions{})
-			if err == nil {
-				c.cfg.Recorder.Eventf(c.ref(rs), corev1.EventTypeNormal, "SuccessfulDelete", "Deleted pod: %s", p.Name)
-				return
-			}
-			c.expectations.DeletionObserved(key, podKeys[i])
-			if apierrors.IsNotFound(err) {
-				return
-			}
-			c.cfg.Recorder.Eventf(c.ref(rs), corev1.EventTypeWarning, ReasonFailedDelete, "Error deleting: %v", err)
-			errCh <- fmt.Errorf("delete pod %s: %w", p.Name, err)
-		}()
-	}
-	wg.Wait()
-	close(errCh)
-	return <-errCh
-}
-
-func (c *Controller) create(ctx context.Context, key string, rs *appsv1.ReplicaSet, n int) error {
-	c.expectations.ExpectCreations(key, n)
-	created := 0
-	for _, batch := range SlowStartBatches(n) {
-		var wg sync.WaitGroup
-		errCh := make(chan error, batch)
-		for range batch {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				pod, err := c.cfg.Client.CoreV1().Pods(rs.Namespace).Create(ctx, PodFromTemplate(rs, c.owners.kind()), metav1.CreateOptions{})
-				if err != nil {
-					c.expectations.CreationObserved(key)
-					if apierrors.HasStatusCause(err, corev1.NamespaceTerminatingCause) {
-						return // the namespace is going away; nothing to do
-					}
-					c.cfg.Recorder.Eventf(c.ref(rs), corev1.EventTypeWarning, ReasonFailedCreate, "Error creating: %v", err)
-					errCh <- err
-					return
-				}
-				c.cfg.Recorder.Eventf(c.ref(rs), corev1.EventTypeNormal, "SuccessfulCreate", "Created pod: %s", pod.Name)
-			}()
-		}
-		wg.Wait()
-		close(errCh)
-		created += batch
-		if err, failed := <-errCh; failed {
-			// The pods of the batches never attempted will not be seen.
-			for range n - created {
-				c.expectations.CreationObserved(key)
-			}
-			return err
-		}
-	}
-	return nil
+	return pc.Delete(ctx, key, c.ref(rs), plan.Delete)
 }
 
 // ref is the reference events about rs name it by (its own kind, not
