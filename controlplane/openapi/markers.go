@@ -5,6 +5,9 @@ package openapi
 // TestRequiredMarkersMatchSources checks this table against the sources of
 // k8s.io/api and k8s.io/apimachinery.
 var markedOptional = map[string]bool{
+	"io.k8s.api.apps.v1.ControllerRevision.revision":                     true,
+	"io.k8s.api.apps.v1.DaemonSetCondition.status":                       true,
+	"io.k8s.api.apps.v1.DaemonSetCondition.type":                         true,
 	"io.k8s.api.apps.v1.DeploymentCondition.status":                      true,
 	"io.k8s.api.apps.v1.DeploymentCondition.type":                        true,
 	"io.k8s.api.apps.v1.ReplicaSetCondition.status":                      true,
@@ -30,6 +33,7 @@ var markedOptional = map[string]bool{
 // markedRequired lists the fields whose +required marker makes them
 // required although their json tag says omitempty (checked by the same test).
 var markedRequired = map[string]bool{
+	"io.k8s.api.apps.v1.DaemonSet.spec":                           true,
 	"io.k8s.api.apps.v1.Deployment.spec":                          true,
 	"io.k8s.api.apps.v1.ReplicaSet.spec":                          true,
 	"io.k8s.api.core.v1.ContainerRestartRule.action":              true,

@@ -154,6 +154,9 @@ func DefaultResources() []Resource {
 		in(storagev1.SchemeGroupVersion, "CSIStorageCapacity", "csistoragecapacities", true, &storagev1.CSIStorageCapacity{}, &storagev1.CSIStorageCapacityList{}),
 		in(networkingv1.SchemeGroupVersion, "Ingress", "ingresses", true, &networkingv1.Ingress{}, &networkingv1.IngressList{}, SubresourceStatus),
 		in(networkingv1.SchemeGroupVersion, "IngressClass", "ingressclasses", false, &networkingv1.IngressClass{}, &networkingv1.IngressClassList{}),
+		core("ReplicationController", "replicationcontrollers", true, &corev1.ReplicationController{}, &corev1.ReplicationControllerList{}, SubresourceStatus, SubresourceScale),
+		in(appsv1.SchemeGroupVersion, "DaemonSet", "daemonsets", true, &appsv1.DaemonSet{}, &appsv1.DaemonSetList{}, SubresourceStatus),
+		in(appsv1.SchemeGroupVersion, "ControllerRevision", "controllerrevisions", true, &appsv1.ControllerRevision{}, &appsv1.ControllerRevisionList{}),
 		// Not stored: create only (kubectl auth whoami).
 		{GVK: authenticationv1.SchemeGroupVersion.WithKind("SelfSubjectReview"), Resource: "selfsubjectreviews",
 			Verbs: []string{VerbCreate}, Object: &authenticationv1.SelfSubjectReview{}},

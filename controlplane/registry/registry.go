@@ -25,6 +25,8 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	"berth/controlplane/registry/admissionregistration/webhookconfiguration"
+	"berth/controlplane/registry/apps/controllerrevision"
+	"berth/controlplane/registry/apps/daemonset"
 	"berth/controlplane/registry/apps/deployment"
 	"berth/controlplane/registry/apps/replicaset"
 	"berth/controlplane/registry/certificates/certificatesigningrequest"
@@ -39,6 +41,7 @@ import (
 	"berth/controlplane/registry/core/persistentvolumeclaim"
 	"berth/controlplane/registry/core/pod"
 	"berth/controlplane/registry/core/podtemplate"
+	"berth/controlplane/registry/core/replicationcontroller"
 	"berth/controlplane/registry/core/resourcequota"
 	"berth/controlplane/registry/core/secret"
 	"berth/controlplane/registry/core/service"
@@ -164,6 +167,13 @@ func Resources(typer runtime.ObjectTyper) map[schema.GroupResource]Resource {
 			Table: ingress.Table, AttrFunc: ingress.GetAttrs, PredicateFunc: ingress.Predicate},
 		{GroupResource: gr(networkingv1.SchemeGroupVersion, "ingressclasses"), Strategy: ingressclass.NewStrategy(typer), Table: ingressclass.Table,
 			AttrFunc: ingressclass.GetAttrs, PredicateFunc: ingressclass.Predicate},
+		{GroupResource: core("replicationcontrollers"), Strategy: replicationcontroller.NewStrategy(typer),
+			StatusStrategy: replicationcontroller.NewStatusStrategy(typer), Table: replicationcontroller.Table,
+			AttrFunc: replicationcontroller.GetAttrs, PredicateFunc: replicationcontroller.Predicate},
+		{GroupResource: gr(appsv1.SchemeGroupVersion, "daemonsets"), Strategy: daemonset.NewStrategy(typer), StatusStrategy: daemonset.NewStatusStrategy(typer),
+			Table: daemonset.Table, AttrFunc: daemonset.GetAttrs, PredicateFunc: daemonset.Predicate},
+		{GroupResource: gr(appsv1.SchemeGroupVersion, "controllerrevisions"), Strategy: controllerrevision.NewStrategy(typer), Table: controllerrevision.Table,
+			AttrFunc: controllerrevision.GetAttrs, PredicateFunc: controllerrevision.Predicate},
 	}
 	out := make(map[schema.GroupResource]Resource, len(list))
 	for _, r := range list {

@@ -96,6 +96,9 @@ func samples() map[schema.GroupResource]runtime.Object {
 		{Group: "networking.k8s.io", Resource: "ingresses"}: &networkingv1.Ingress{ObjectMeta: ns, Spec: networkingv1.IngressSpec{
 			DefaultBackend: &networkingv1.IngressBackend{Service: &networkingv1.IngressServiceBackend{Name: "web", Port: networkingv1.ServiceBackendPort{Number: 80}}}}},
 		{Group: "networking.k8s.io", Resource: "ingressclasses"}: &networkingv1.IngressClass{ObjectMeta: cl, Spec: networkingv1.IngressClassSpec{Controller: "berth.dev/ingress"}},
+		{Resource: "replicationcontrollers"}:                     &corev1.ReplicationController{ObjectMeta: ns, Spec: corev1.ReplicationControllerSpec{Template: &tmpl}},
+		{Group: "apps", Resource: "daemonsets"}:                  &appsv1.DaemonSet{ObjectMeta: ns, Spec: appsv1.DaemonSetSpec{Selector: sel, Template: tmpl}},
+		{Group: "apps", Resource: "controllerrevisions"}:         &appsv1.ControllerRevision{ObjectMeta: ns, Revision: 1, Data: runtime.RawExtension{Raw: []byte(`{"spec":{}}`)}},
 	}
 }
 

@@ -201,6 +201,15 @@ func defs() []def {
 			newObj: func() runtime.Object { return &networkingv1.Ingress{} }, newList: func() runtime.Object { return &networkingv1.IngressList{} }},
 		{gv: networkingv1.SchemeGroupVersion, resource: "ingressclasses", singular: "ingressclass", kind: "IngressClass",
 			newObj: func() runtime.Object { return &networkingv1.IngressClass{} }, newList: func() runtime.Object { return &networkingv1.IngressClassList{} }},
+		{gv: core, resource: "replicationcontrollers", singular: "replicationcontroller", kind: "ReplicationController", namespaced: true,
+			short: []string{"rc"}, categories: all, status: true, scale: replicationControllerScale,
+			newObj:  func() runtime.Object { return &corev1.ReplicationController{} },
+			newList: func() runtime.Object { return &corev1.ReplicationControllerList{} }},
+		{gv: apps, resource: "daemonsets", singular: "daemonset", kind: "DaemonSet", namespaced: true, short: []string{"ds"}, categories: all, status: true,
+			newObj: func() runtime.Object { return &appsv1.DaemonSet{} }, newList: func() runtime.Object { return &appsv1.DaemonSetList{} }},
+		{gv: apps, resource: "controllerrevisions", singular: "controllerrevision", kind: "ControllerRevision", namespaced: true,
+			newObj:  func() runtime.Object { return &appsv1.ControllerRevision{} },
+			newList: func() runtime.Object { return &appsv1.ControllerRevisionList{} }},
 	}
 }
 

@@ -6,6 +6,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	autoscalingv1 "k8s.io/api/autoscaling/v1"
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -36,6 +37,14 @@ var replicaSetScale = &scaleAdapter{
 		return replicasOf(rs.Spec.Replicas), rs.Status.Replicas, rs.Spec.Selector
 	},
 	set: func(obj runtime.Object, n int32) { obj.(*appsv1.ReplicaSet).Spec.Replicas = &n },
+}
+
+var replicationControllerScale = &scaleAdapter{
+	read: func(obj runtime.Object) (int32, int32, *metav1.LabelSelector) {
+		rc := obj.(*corev1.ReplicationController)
+		return replicasOf(rc.Spec.Replicas), rc.Status.Replicas, &metav1.LabelSelector{MatchLabels: rc.Spec.Selector}
+	},
+	set: func(obj runtime.Object, n int32) { obj.(*corev1.ReplicationController).Spec.Replicas = &n },
 }
 
 func replicasOf(p *int32) int32 {

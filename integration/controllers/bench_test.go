@@ -9,6 +9,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/informers"
@@ -73,5 +74,101 @@ func BenchmarkDeployment1000(b *testing.B) {
 	tw := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "\nscenario\truns\tall pods created (mean)\tpods/s")
 	fmt.Fprintf(tw, "Deployment %d replicas → pods\t%d\t%.2fs\t%.0f\n", replicas, len(rows), mean.Seconds(), float64(replicas)/mean.Seconds())
+	tw.Flush()
+}
+
+// BenchmarkDaemonSet1000Nodes measures, against the real server, the time
+// from creating a DaemonSet over 1000 (fake) nodes to its 1000th pod
+// existing and to its status reporting all 1000 scheduled (the daemonset
+// controller's plan over every node, its revision, slow-start batches,
+// through the apiserver and etcd). The nodes have no agent, so the daemon
+// set tolerates every taint (as node agents' daemon sets commonly do) and
+// the node lifecycle controller's taints do not matter. It prints a table.
+func BenchmarkDaemonSet1000Nodes(b *testing.B) {
+	const nodes = 1000
+	ctx := context.Background()
+	label := fmt.Sprintf("bench-ds-%d", time.Now().UnixNano())
+	for i := range nodes {
+		n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("%s-%04d", label, i), Labels: map[string]string{"berth-bench": label}}}
+		if _, err := env.client.CoreV1().Nodes().Create(ctx, n, metav1.CreateOptions{}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	defer func() {
+		_ = env.client.CoreV1().Nodes().DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{LabelSelector: "berth-bench=" + label})
+	}()
+	var created, scheduled []time.Duration
+	for b.Loop() {
+		b.StopTimer()
+		ns := "bench-" + fmt.Sprint(time.Now().UnixNano())
+		if _, err := env.client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
+			b.Fatal(err)
+		}
+		factory := informers.NewSharedInformerFactoryWithOptions(env.client, 0, informers.WithNamespace(ns))
+		var seen atomic.Int64
+		all := make(chan struct{})
+		inf := factory.Core().V1().Pods().Informer()
+		if _, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{AddFunc: func(any) {
+			if seen.Add(1) == nodes {
+				close(all)
+			}
+		}}); err != nil {
+			b.Fatal(err)
+		}
+		stop := make(chan struct{})
+		factory.Start(stop)
+		factory.WaitForCacheSync(stop)
+		ds := &appsv1.DaemonSet{
+			ObjectMeta: metav1.ObjectMeta{Name: "agent", Namespace: ns},
+			Spec: appsv1.DaemonSetSpec{
+				Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "agent"}},
+				Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": "agent"}},
+					Spec: corev1.PodSpec{NodeSelector: map[string]string{"berth-bench": label},
+						Tolerations: []corev1.Toleration{{Operator: corev1.TolerationOpExists}},
+						Containers:  []corev1.Container{{Name: "c", Image: "img:v1"}}}},
+			},
+		}
+		b.StartTimer()
+		start := time.Now()
+		if _, err := env.client.AppsV1().DaemonSets(ns).Create(ctx, ds, metav1.CreateOptions{}); err != nil {
+			b.Fatal(err)
+		}
+		select {
+		case <-all:
+		case <-time.After(5 * time.Minute):
+			b.Fatalf("only %d of %d pods after 5m", seen.Load(), nodes)
+		}
+		created = append(created, time.Since(start))
+		deadline := time.Now().Add(5 * time.Minute)
+		for {
+			cur, err := env.client.AppsV1().DaemonSets(ns).Get(ctx, "agent", metav1.GetOptions{})
+			if err == nil && cur.Status.DesiredNumberScheduled == nodes && cur.Status.CurrentNumberScheduled == nodes {
+				break
+			}
+			if time.Now().After(deadline) {
+				b.Fatalf("status not at %d scheduled after 5m: %+v", nodes, cur.Status)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+		scheduled = append(scheduled, time.Since(start))
+		b.StopTimer()
+		close(stop)
+		factory.Shutdown()
+		_ = env.client.CoreV1().Namespaces().Delete(ctx, ns, metav1.DeleteOptions{})
+		b.StartTimer()
+	}
+	mean := func(ds []time.Duration) time.Duration {
+		var sum time.Duration
+		for _, d := range ds {
+			sum += d
+		}
+		return sum / time.Duration(len(ds))
+	}
+	mc, ms := mean(created), mean(scheduled)
+	b.ReportMetric(mc.Seconds(), "s/all-created")
+	b.ReportMetric(float64(nodes)/mc.Seconds(), "pods/s")
+	tw := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "\nscenario\truns\tall pods created (mean)\tstatus: all scheduled (mean)\tpods/s")
+	fmt.Fprintf(tw, "DaemonSet over %d nodes\t%d\t%.2fs\t%.2fs\t%.0f\n", nodes, len(created), mc.Seconds(), ms.Seconds(), float64(nodes)/mc.Seconds())
 	tw.Flush()
 }

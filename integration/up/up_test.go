@@ -283,6 +283,7 @@ spec:
 		t.Errorf("kubectl logs api-echo = %q, want exactly the echoed line", logs)
 	}
 	checkBerthKubectl(t, ctx, berth, dataDir, nodeName)
+	checkDaemonSet(t, ctx, exited, kc, nodeName)
 
 	// default/kubernetes points at the node's address, which a pod reaches
 	// (plain HTTP to the TLS port: Go's server answers 400).
@@ -350,6 +351,53 @@ spec:
 	if out, err := exec.Command("nft", "list", "tables").CombinedOutput(); err != nil || strings.Contains(string(out), proxyTable(bridge)) {
 		t.Errorf("the service proxy's table %s is left after berth up stopped (%v):\n%s", proxyTable(bridge), err, out)
 	}
+}
+
+// checkDaemonSet runs a DaemonSet on the cluster's one node: its pod is
+// pinned to the node, scheduled there and Running on containerd, and
+// kubectl rollout status reports the rollout done; deleting the daemon set
+// removes the pod.
+func checkDaemonSet(t *testing.T, ctx context.Context, exited <-chan struct{}, kc func(...string) (string, error), nodeName string) {
+	t.Helper()
+	manifest := filepath.Join(t.TempDir(), "ds.yaml")
+	ds := `apiVersion: apps/v1
+kind: DaemonSet
+metadata: {name: node-agent, namespace: default}
+spec:
+  selector:
+    matchLabels: {app: node-agent}
+  template:
+    metadata:
+      labels: {app: node-agent}
+    spec:
+      terminationGracePeriodSeconds: 1
+      containers:
+      - name: main
+        image: docker.io/berth/busybox:1
+        command: ["sleep", "3600"]
+`
+	if err := os.WriteFile(manifest, []byte(ds), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := kc("apply", "-f", manifest); err != nil {
+		t.Fatalf("kubectl apply daemonset: %v\n%s", err, out)
+	}
+	var last string
+	poll(t, ctx, exited, "the daemon set's pod to be Running on the node", func() bool {
+		out, err := kc("get", "pods", "-l", "app=node-agent", "-o", "jsonpath={range .items[*]}{.status.phase} {.spec.nodeName}{\"\\n\"}{end}")
+		last = out
+		return err == nil && strings.TrimSpace(out) == "Running "+nodeName
+	})
+	if out, err := kc("rollout", "status", "daemonset/node-agent", "--timeout=60s"); err != nil || !strings.Contains(out, "successfully rolled out") {
+		t.Fatalf("kubectl rollout status daemonset (pods: %q): %v\n%s", last, err, out)
+	}
+	if out, err := kc("delete", "daemonset", "node-agent", "--wait=true"); err != nil {
+		t.Fatalf("kubectl delete daemonset: %v\n%s", err, out)
+	}
+	poll(t, ctx, exited, "the daemon set's pod to be gone", func() bool {
+		out, err := kc("get", "pods", "-l", "app=node-agent", "-o", "name")
+		return err == nil && strings.TrimSpace(out) == ""
+	})
 }
 
 // proxyTable is the nftables table of the agent on bridge (agent.Config.ProxyTable's default).

@@ -49,6 +49,7 @@ import (
 	"k8s.io/utils/clock"
 
 	"berth/controlplane/controller"
+	"berth/controlplane/controller/daemonset"
 	"berth/controlplane/controller/deployment"
 	"berth/controlplane/controller/endpoints"
 	"berth/controlplane/controller/endpointslice"
@@ -81,6 +82,8 @@ var Controllers = []string{
 	serviceaccount.Name, rootcacertpublisher.Name, nodeipam.Name, nodelifecycle.Name,
 	volume.Name, ephemeral.Name, storageprotection.PVCName, storageprotection.PVName,
 	endpointslice.Name, endpoints.Name,
+	replicaset.ReplicationName,
+	daemonset.Name,
 }
 
 // Config configures the manager.
@@ -315,6 +318,10 @@ func (m *Manager) build(name string, base controller.Config) (interface{ Run(con
 		return replicaset.New(replicaset.Config{Config: base})
 	case deployment.Name:
 		return deployment.New(deployment.Config{Config: base})
+	case replicaset.ReplicationName:
+		return replicaset.NewReplicationManager(replicaset.Config{Config: base})
+	case daemonset.Name:
+		return daemonset.New(daemonset.Config{Config: base})
 	case serviceaccount.Name:
 		return serviceaccount.New(serviceaccount.Config{Config: base})
 	case rootcacertpublisher.Name:

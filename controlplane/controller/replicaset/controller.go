@@ -4,7 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync"
+	"strings"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -13,8 +13,8 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
-	appslisters "k8s.io/client-go/listers/apps/v1"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/workqueue"
@@ -30,21 +30,37 @@ const Name = "replicaset"
 // --concurrent-replicaset-syncs).
 const DefaultWorkers = 5
 
-var rsKind = appsv1.SchemeGroupVersion.WithKind("ReplicaSet")
-
 // Config configures the ReplicaSet controller.
 type Config struct {
 	controller.Config
 }
 
-// Controller is the ReplicaSet controller.
+// Controller is the ReplicaSet controller; run over replication controllers
+// (NewReplicationManager) it is the ReplicationController controller too.
 type Controller struct {
 	cfg          Config
-	rsLister     appslisters.ReplicaSetLister
+	owners       owners
 	podLister    corelisters.PodLister
 	synced       []cache.InformerSynced
 	queue        workqueue.TypedRateLimitingInterface[string]
 	expectations *Expectations
+}
+
+// owners is the kind of object a Controller keeps replicas for, seen as
+// ReplicaSets: apps/v1 ReplicaSets themselves, or core/v1
+// ReplicationControllers through the adapter in replication.go.
+type owners interface {
+	// kind is the owners' kind (in pods' controller references).
+	kind() schema.GroupVersionKind
+	// informer delivers the owners' changes.
+	informer() cache.SharedIndexInformer
+	// get and list read the informer's cache.
+	get(ns, name string) (*appsv1.ReplicaSet, error)
+	list(ns string) ([]*appsv1.ReplicaSet, error)
+	// fetch reads an owner from the apiserver.
+	fetch(ctx context.Context, ns, name string) (*appsv1.ReplicaSet, error)
+	// updateStatus writes an owner's status.
+	updateStatus(ctx context.Context, rs *appsv1.ReplicaSet) (*appsv1.ReplicaSet, error)
 }
 
 // New validates cfg and registers the controller's informers (ReplicaSets,
@@ -53,29 +69,32 @@ func New(cfg Config) (*Controller, error) {
 	if err := cfg.Validate(Name, DefaultWorkers); err != nil {
 		return nil, err
 	}
-	rsInf := cfg.Informers.Apps().V1().ReplicaSets()
+	return newController(cfg, Name, replicaSets{cfg.Informers.Apps().V1().ReplicaSets(), cfg.Client})
+}
+
+func newController(cfg Config, name string, o owners) (*Controller, error) {
 	podInf := cfg.Informers.Core().V1().Pods()
 	c := &Controller{
 		cfg:          cfg,
-		rsLister:     rsInf.Lister(),
+		owners:       o,
 		podLister:    podInf.Lister(),
-		synced:       []cache.InformerSynced{rsInf.Informer().HasSynced, podInf.Informer().HasSynced},
-		queue:        controller.NewQueue(Name, cfg.Clock),
+		synced:       []cache.InformerSynced{o.informer().HasSynced, podInf.Informer().HasSynced},
+		queue:        controller.NewQueue(name, cfg.Clock),
 		expectations: NewExpectations(cfg.Clock),
 	}
-	if _, err := rsInf.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+	if _, err := o.informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    c.enqueue,
 		UpdateFunc: func(_, cur any) { c.enqueue(cur) },
 		DeleteFunc: c.deleteRS,
 	}); err != nil {
-		return nil, fmt.Errorf("replicaset controller: %w", err)
+		return nil, fmt.Errorf("%s controller: %w", name, err)
 	}
 	if _, err := podInf.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    c.addPod,
 		UpdateFunc: c.updatePod,
 		DeleteFunc: c.deletePod,
 	}); err != nil {
-		return nil, fmt.Errorf("replicaset controller: %w", err)
+		return nil, fmt.Errorf("%s controller: %w", name, err)
 	}
 	return c, nil
 }
@@ -98,12 +117,13 @@ func (c *Controller) deleteRS(obj any) {
 	}
 }
 
-// owner resolves a pod's controllerRef to a ReplicaSet in the cache.
+// owner resolves a pod's controllerRef to an owner in the cache.
 func (c *Controller) owner(p *corev1.Pod, ref *metav1.OwnerReference) *appsv1.ReplicaSet {
-	if ref == nil || ref.Kind != rsKind.Kind || ref.APIVersion != rsKind.GroupVersion().String() {
+	gvk := c.owners.kind()
+	if ref == nil || ref.Kind != gvk.Kind || ref.APIVersion != gvk.GroupVersion().String() {
 		return nil
 	}
-	rs, err := c.rsLister.ReplicaSets(p.Namespace).Get(ref.Name)
+	rs, err := c.owners.get(p.Namespace, ref.Name)
 	if err != nil || rs.UID != ref.UID {
 		return nil
 	}
@@ -112,7 +132,7 @@ func (c *Controller) owner(p *corev1.Pod, ref *metav1.OwnerReference) *appsv1.Re
 
 // enqueueMatching enqueues every ReplicaSet whose selector matches orphan p.
 func (c *Controller) enqueueMatching(p *corev1.Pod) {
-	all, err := c.rsLister.ReplicaSets(p.Namespace).List(labels.Everything())
+	all, err := c.owners.list(p.Namespace)
 	if err != nil {
 		return
 	}
@@ -205,7 +225,7 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 	if err != nil {
 		return nil
 	}
-	rs, err := c.rsLister.ReplicaSets(ns).Get(name)
+	rs, err := c.owners.get(ns, name)
 	if apierrors.IsNotFound(err) {
 		c.expectations.Delete(key)
 		return nil
@@ -216,7 +236,7 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 	satisfied := c.expectations.Satisfied(key)
 	sel, err := metav1.LabelSelectorAsSelector(rs.Spec.Selector)
 	if err != nil {
-		c.cfg.Recorder.Eventf(rs, corev1.EventTypeWarning, "InvalidSelector", "invalid selector: %v", err)
+		c.cfg.Recorder.Eventf(c.ref(rs), corev1.EventTypeWarning, "InvalidSelector", "invalid selector: %v", err)
 		return nil // not retriable until the object changes
 	}
 	pods, err := c.podLister.Pods(ns).List(labels.Everything())
@@ -229,7 +249,7 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 	if claimErr == nil {
 		var related []*corev1.Pod
 		if metav1.GetControllerOfNoCopy(rs) != nil {
-			siblings, err := c.rsLister.ReplicaSets(ns).List(labels.Everything())
+			siblings, err := c.owners.list(ns)
 			if err != nil {
 				return err
 			}
@@ -257,7 +277,7 @@ func (c *Controller) claim(ctx context.Context, rs *appsv1.ReplicaSet, cl contro
 	owned := cl.Owned
 	var errs []error
 	if len(cl.Adopt) > 0 {
-		fresh, err := c.cfg.Client.AppsV1().ReplicaSets(rs.Namespace).Get(ctx, rs.Name, metav1.GetOptions{})
+		fresh, err := c.owners.fetch(ctx, rs.Namespace, rs.Name)
 		switch {
 		case err != nil:
 			errs = append(errs, fmt.Errorf("re-read %s/%s before adopting: %w", rs.Namespace, rs.Name, err))
@@ -265,7 +285,7 @@ func (c *Controller) claim(ctx context.Context, rs *appsv1.ReplicaSet, cl contro
 			errs = append(errs, fmt.Errorf("%s/%s changed (uid %s, deleting %v); not adopting", rs.Namespace, rs.Name, fresh.UID, fresh.DeletionTimestamp != nil))
 		default:
 			for _, p := range cl.Adopt {
-				_, err := c.cfg.Client.CoreV1().Pods(p.Namespace).Patch(ctx, p.Name, types.StrategicMergePatchType, controllerref.AdoptPatch(rs, rsKind, p.UID), metav1.PatchOptions{})
+				_, err := c.cfg.Client.CoreV1().Pods(p.Namespace).Patch(ctx, p.Name, types.StrategicMergePatchType, controllerref.AdoptPatch(rs, c.owners.kind(), p.UID), metav1.PatchOptions{})
 				if err != nil {
 					if !apierrors.IsNotFound(err) {
 						errs = append(errs, fmt.Errorf("adopt pod %s: %w", p.Name, err))
@@ -285,84 +305,27 @@ func (c *Controller) claim(ctx context.Context, rs *appsv1.ReplicaSet, cl contro
 	return owned, errors.Join(errs...)
 }
 
-// execute creates or deletes pods as plan says, recording expectations
-// first so that syncs on a stale cache do nothing until the cache catches up.
+// execute creates or deletes pods as plan says (through PodControl, so
+// that syncs on a stale cache do nothing until the cache catches up).
 func (c *Controller) execute(ctx context.Context, key string, rs *appsv1.ReplicaSet, plan ManagePlan) error {
+	pc := PodControl{Client: c.cfg.Client, Recorder: c.cfg.Recorder, Expectations: c.expectations}
 	if plan.Create > 0 {
-		return c.create(ctx, key, rs, plan.Create)
+		return pc.Create(ctx, key, c.ref(rs), plan.Create, func(int) *corev1.Pod { return PodFromTemplate(rs, c.owners.kind()) })
 	}
-	if len(plan.Delete) == 0 {
-		return nil
-	}
-	podKeys := make([]string, len(plan.Delete))
-	for i, p := range plan.Delete {
-		podKeys[i], _ = controller.KeyFunc(p)
-	}
-	c.expectations.ExpectDeletions(key, podKeys)
-	var wg sync.WaitGroup
-	errCh := make(chan error, len(plan.Delete))
-	for i, p := range plan.Delete {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			err := c.cfg.Client.CoreV1().Pods(p.Namespace).Delete(ctx, p.Name, metav1.DeleteOptions{})
-			if err == nil {
-				c.cfg.Recorder.Eventf(rs, corev1.EventTypeNormal, "SuccessfulDelete", "Deleted pod: %s", p.Name)
-				return
-			}
-			c.expectations.DeletionObserved(key, podKeys[i])
-			if apierrors.IsNotFound(err) {
-				return
-			}
-			c.cfg.Recorder.Eventf(rs, corev1.EventTypeWarning, ReasonFailedDelete, "Error deleting: %v", err)
-			errCh <- fmt.Errorf("delete pod %s: %w", p.Name, err)
-		}()
-	}
-	wg.Wait()
-	close(errCh)
-	return <-errCh
+	return pc.Delete(ctx, key, c.ref(rs), plan.Delete)
 }
 
-func (c *Controller) create(ctx context.Context, key string, rs *appsv1.ReplicaSet, n int) error {
-	c.expectations.ExpectCreations(key, n)
-	created := 0
-	for _, batch := range SlowStartBatches(n) {
-		var wg sync.WaitGroup
-		errCh := make(chan error, batch)
-		for range batch {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				pod, err := c.cfg.Client.CoreV1().Pods(rs.Namespace).Create(ctx, PodFromTemplate(rs), metav1.CreateOptions{})
-				if err != nil {
-					c.expectations.CreationObserved(key)
-					if apierrors.HasStatusCause(err, corev1.NamespaceTerminatingCause) {
-						return // the namespace is going away; nothing to do
-					}
-					c.cfg.Recorder.Eventf(rs, corev1.EventTypeWarning, ReasonFailedCreate, "Error creating: %v", err)
-					errCh <- err
-					return
-				}
-				c.cfg.Recorder.Eventf(rs, corev1.EventTypeNormal, "SuccessfulCreate", "Created pod: %s", pod.Name)
-			}()
-		}
-		wg.Wait()
-		close(errCh)
-		created += batch
-		if err, failed := <-errCh; failed {
-			// The pods of the batches never attempted will not be seen.
-			for range n - created {
-				c.expectations.CreationObserved(key)
-			}
-			return err
-		}
-	}
-	return nil
+// ref is the reference events about rs name it by (its own kind, not
+// ReplicaSet, for a replication controller).
+func (c *Controller) ref(rs *appsv1.ReplicaSet) *corev1.ObjectReference {
+	gvk := c.owners.kind()
+	return &corev1.ObjectReference{Kind: gvk.Kind, APIVersion: gvk.GroupVersion().String(), Namespace: rs.Namespace,
+		Name: rs.Name, UID: rs.UID, ResourceVersion: rs.ResourceVersion}
 }
 
 // PodFromTemplate is the pod rs creates: its template's labels, annotations,
-// finalizers and spec, named after rs, with rs as its controller.
-func PodFromTemplate(rs *appsv1.ReplicaSet) *corev1.Pod {
+// finalizers and spec, named after rs, with rs (of kind gvk) as its controller.
+func PodFromTemplate(rs *appsv1.ReplicaSet, gvk schema.GroupVersionKind) *corev1.Pod {
 	t := rs.Spec.Template.DeepCopy()
 	return &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{
@@ -371,7 +334,7 @@ func PodFromTemplate(rs *appsv1.ReplicaSet) *corev1.Pod {
 			Labels:          t.Labels,
 			Annotations:     t.Annotations,
 			Finalizers:      t.Finalizers,
-			OwnerReferences: []metav1.OwnerReference{*controllerref.NewControllerRef(rs, rsKind)},
+			OwnerReferences: []metav1.OwnerReference{*controllerref.NewControllerRef(rs, gvk)},
 		},
 		Spec: t.Spec,
 	}
@@ -385,19 +348,18 @@ func (c *Controller) writeStatus(ctx context.Context, rs *appsv1.ReplicaSet, sta
 	}
 	cp := rs.DeepCopy()
 	cp.Status = status
-	client := c.cfg.Client.AppsV1().ReplicaSets(rs.Namespace)
-	out, err := client.UpdateStatus(ctx, cp, metav1.UpdateOptions{})
+	out, err := c.owners.updateStatus(ctx, cp)
 	if apierrors.IsConflict(err) {
-		fresh, gerr := client.Get(ctx, rs.Name, metav1.GetOptions{})
+		fresh, gerr := c.owners.fetch(ctx, rs.Namespace, rs.Name)
 		if gerr != nil {
 			return nil, gerr
 		}
 		status.ObservedGeneration = fresh.Generation
 		fresh.Status = status
-		out, err = client.UpdateStatus(ctx, fresh, metav1.UpdateOptions{})
+		out, err = c.owners.updateStatus(ctx, fresh)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("update status of replicaset %s/%s: %w", rs.Namespace, rs.Name, err)
+		return nil, fmt.Errorf("update status of %s %s/%s: %w", strings.ToLower(c.owners.kind().Kind), rs.Namespace, rs.Name, err)
 	}
 	return out, nil
 }

@@ -239,7 +239,7 @@ func TestExpectations(t *testing.T) {
 
 func TestPodFromTemplate(t *testing.T) {
 	rs := mkRS(1)
-	p := PodFromTemplate(rs)
+	p := PodFromTemplate(rs, appsv1.SchemeGroupVersion.WithKind("ReplicaSet"))
 	if p.GenerateName != "rs-" || p.Namespace != "ns" || p.Labels["tier"] != "fe" {
 		t.Fatalf("pod meta = %+v", p.ObjectMeta)
 	}

@@ -407,3 +407,23 @@ func hostNetworkPorts(containers []v1.Container) {
 }
 
 func int32Ptr(v int32) *int32 { return &v }
+
+// ReplicationController applies the core/v1 replication controller
+// defaults: the selector and the labels, when empty, copied from the
+// template's labels; replicas 1; and the pod template defaults.
+func ReplicationController(rc *v1.ReplicationController) {
+	if t := rc.Spec.Template; t != nil && t.Labels != nil {
+		if len(rc.Spec.Selector) == 0 {
+			rc.Spec.Selector = t.Labels
+		}
+		if len(rc.Labels) == 0 {
+			rc.Labels = t.Labels
+		}
+	}
+	if rc.Spec.Replicas == nil {
+		rc.Spec.Replicas = int32Ptr(1)
+	}
+	if rc.Spec.Template != nil {
+		PodTemplateSpec(rc.Spec.Template)
+	}
+}

@@ -143,3 +143,30 @@ func subjects(ss []rbacv1.Subject) {
 		}
 	}
 }
+
+// DaemonSet applies the apps/v1 daemon set defaults: updateStrategy
+// RollingUpdate with maxUnavailable 1 and maxSurge 0, revisionHistoryLimit
+// 10, and the pod template defaults.
+func DaemonSet(ds *appsv1.DaemonSet) {
+	s := &ds.Spec.UpdateStrategy
+	if s.Type == "" {
+		s.Type = appsv1.RollingUpdateDaemonSetStrategyType
+	}
+	if s.Type == appsv1.RollingUpdateDaemonSetStrategyType {
+		if s.RollingUpdate == nil {
+			s.RollingUpdate = &appsv1.RollingUpdateDaemonSet{}
+		}
+		if s.RollingUpdate.MaxUnavailable == nil {
+			v := intstr.FromInt32(1)
+			s.RollingUpdate.MaxUnavailable = &v
+		}
+		if s.RollingUpdate.MaxSurge == nil {
+			v := intstr.FromInt32(0)
+			s.RollingUpdate.MaxSurge = &v
+		}
+	}
+	if ds.Spec.RevisionHistoryLimit == nil {
+		ds.Spec.RevisionHistoryLimit = int32Ptr(10)
+	}
+	PodTemplateSpec(&ds.Spec.Template)
+}

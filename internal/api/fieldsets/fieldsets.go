@@ -66,6 +66,9 @@ func Kinds() []Kind {
 		{certificatesv1.SchemeGroupVersion.WithKind("CertificateSigningRequest"), func(o runtime.Object) fields.Set {
 			return CertificateSigningRequest(o.(*certificatesv1.CertificateSigningRequest))
 		}, nil},
+		{corev1.SchemeGroupVersion.WithKind("ReplicationController"), func(o runtime.Object) fields.Set {
+			return ReplicationController(o.(*corev1.ReplicationController))
+		}, nil},
 	}
 }
 
@@ -194,5 +197,13 @@ func ReplicaSet(rs *appsv1.ReplicaSet) fields.Set {
 func CertificateSigningRequest(csr *certificatesv1.CertificateSigningRequest) fields.Set {
 	s := metaSet(csr, false)
 	s["spec.signerName"] = csr.Spec.SignerName
+	return s
+}
+
+// ReplicationController returns a replication controller's selectable
+// fields: the metadata fields and status.replicas.
+func ReplicationController(rc *corev1.ReplicationController) fields.Set {
+	s := metaSet(rc, true)
+	s["status.replicas"] = strconv.Itoa(int(rc.Status.Replicas))
 	return s
 }

@@ -81,6 +81,8 @@ func TestKindsCoverTheirTypes(t *testing.T) {
 			obj = &corev1.PersistentVolumeClaim{}
 		case "ReplicaSet":
 			obj = &appsv1.ReplicaSet{}
+		case "ReplicationController":
+			obj = &corev1.ReplicationController{}
 		case "CertificateSigningRequest":
 			obj = &certificatesv1.CertificateSigningRequest{}
 		case "Event":

@@ -232,6 +232,18 @@ func addDefaultingFuncs(s *runtime.Scheme) error {
 			defaults.IngressClass(&o.(*networkingv1.IngressClassList).Items[i])
 		}
 	})
+	add(&corev1.ReplicationController{}, func(o interface{}) { defaults.ReplicationController(o.(*corev1.ReplicationController)) })
+	add(&corev1.ReplicationControllerList{}, func(o interface{}) {
+		for i := range o.(*corev1.ReplicationControllerList).Items {
+			defaults.ReplicationController(&o.(*corev1.ReplicationControllerList).Items[i])
+		}
+	})
+	add(&appsv1.DaemonSet{}, func(o interface{}) { defaults.DaemonSet(o.(*appsv1.DaemonSet)) })
+	add(&appsv1.DaemonSetList{}, func(o interface{}) {
+		for i := range o.(*appsv1.DaemonSetList).Items {
+			defaults.DaemonSet(&o.(*appsv1.DaemonSetList).Items[i])
+		}
+	})
 	return nil
 }
 

@@ -63,7 +63,16 @@ func validateSelectorAndTemplate(sel *metav1.LabelSelector, tmpl *v1.PodTemplate
 	if err != nil {
 		return append(errs, field.Invalid(selPath, sel, "invalid label selector"))
 	}
-	tPath := specPath.Child("template")
+	return append(errs, validateReplicatedTemplate(selector, tmpl, "ReplicaSet", specPath.Child("template"))...)
+}
+
+// validateReplicatedTemplate holds the template rules of every controller
+// that keeps replicas of a pod running (replica sets, deployments,
+// replication controllers): labels selector matches, a valid template,
+// restartPolicy Always and no activeDeadlineSeconds; kind names the
+// controller in the last rule's message.
+func validateReplicatedTemplate(selector labels.Selector, tmpl *v1.PodTemplateSpec, kind string, tPath *field.Path) field.ErrorList {
+	var errs field.ErrorList
 	if !selector.Empty() && !selector.Matches(labels.Set(tmpl.Labels)) {
 		errs = append(errs, field.Invalid(tPath.Child("metadata", "labels"), tmpl.Labels, "`selector` does not match template `labels`"))
 	}
@@ -72,7 +81,7 @@ func validateSelectorAndTemplate(sel *metav1.LabelSelector, tmpl *v1.PodTemplate
 		errs = append(errs, field.NotSupported(tPath.Child("spec", "restartPolicy"), tmpl.Spec.RestartPolicy, []string{string(v1.RestartPolicyAlways)}))
 	}
 	if tmpl.Spec.ActiveDeadlineSeconds != nil {
-		errs = append(errs, field.Forbidden(tPath.Child("spec", "activeDeadlineSeconds"), "activeDeadlineSeconds in ReplicaSet is not Supported"))
+		errs = append(errs, field.Forbidden(tPath.Child("spec", "activeDeadlineSeconds"), "activeDeadlineSeconds in "+kind+" is not Supported"))
 	}
 	return errs
 }
@@ -211,23 +220,30 @@ func ValidateReplicaSetUpdate(newRS, oldRS *appsv1.ReplicaSet) field.ErrorList {
 func ValidateReplicaSetStatusUpdate(newRS, oldRS *appsv1.ReplicaSet) field.ErrorList {
 	errs := apimachineryvalidation.ValidateObjectMetaUpdate(&newRS.ObjectMeta, &oldRS.ObjectMeta, metadataPath)
 	s := newRS.Status
-	p := field.NewPath("status")
-	errs = append(errs, validateNonnegative(int64(s.Replicas), p.Child("replicas"))...)
-	errs = append(errs, validateNonnegative(int64(s.FullyLabeledReplicas), p.Child("fullyLabeledReplicas"))...)
-	errs = append(errs, validateNonnegative(int64(s.ReadyReplicas), p.Child("readyReplicas"))...)
-	errs = append(errs, validateNonnegative(int64(s.AvailableReplicas), p.Child("availableReplicas"))...)
-	errs = append(errs, validateNonnegative(s.ObservedGeneration, p.Child("observedGeneration"))...)
-	if s.FullyLabeledReplicas > s.Replicas {
-		errs = append(errs, field.Invalid(p.Child("fullyLabeledReplicas"), s.FullyLabeledReplicas, greaterThanReplicas))
+	return append(errs, validateReplicaCounts(s.Replicas, s.FullyLabeledReplicas, s.ReadyReplicas, s.AvailableReplicas, s.ObservedGeneration, field.NewPath("status"))...)
+}
+
+// validateReplicaCounts checks the status counts replica sets and
+// replication controllers share: each non-negative, none above replicas,
+// available not above ready.
+func validateReplicaCounts(replicas, fullyLabeled, ready, available int32, observedGeneration int64, p *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	errs = append(errs, validateNonnegative(int64(replicas), p.Child("replicas"))...)
+	errs = append(errs, validateNonnegative(int64(fullyLabeled), p.Child("fullyLabeledReplicas"))...)
+	errs = append(errs, validateNonnegative(int64(ready), p.Child("readyReplicas"))...)
+	errs = append(errs, validateNonnegative(int64(available), p.Child("availableReplicas"))...)
+	errs = append(errs, validateNonnegative(observedGeneration, p.Child("observedGeneration"))...)
+	if fullyLabeled > replicas {
+		errs = append(errs, field.Invalid(p.Child("fullyLabeledReplicas"), fullyLabeled, greaterThanReplicas))
 	}
-	if s.ReadyReplicas > s.Replicas {
-		errs = append(errs, field.Invalid(p.Child("readyReplicas"), s.ReadyReplicas, greaterThanReplicas))
+	if ready > replicas {
+		errs = append(errs, field.Invalid(p.Child("readyReplicas"), ready, greaterThanReplicas))
 	}
-	if s.AvailableReplicas > s.Replicas {
-		errs = append(errs, field.Invalid(p.Child("availableReplicas"), s.AvailableReplicas, greaterThanReplicas))
+	if available > replicas {
+		errs = append(errs, field.Invalid(p.Child("availableReplicas"), available, greaterThanReplicas))
 	}
-	if s.AvailableReplicas > s.ReadyReplicas {
-		errs = append(errs, field.Invalid(p.Child("availableReplicas"), s.AvailableReplicas, "cannot be greater than readyReplicas"))
+	if available > ready {
+		errs = append(errs, field.Invalid(p.Child("availableReplicas"), available, "cannot be greater than readyReplicas"))
 	}
 	return errs
 }
