@@ -7,6 +7,7 @@ package registry
 import (
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	appsv1 "k8s.io/api/apps/v1"
+	batchv1 "k8s.io/api/batch/v1"
 	certificatesv1 "k8s.io/api/certificates/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -26,6 +27,8 @@ import (
 	"berth/controlplane/registry/admissionregistration/webhookconfiguration"
 	"berth/controlplane/registry/apps/deployment"
 	"berth/controlplane/registry/apps/replicaset"
+	"berth/controlplane/registry/batch/cronjob"
+	"berth/controlplane/registry/batch/job"
 	"berth/controlplane/registry/certificates/certificatesigningrequest"
 	"berth/controlplane/registry/coordination/lease"
 	"berth/controlplane/registry/core/configmap"
@@ -157,6 +160,10 @@ func Resources(typer runtime.ObjectTyper) map[schema.GroupResource]Resource {
 			AttrFunc: volumeattachment.GetAttrs, PredicateFunc: volumeattachment.Predicate},
 		{GroupResource: gr(storagev1.SchemeGroupVersion, "csistoragecapacities"), Strategy: csistoragecapacity.NewStrategy(typer), Table: csistoragecapacity.Table,
 			AttrFunc: csistoragecapacity.GetAttrs, PredicateFunc: csistoragecapacity.Predicate},
+		{GroupResource: gr(batchv1.SchemeGroupVersion, "jobs"), Strategy: job.NewStrategy(typer), StatusStrategy: job.NewStatusStrategy(typer),
+			Table: job.Table, AttrFunc: job.GetAttrs, PredicateFunc: job.Predicate},
+		{GroupResource: gr(batchv1.SchemeGroupVersion, "cronjobs"), Strategy: cronjob.NewStrategy(typer), StatusStrategy: cronjob.NewStatusStrategy(typer),
+			Table: cronjob.Table, AttrFunc: cronjob.GetAttrs, PredicateFunc: cronjob.Predicate},
 	}
 	out := make(map[schema.GroupResource]Resource, len(list))
 	for _, r := range list {

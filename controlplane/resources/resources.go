@@ -13,6 +13,7 @@ import (
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	autoscalingv1 "k8s.io/api/autoscaling/v1"
+	batchv1 "k8s.io/api/batch/v1"
 	certificatesv1 "k8s.io/api/certificates/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -196,6 +197,10 @@ func defs() []def {
 		{gv: storagev1.SchemeGroupVersion, resource: "csistoragecapacities", singular: "csistoragecapacity", kind: "CSIStorageCapacity", namespaced: true,
 			newObj:  func() runtime.Object { return &storagev1.CSIStorageCapacity{} },
 			newList: func() runtime.Object { return &storagev1.CSIStorageCapacityList{} }},
+		{gv: batchv1.SchemeGroupVersion, resource: "jobs", singular: "job", kind: "Job", namespaced: true, categories: all, status: true,
+			newObj: func() runtime.Object { return &batchv1.Job{} }, newList: func() runtime.Object { return &batchv1.JobList{} }},
+		{gv: batchv1.SchemeGroupVersion, resource: "cronjobs", singular: "cronjob", kind: "CronJob", namespaced: true, short: []string{"cj"}, categories: all, status: true,
+			newObj: func() runtime.Object { return &batchv1.CronJob{} }, newList: func() runtime.Object { return &batchv1.CronJobList{} }},
 	}
 }
 

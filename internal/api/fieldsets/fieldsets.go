@@ -17,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	appsv1 "k8s.io/api/apps/v1"
+	batchv1 "k8s.io/api/batch/v1"
 )
 
 // Func returns the selectable fields of an object.
@@ -66,6 +67,7 @@ func Kinds() []Kind {
 		{certificatesv1.SchemeGroupVersion.WithKind("CertificateSigningRequest"), func(o runtime.Object) fields.Set {
 			return CertificateSigningRequest(o.(*certificatesv1.CertificateSigningRequest))
 		}, nil},
+		{batchv1.SchemeGroupVersion.WithKind("Job"), func(o runtime.Object) fields.Set { return Job(o.(*batchv1.Job)) }, nil},
 	}
 }
 
@@ -194,5 +196,13 @@ func ReplicaSet(rs *appsv1.ReplicaSet) fields.Set {
 func CertificateSigningRequest(csr *certificatesv1.CertificateSigningRequest) fields.Set {
 	s := metaSet(csr, false)
 	s["spec.signerName"] = csr.Spec.SignerName
+	return s
+}
+
+// Job returns a job's selectable fields: the metadata fields and
+// status.successful.
+func Job(j *batchv1.Job) fields.Set {
+	s := metaSet(j, true)
+	s["status.successful"] = strconv.Itoa(int(j.Status.Succeeded))
 	return s
 }
