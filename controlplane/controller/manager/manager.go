@@ -55,6 +55,7 @@ import (
 	"berth/controlplane/controller/garbagecollector"
 	"berth/controlplane/controller/nodeipam"
 	"berth/controlplane/controller/nodelifecycle"
+	"berth/controlplane/controller/job"
 	"berth/controlplane/controller/replicaset"
 	"berth/controlplane/controller/rootcacertpublisher"
 	"berth/controlplane/controller/serviceaccount"
@@ -81,6 +82,7 @@ var Controllers = []string{
 	serviceaccount.Name, rootcacertpublisher.Name, nodeipam.Name, nodelifecycle.Name,
 	volume.Name, ephemeral.Name, storageprotection.PVCName, storageprotection.PVName,
 	endpointslice.Name, endpoints.Name,
+	job.Name,
 }
 
 // Config configures the manager.
@@ -335,6 +337,8 @@ func (m *Manager) build(name string, base controller.Config) (interface{ Run(con
 		return nodeipam.New(nodeipam.Config{Config: base, Options: m.cfg.NodeIPAM})
 	case nodelifecycle.Name:
 		return nodelifecycle.New(nodelifecycle.Config{Config: base, Options: m.cfg.NodeLifecycle})
+	case job.Name:
+		return job.New(job.Config{Config: base})
 	case garbagecollector.Name:
 		return garbagecollector.New(garbagecollector.Config{Config: base, Dynamic: m.cfg.Dynamic, Options: m.cfg.GarbageCollector})
 	}
