@@ -57,6 +57,7 @@ import (
 	"berth/controlplane/controller/nodelifecycle"
 	"berth/controlplane/controller/job"
 	"berth/controlplane/controller/replicaset"
+	"berth/controlplane/controller/ttlafterfinished"
 	"berth/controlplane/controller/rootcacertpublisher"
 	"berth/controlplane/controller/serviceaccount"
 	"berth/controlplane/controller/storageprotection"
@@ -82,7 +83,7 @@ var Controllers = []string{
 	serviceaccount.Name, rootcacertpublisher.Name, nodeipam.Name, nodelifecycle.Name,
 	volume.Name, ephemeral.Name, storageprotection.PVCName, storageprotection.PVName,
 	endpointslice.Name, endpoints.Name,
-	job.Name,
+	job.Name, ttlafterfinished.Name,
 }
 
 // Config configures the manager.
@@ -339,6 +340,8 @@ func (m *Manager) build(name string, base controller.Config) (interface{ Run(con
 		return nodelifecycle.New(nodelifecycle.Config{Config: base, Options: m.cfg.NodeLifecycle})
 	case job.Name:
 		return job.New(job.Config{Config: base})
+	case ttlafterfinished.Name:
+		return ttlafterfinished.New(ttlafterfinished.Config{Config: base})
 	case garbagecollector.Name:
 		return garbagecollector.New(garbagecollector.Config{Config: base, Dynamic: m.cfg.Dynamic, Options: m.cfg.GarbageCollector})
 	}
