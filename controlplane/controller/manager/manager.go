@@ -49,6 +49,7 @@ import (
 	"k8s.io/utils/clock"
 
 	"berth/controlplane/controller"
+	"berth/controlplane/controller/cronjob"
 	"berth/controlplane/controller/deployment"
 	"berth/controlplane/controller/endpoints"
 	"berth/controlplane/controller/endpointslice"
@@ -83,7 +84,7 @@ var Controllers = []string{
 	serviceaccount.Name, rootcacertpublisher.Name, nodeipam.Name, nodelifecycle.Name,
 	volume.Name, ephemeral.Name, storageprotection.PVCName, storageprotection.PVName,
 	endpointslice.Name, endpoints.Name,
-	job.Name, ttlafterfinished.Name,
+	job.Name, ttlafterfinished.Name, cronjob.Name,
 }
 
 // Config configures the manager.
@@ -342,6 +343,8 @@ func (m *Manager) build(name string, base controller.Config) (interface{ Run(con
 		return job.New(job.Config{Config: base})
 	case ttlafterfinished.Name:
 		return ttlafterfinished.New(ttlafterfinished.Config{Config: base})
+	case cronjob.Name:
+		return cronjob.New(cronjob.Config{Config: base})
 	case garbagecollector.Name:
 		return garbagecollector.New(garbagecollector.Config{Config: base, Dynamic: m.cfg.Dynamic, Options: m.cfg.GarbageCollector})
 	}
