@@ -21,6 +21,7 @@ import (
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/workqueue"
+	"k8s.io/utils/ptr"
 
 	"berth/controlplane/controller"
 	"berth/controlplane/controller/controllerref"
@@ -461,7 +462,7 @@ func (c *Controller) parallel(pods []*corev1.Pod, fn func(*corev1.Pod) error) er
 
 // createPods creates one pod per entry of indexes in slow-start batches;
 // it returns how many were not created.
-func (c *Controller) createPods(ctx context.Context, key string, job *batchv1.Job, indexes []int) (int, error) {
+func (c *Controller) createPods(ctx context.Context, key string, job *batchv1.Job, indexes []NewPod) (int, error) {
 	if len(indexes) == 0 {
 		return 0, nil
 	}
@@ -501,12 +502,13 @@ func (c *Controller) createPods(ctx context.Context, key string, job *batchv1.Jo
 	return 0, nil
 }
 
-// PodFromTemplate is the pod job creates for completion index ix (noIndex
-// for a NonIndexed job): the template with the tracking finalizer and job
-// as its controller; an Indexed job's pod also gets the completion index
-// annotation and label, the JOB_COMPLETION_INDEX variable in every
-// container, the hostname NAME-INDEX and the generateName NAME-INDEX-.
-func PodFromTemplate(job *batchv1.Job, ix int) *corev1.Pod {
+// PodFromTemplate is the pod job creates for np: the template with the
+// tracking finalizer and job as its controller; an Indexed job's pod also
+// gets the completion index annotation and label, the JOB_COMPLETION_INDEX
+// variable in every container, the hostname NAME-INDEX, the generateName
+// NAME-INDEX- and, with backoffLimitPerIndex, its index's failure counts.
+func PodFromTemplate(job *batchv1.Job, np NewPod) *corev1.Pod {
+	ix := np.Index
 	t := job.Spec.Template.DeepCopy()
 	pod := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{
@@ -534,6 +536,12 @@ func PodFromTemplate(job *batchv1.Job, ix int) *corev1.Pod {
 	pod.Annotations[batchv1.JobCompletionIndexAnnotation] = strconv.Itoa(ix)
 	pod.Labels[batchv1.JobCompletionIndexAnnotation] = strconv.Itoa(ix)
 	pod.Spec.Hostname = fmt.Sprintf("%s-%d", job.Name, ix)
+	if np.FailureCount != nil {
+		pod.Annotations[batchv1.JobIndexFailureCountAnnotation] = strconv.Itoa(int(*np.FailureCount))
+		if n := ptr.Deref(np.IgnoredCount, 0); n > 0 {
+			pod.Annotations[batchv1.JobIndexIgnoredFailureCountAnnotation] = strconv.Itoa(int(n))
+		}
+	}
 	env := corev1.EnvVar{Name: completionIndexEnv, ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{
 		FieldPath: fmt.Sprintf("metadata.labels['%s']", batchv1.JobCompletionIndexAnnotation)}}}
 	for _, list := range [][]corev1.Container{pod.Spec.InitContainers, pod.Spec.Containers} {

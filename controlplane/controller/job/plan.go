@@ -16,7 +16,9 @@ package job
 
 import (
 	"fmt"
+	"math"
 	"slices"
+	"strconv"
 	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
@@ -44,14 +46,16 @@ const (
 
 // Condition reasons and messages upstream's controller writes.
 const (
-	msgBackoffLimit    = "Job has reached the specified backoff limit"
-	msgDeadline        = "Job was active longer than specified deadline"
-	msgCompletions     = "Reached expected number of succeeded pods"
-	reasonSuspended    = "JobSuspended"
-	msgSuspended       = "Job suspended"
-	reasonResumed      = "JobResumed"
-	msgResumed         = "Job resumed"
-	completionIndexEnv = "JOB_COMPLETION_INDEX"
+	msgBackoffLimit     = "Job has reached the specified backoff limit"
+	msgDeadline         = "Job was active longer than specified deadline"
+	msgCompletions      = "Reached expected number of succeeded pods"
+	msgMaxFailedIndexes = "Job has exceeded the specified maximal number of failed indexes"
+	msgFailedIndexes    = "Job has failed indexes"
+	reasonSuspended     = "JobSuspended"
+	msgSuspended        = "Job suspended"
+	reasonResumed       = "JobResumed"
+	msgResumed          = "Job resumed"
+	completionIndexEnv  = "JOB_COMPLETION_INDEX"
 )
 
 // Backoff is what the controller remembers of a job's recent failures:
@@ -103,13 +107,21 @@ type Event struct {
 	Type, Reason, Message string
 }
 
+// NewPod is one pod to create: its completion index (noIndex for a
+// NonIndexed job) and, with backoffLimitPerIndex, the failure counts of
+// its index so far (the job-index-failure-count and
+// job-index-ignored-failure-count annotations).
+type NewPod struct {
+	Index                      int
+	FailureCount, IgnoredCount *int32
+}
+
 // Plan is what a sync does.
 type Plan struct {
 	// Delete are active pods to delete (their finalizer removed first).
 	Delete []*corev1.Pod
-	// Create are the pods to create: each entry is the completion index of
-	// one pod (noIndex for a NonIndexed job).
-	Create []int
+	// Create are the pods to create.
+	Create []NewPod
 	// Interim is the status to write before RemoveFinalizers (the pods
 	// about to lose their finalizer listed as uncounted); nil when none.
 	Interim *batchv1.JobStatus
@@ -196,7 +208,8 @@ func Compute(in Input) Plan {
 			plan.RequeueAfter = time.Duration(*job.Spec.ActiveDeadlineSeconds)*time.Second - in.Now.Sub(st.StartTime.Time)
 		}
 	}
-	var prevIdx, succeededIdx sets.Set[int]
+	var prevIdx, succeededIdx, failedIdx sets.Set[int]
+	var delayed map[int]*corev1.Pod
 	if indexed {
 		prevIdx = parseIndexes(st.CompletedIndexes, completions)
 		succeededIdx = prevIdx.Clone()
@@ -206,6 +219,22 @@ func Compute(in Input) Plan {
 			}
 		}
 		succeeded = int32(succeededIdx.Len())
+		if perIndex(job) {
+			failedIdx = parseIndexes(ptr.Deref(st.FailedIndexes, ""), completions)
+			for _, p := range in.Pods {
+				if validIndex(p) && hasFinalizer(p) && isIndexFailed(job, p) {
+					failedIdx.Insert(completionIndex(p))
+				}
+			}
+			if finished == nil {
+				if limit := job.Spec.MaxFailedIndexes; limit != nil && failedIdx.Len() > int(*limit) {
+					finished = newCondition(batchv1.JobFailureTarget, batchv1.JobReasonMaxFailedIndexesExceeded, msgMaxFailedIndexes, in.Now)
+				} else if failedIdx.Len() > 0 && failedIdx.Len()+succeededIdx.Len() >= completions {
+					finished = newCondition(batchv1.JobFailureTarget, batchv1.JobReasonFailedIndexes, msgFailedIndexes, in.Now)
+				}
+			}
+			delayed = delayedDeletion(job, in.Pods, tracked, validIndex, succeededIdx, failedIdx, indexesOf(active))
+		}
 		if finished == nil {
 			if msg, ok := matchSuccessPolicy(job.Spec.SuccessPolicy, completions, succeededIdx); ok {
 				finished = newCondition(batchv1.JobSuccessCriteriaMet, batchv1.JobReasonSuccessPolicy, msg, in.Now)
@@ -231,7 +260,7 @@ func Compute(in Input) Plan {
 			if suspended {
 				removeActive(active)
 			} else {
-				plan.Create, plan.RequeueAfter = manageCounts(job, active, terminating, succeeded, succeededIdx, plan.Backoff, in.Now, plan.RequeueAfter, removeActive)
+				plan.Create, plan.RequeueAfter = manageCounts(job, active, terminating, succeeded, succeededIdx, failedIdx, delayed, plan.Backoff, in.Now, plan.RequeueAfter, removeActive)
 				nActive += int32(len(plan.Create))
 			}
 		}
@@ -277,8 +306,9 @@ func Compute(in Input) Plan {
 			continue
 		}
 		podFailed := isPodFailed(p, job)
-		if job.DeletionTimestamp == nil && finished == nil && p.Status.Phase != corev1.PodSucceeded && !podFailed {
-			continue
+		if job.DeletionTimestamp == nil && finished == nil && p.Status.Phase != corev1.PodSucceeded &&
+			(!podFailed || delayed[completionIndex(p)] == p) {
+			continue // running, or a failed pod its index's replacement still needs
 		}
 		plan.RemoveFinalizers = append(plan.RemoveFinalizers, p)
 		switch {
@@ -297,6 +327,9 @@ func Compute(in Input) Plan {
 	if indexed {
 		st.Succeeded = int32(succeededIdx.Len())
 		st.CompletedIndexes = formatIndexes(succeededIdx)
+		if perIndex(job) {
+			st.FailedIndexes = ptr.To(formatIndexes(failedIdx))
+		}
 	}
 	if finished != nil && finished.Type == batchv1.JobFailureTarget {
 		st.Conditions = append(st.Conditions, *finished)
@@ -336,8 +369,8 @@ func Compute(in Input) Plan {
 // manageCounts decides the pods to delete (through remove) or create to
 // bring the active pods to what parallelism, completions and the
 // successes so far want; creations wait out the failure back-off.
-func manageCounts(job *batchv1.Job, active, terminating []*corev1.Pod, succeeded int32, succeededIdx sets.Set[int], backoff Backoff,
-	now time.Time, requeue time.Duration, remove func([]*corev1.Pod)) ([]int, time.Duration) {
+func manageCounts(job *batchv1.Job, active, terminating []*corev1.Pod, succeeded int32, succeededIdx, failedIdx sets.Set[int],
+	delayed map[int]*corev1.Pod, backoff Backoff, now time.Time, requeue time.Duration, remove func([]*corev1.Pod)) ([]NewPod, time.Duration) {
 	parallelism := ptr.Deref(job.Spec.Parallelism, 1)
 	nActive := int32(len(active))
 	var want int32
@@ -361,20 +394,109 @@ func manageCounts(job *batchv1.Job, active, terminating []*corev1.Pod, succeeded
 	if diff <= 0 {
 		return nil, requeue
 	}
-	if wait := backoff.remaining(now); wait > 0 {
+	later := func(wait time.Duration) {
 		if requeue == 0 || wait < requeue {
 			requeue = wait
 		}
+	}
+	if wait := backoff.remaining(now); wait > 0 && !perIndex(job) {
+		later(wait)
 		return nil, requeue
 	}
 	if !isIndexed(job) {
-		return slices.Repeat([]int{noIndex}, diff), requeue
+		return slices.Repeat([]NewPod{{Index: noIndex}}, diff), requeue
 	}
 	taken := []sets.Set[int]{succeededIdx, indexesOf(active)}
 	if onlyReplaceFailed(job) {
 		taken = append(taken, indexesOf(terminating))
 	}
-	return firstPending(diff, int(*job.Spec.Completions), taken...), requeue
+	if failedIdx != nil {
+		taken = append(taken, failedIdx)
+	}
+	var out []NewPod
+	for _, ix := range firstPending(diff, int(*job.Spec.Completions), taken...) {
+		if !perIndex(job) {
+			out = append(out, NewPod{Index: ix})
+			continue
+		}
+		// Each index backs off on its own failures.
+		failures, ignored := indexFailureCounts(job, delayed[ix])
+		if last := delayed[ix]; last != nil {
+			t := finishTime(last)
+			if wait := (Backoff{FailuresAfterLastSuccess: failures + ignored, LastFailureTime: &t}).remaining(now); wait > 0 {
+				later(wait)
+				continue
+			}
+		}
+		out = append(out, NewPod{Index: ix, FailureCount: ptr.To(failures), IgnoredCount: &ignored})
+	}
+	return out, requeue
+}
+
+// perIndex reports whether the job counts failures per index.
+func perIndex(job *batchv1.Job) bool {
+	return isIndexed(job) && job.Spec.BackoffLimitPerIndex != nil
+}
+
+// isIndexFailed reports whether failed pod p fails its index: a FailIndex
+// rule matched, or its index's counted failures reached
+// backoffLimitPerIndex.
+func isIndexFailed(job *batchv1.Job, p *corev1.Pod) bool {
+	if !isPodFailed(p, job) {
+		return false
+	}
+	if action := matchedAction(job.Spec.PodFailurePolicy, p); action == batchv1.PodFailurePolicyActionFailIndex {
+		return true
+	}
+	if _, count := matchPodFailurePolicy(job.Spec.PodFailurePolicy, p); !count {
+		return false
+	}
+	return annotationCount(p, batchv1.JobIndexFailureCountAnnotation) >= *job.Spec.BackoffLimitPerIndex
+}
+
+// delayedDeletion returns, per index that is neither done, failed nor
+// running, its latest failed pod: that pod keeps its finalizer until its
+// replacement (which inherits its failure counts) exists.
+func delayedDeletion(job *batchv1.Job, pods []*corev1.Pod, tracked, validIndex func(*corev1.Pod) bool,
+	succeeded, failed, active sets.Set[int]) map[int]*corev1.Pod {
+	out := map[int]*corev1.Pod{}
+	abs := func(p *corev1.Pod) int32 {
+		return annotationCount(p, batchv1.JobIndexFailureCountAnnotation) + annotationCount(p, batchv1.JobIndexIgnoredFailureCountAnnotation)
+	}
+	for _, p := range pods {
+		ix := completionIndex(p)
+		if !tracked(p) || !validIndex(p) || !isPodFailed(p, job) || succeeded.Has(ix) || failed.Has(ix) || active.Has(ix) {
+			continue
+		}
+		if last, ok := out[ix]; !ok || (abs(last) <= abs(p) && !finishTime(p).Before(finishTime(last))) {
+			out[ix] = p
+		}
+	}
+	return out
+}
+
+// indexFailureCounts are the failure counts the replacement of failed pod
+// last carries (0, 0 without one).
+func indexFailureCounts(job *batchv1.Job, last *corev1.Pod) (failures, ignored int32) {
+	if last == nil {
+		return 0, 0
+	}
+	failures = annotationCount(last, batchv1.JobIndexFailureCountAnnotation)
+	ignored = annotationCount(last, batchv1.JobIndexIgnoredFailureCountAnnotation)
+	if _, count := matchPodFailurePolicy(job.Spec.PodFailurePolicy, last); count {
+		failures++
+	} else {
+		ignored++
+	}
+	return failures, ignored
+}
+
+func annotationCount(p *corev1.Pod, key string) int32 {
+	v, err := strconv.Atoi(p.Annotations[key])
+	if err != nil || v < 0 || v > math.MaxInt32 {
+		return 0
+	}
+	return int32(v)
 }
 
 // activeForRemoval picks at least n active pods to delete: for an Indexed

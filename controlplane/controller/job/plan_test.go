@@ -69,7 +69,7 @@ func TestCompute(t *testing.T) {
 			j.Status.StartTime = nil
 			j.Spec.Completions, j.Spec.Parallelism = ptr.To[int32](5), ptr.To[int32](2)
 		}), check: func(t *testing.T, p Plan) {
-			if len(p.Create) != 2 || p.Create[0] != noIndex || p.Status.Active != 2 || p.Status.StartTime == nil {
+			if len(p.Create) != 2 || p.Create[0].Index != noIndex || p.Status.Active != 2 || p.Status.StartTime == nil {
 				t.Errorf("create %v active %d start %v", p.Create, p.Status.Active, p.Status.StartTime)
 			}
 		}},
@@ -219,7 +219,7 @@ func TestCompute(t *testing.T) {
 			j.Status.Succeeded = 1
 		}), pods: []*corev1.Pod{pod("p2", corev1.PodRunning, 2)},
 			check: func(t *testing.T, p Plan) {
-				if fmt.Sprint(p.Create) != "[1 3]" {
+				if indexes(p.Create) != "[1 3]" {
 					t.Errorf("create %v, want [1 3]", p.Create)
 				}
 			}},
@@ -306,6 +306,88 @@ func TestCompute(t *testing.T) {
 	}
 }
 
+func indexes(pods []NewPod) string {
+	var ix []int
+	for _, p := range pods {
+		ix = append(ix, p.Index)
+	}
+	return fmt.Sprint(ix)
+}
+
+func perIndexJob(mod ...func(*batchv1.Job)) *batchv1.Job {
+	return testJob(append([]func(*batchv1.Job){func(j *batchv1.Job) {
+		j.Spec.CompletionMode = ptr.To(batchv1.IndexedCompletion)
+		j.Spec.Completions, j.Spec.Parallelism = ptr.To[int32](3), ptr.To[int32](3)
+		j.Spec.BackoffLimitPerIndex = ptr.To[int32](1)
+		j.Spec.BackoffLimit = ptr.To[int32](1 << 30)
+	}}, mod...)...)
+}
+
+func failureCount(n string) func(*corev1.Pod) {
+	return func(p *corev1.Pod) { p.Annotations[batchv1.JobIndexFailureCountAnnotation] = n }
+}
+
+func TestComputeBackoffLimitPerIndex(t *testing.T) {
+	now := t0.Add(time.Minute)
+	for _, tc := range []struct {
+		name  string
+		job   *batchv1.Job
+		pods  []*corev1.Pod
+		check func(t *testing.T, p Plan)
+	}{
+		{name: "first failure of an index is retried with its count, keeping the failed pod's finalizer until then",
+			job: perIndexJob(), pods: []*corev1.Pod{pod("p0", corev1.PodFailed, 0, failureCount("0"), exitCode(1, now.Add(-time.Minute))),
+				pod("p1", corev1.PodRunning, 1, failureCount("0")), pod("p2", corev1.PodRunning, 2, failureCount("0"))},
+			check: func(t *testing.T, p Plan) {
+				if len(p.Create) != 1 || p.Create[0].Index != 0 || *p.Create[0].FailureCount != 1 {
+					t.Fatalf("create %+v", p.Create)
+				}
+				if len(p.RemoveFinalizers) != 0 || ptr.Deref(p.Status.FailedIndexes, "x") != "" {
+					t.Errorf("remove %d failedIndexes %v", len(p.RemoveFinalizers), p.Status.FailedIndexes)
+				}
+			}},
+		{name: "an index failing backoffLimitPerIndex+1 times is failed; the others go on",
+			job: perIndexJob(), pods: []*corev1.Pod{pod("p0", corev1.PodFailed, 0, failureCount("1")), pod("p1", corev1.PodRunning, 1), pod("p2", corev1.PodSucceeded, 2)},
+			check: func(t *testing.T, p Plan) {
+				if ptr.Deref(p.Status.FailedIndexes, "") != "0" || p.Status.CompletedIndexes != "2" || len(p.Create) != 0 || len(p.Delete) != 0 {
+					t.Errorf("failedIndexes %v completed %q create %v delete %v", p.Status.FailedIndexes, p.Status.CompletedIndexes, p.Create, p.Delete)
+				}
+				if cond(p.Status, batchv1.JobFailureTarget) != nil {
+					t.Error("failed while index 1 runs")
+				}
+			}},
+		{name: "failed and succeeded indexes cover completions: FailedIndexes",
+			job: perIndexJob(), pods: []*corev1.Pod{pod("p0", corev1.PodFailed, 0, failureCount("1")), pod("p1", corev1.PodSucceeded, 1), pod("p2", corev1.PodSucceeded, 2)},
+			check: func(t *testing.T, p Plan) {
+				c := cond(p.Status, batchv1.JobFailed)
+				if c == nil || c.Reason != batchv1.JobReasonFailedIndexes || c.Message != "Job has failed indexes" {
+					t.Errorf("Failed %+v", c)
+				}
+			}},
+		{name: "maxFailedIndexes exceeded", job: perIndexJob(func(j *batchv1.Job) { j.Spec.MaxFailedIndexes = ptr.To[int32](0) }),
+			pods: []*corev1.Pod{pod("p0", corev1.PodFailed, 0, failureCount("1")), pod("p1", corev1.PodRunning, 1), pod("p2", corev1.PodRunning, 2)},
+			check: func(t *testing.T, p Plan) {
+				c := cond(p.Status, batchv1.JobFailureTarget)
+				if c == nil || c.Reason != batchv1.JobReasonMaxFailedIndexesExceeded || len(p.Delete) != 2 {
+					t.Errorf("FailureTarget %+v delete %d", c, len(p.Delete))
+				}
+			}},
+		{name: "FailIndex rule fails the index at once", job: perIndexJob(func(j *batchv1.Job) {
+			j.Spec.PodFailurePolicy = &batchv1.PodFailurePolicy{Rules: []batchv1.PodFailurePolicyRule{{Action: batchv1.PodFailurePolicyActionFailIndex,
+				OnExitCodes: &batchv1.PodFailurePolicyOnExitCodesRequirement{Operator: batchv1.PodFailurePolicyOnExitCodesOpIn, Values: []int32{42}}}}}
+		}), pods: []*corev1.Pod{pod("p0", corev1.PodFailed, 0, failureCount("0"), exitCode(42, now)), pod("p1", corev1.PodRunning, 1), pod("p2", corev1.PodRunning, 2)},
+			check: func(t *testing.T, p Plan) {
+				if ptr.Deref(p.Status.FailedIndexes, "") != "0" || len(p.Create) != 0 || p.Status.Failed != 1 {
+					t.Errorf("failedIndexes %v create %v failed %d", p.Status.FailedIndexes, p.Create, p.Status.Failed)
+				}
+			}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tc.check(t, Compute(Input{Job: tc.job, Pods: tc.pods, ExpectationsSatisfied: true, Now: now}))
+		})
+	}
+}
+
 func TestIndexesRoundTrip(t *testing.T) {
 	s := parseIndexes("0-2,5,7-8,x,20", 10)
 	if got := formatIndexes(s); got != "0-2,5,7-8" {
@@ -321,7 +403,7 @@ func TestPodFromTemplateIndexed(t *testing.T) {
 		j.Spec.CompletionMode = ptr.To(batchv1.IndexedCompletion)
 		j.Spec.Template.Spec.Containers = []corev1.Container{{Name: "c"}}
 	})
-	p := PodFromTemplate(j, 3)
+	p := PodFromTemplate(j, NewPod{Index: 3})
 	if p.GenerateName != "pi-3-" || p.Spec.Hostname != "pi-3" || p.Annotations[batchv1.JobCompletionIndexAnnotation] != "3" ||
 		p.Labels[batchv1.JobCompletionIndexAnnotation] != "3" || !hasFinalizer(p) {
 		t.Errorf("pod %+v", p.ObjectMeta)

@@ -48,6 +48,21 @@ func matchPodFailurePolicy(policy *batchv1.PodFailurePolicy, p *corev1.Pod) (fai
 	return "", true
 }
 
+// matchedAction is the action of the first rule of policy matching failed
+// pod p ("" when none does).
+func matchedAction(policy *batchv1.PodFailurePolicy, p *corev1.Pod) batchv1.PodFailurePolicyAction {
+	if policy == nil {
+		return ""
+	}
+	for _, rule := range policy.Rules {
+		if (rule.OnExitCodes != nil && matchExitCodes(&p.Status, rule.OnExitCodes) != nil) ||
+			(rule.OnExitCodes == nil && rule.OnPodConditions != nil && matchPodConditions(&p.Status, rule.OnPodConditions) != nil) {
+			return rule.Action
+		}
+	}
+	return ""
+}
+
 // matchExitCodes returns the first terminated container (regular, then
 // init) with a non-zero exit code the requirement matches.
 func matchExitCodes(st *corev1.PodStatus, req *batchv1.PodFailurePolicyOnExitCodesRequirement) *corev1.ContainerStatus {
