@@ -158,14 +158,15 @@ func (c *Controller) podChanged(old, cur *corev1.Pod) {
 		return
 	}
 	j, controlled := c.owner(cur)
-	if j == nil {
-		if controlled {
-			if ref := metav1.GetControllerOfNoCopy(cur); ref.Kind == jobKind.Kind && hasFinalizer(cur) {
-				c.enqueueOrphan(cur) // its job is gone
-			}
-			return
+	if j == nil || IsFinished(j) {
+		// Released, never owned, or its job is gone or done: nothing
+		// counts it any more, so its finalizer goes.
+		if hasFinalizer(cur) {
+			c.enqueueOrphan(cur)
 		}
-		c.enqueueMatching(cur)
+		if !controlled {
+			c.enqueueMatching(cur)
+		}
 		return
 	}
 	key, _ := controller.KeyFunc(j)
@@ -199,6 +200,10 @@ func (c *Controller) deletePod(obj any) {
 	}
 	key, _ := controller.KeyFunc(j)
 	podKey, _ := controller.KeyFunc(p)
+	if IsFinished(j) {
+		c.finalizerObserved(key, p.UID)
+		return
+	}
 	c.expectations.DeletionObserved(key, podKey)
 	c.finalizerObserved(key, p.UID)
 	c.queue.Add(key)
@@ -563,8 +568,8 @@ func containsEnv(env []corev1.EnvVar, name string) bool {
 	return false
 }
 
-// syncOrphan removes the tracking finalizer from a pod whose job is gone
-// or finished.
+// syncOrphan removes the tracking finalizer from a pod no unfinished job
+// controls (pods of other kinds of controllers are left alone).
 func (c *Controller) syncOrphan(ctx context.Context, podKey string) error {
 	ns, name, err := cache.SplitMetaNamespaceKey(podKey)
 	if err != nil {
@@ -577,8 +582,13 @@ func (c *Controller) syncOrphan(ctx context.Context, podKey string) error {
 	if err != nil {
 		return err
 	}
-	if j, _ := c.owner(p); j != nil && !IsFinished(j) {
-		return nil // its job tracks it
+	if ref := metav1.GetControllerOfNoCopy(p); ref != nil {
+		if ref.Kind != jobKind.Kind || ref.APIVersion != jobKind.GroupVersion().String() {
+			return nil
+		}
+		if j, _ := c.owner(p); j != nil && !IsFinished(j) {
+			return nil // its job tracks it
+		}
 	}
 	_, err = c.cfg.Client.CoreV1().Pods(ns).Patch(ctx, name, types.StrategicMergePatchType, removeFinalizerPatch, metav1.PatchOptions{})
 	if err != nil && !apierrors.IsNotFound(err) {
