@@ -315,7 +315,8 @@ func Build(cfg Config) (_ *Set, err error) {
 		case d.gv.Group == "" && d.resource == "pods":
 			pods = store
 			res.Subresources["binding"] = apiserver.Subresource{Kind: corev1.SchemeGroupVersion.WithKind("Binding"), Storage: &bindingREST{store: store}}
-			res.Subresources["eviction"] = apiserver.Subresource{Kind: policyv1.SchemeGroupVersion.WithKind("Eviction"), Storage: &evictionREST{store: store}}
+			status := res.Subresources["status"].Storage.(*genericregistry.Store)
+			res.Subresources["eviction"] = apiserver.Subresource{Kind: policyv1.SchemeGroupVersion.WithKind("Eviction"), Storage: &evictionREST{store: store, status: status}}
 			serveEphemeralContainers(res, store, cfg.Scheme)
 		case d.gv.Group == "" && d.resource == "nodes":
 			nodes = store
