@@ -176,8 +176,19 @@ func TestSuspendedJobCreatesNoPodsUntilResumed(t *testing.T) {
 	}
 	kubectl(t, "patch", "job", "later", "-n", ns, "--type=merge", "-p", `{"spec":{"suspend":false}}`)
 	eventually(t, "pods created on resume", func() (bool, error) { return len(listPods(t, ns)) == 2, nil })
-	j, _ = env.client.BatchV1().Jobs(ns).Get(context.Background(), "later", metav1.GetOptions{})
-	if j.Status.StartTime == nil || time.Since(j.Status.StartTime.Time) > time.Minute {
-		t.Errorf("startTime %v", j.Status.StartTime)
-	}
+	eventually(t, "startTime set and Suspended=False on resume", func() (bool, error) {
+		j, err := env.client.BatchV1().Jobs(ns).Get(context.Background(), "later", metav1.GetOptions{})
+		if err != nil || j.Status.StartTime == nil {
+			return false, err
+		}
+		if time.Since(j.Status.StartTime.Time) > time.Minute {
+			t.Fatalf("startTime %v", j.Status.StartTime)
+		}
+		for _, c := range j.Status.Conditions {
+			if c.Type == batchv1.JobSuspended && c.Status == corev1.ConditionFalse && c.Reason == "JobResumed" {
+				return true, nil
+			}
+		}
+		return false, nil
+	})
 }
