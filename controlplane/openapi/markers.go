@@ -28,6 +28,7 @@ var markedOptional = map[string]bool{
 	"io.k8s.api.rbac.v1.Role.rules":                                      true,
 	"io.k8s.api.rbac.v1.RoleRef.apiGroup":                                true,
 	"io.k8s.api.storage.v1.CSINodeDriver.topologyKeys":                   true,
+	"io.k8s.api.batch.v1.PodFailurePolicyOnPodConditionsPattern.status":  true,
 }
 
 // markedRequired lists the fields whose +required marker makes them
@@ -41,4 +42,5 @@ var markedRequired = map[string]bool{
 	"io.k8s.api.core.v1.ImageVolumeStatus.imageRef":               true,
 	"io.k8s.api.core.v1.PodCertificateProjection.keyType":         true,
 	"io.k8s.api.core.v1.PodCertificateProjection.signerName":      true,
+	"io.k8s.api.batch.v1.CronJob.spec":                            true,
 }

@@ -7,6 +7,7 @@ package registry
 import (
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	appsv1 "k8s.io/api/apps/v1"
+	batchv1 "k8s.io/api/batch/v1"
 	certificatesv1 "k8s.io/api/certificates/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -29,6 +30,8 @@ import (
 	"berth/controlplane/registry/apps/daemonset"
 	"berth/controlplane/registry/apps/deployment"
 	"berth/controlplane/registry/apps/replicaset"
+	"berth/controlplane/registry/batch/cronjob"
+	"berth/controlplane/registry/batch/job"
 	"berth/controlplane/registry/certificates/certificatesigningrequest"
 	"berth/controlplane/registry/coordination/lease"
 	"berth/controlplane/registry/core/configmap"
@@ -174,6 +177,10 @@ func Resources(typer runtime.ObjectTyper) map[schema.GroupResource]Resource {
 			Table: daemonset.Table, AttrFunc: daemonset.GetAttrs, PredicateFunc: daemonset.Predicate},
 		{GroupResource: gr(appsv1.SchemeGroupVersion, "controllerrevisions"), Strategy: controllerrevision.NewStrategy(typer), Table: controllerrevision.Table,
 			AttrFunc: controllerrevision.GetAttrs, PredicateFunc: controllerrevision.Predicate},
+		{GroupResource: gr(batchv1.SchemeGroupVersion, "jobs"), Strategy: job.NewStrategy(typer), StatusStrategy: job.NewStatusStrategy(typer),
+			Table: job.Table, AttrFunc: job.GetAttrs, PredicateFunc: job.Predicate},
+		{GroupResource: gr(batchv1.SchemeGroupVersion, "cronjobs"), Strategy: cronjob.NewStrategy(typer), StatusStrategy: cronjob.NewStatusStrategy(typer),
+			Table: cronjob.Table, AttrFunc: cronjob.GetAttrs, PredicateFunc: cronjob.Predicate},
 	}
 	out := make(map[schema.GroupResource]Resource, len(list))
 	for _, r := range list {

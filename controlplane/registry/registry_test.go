@@ -14,6 +14,7 @@ import (
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	appsv1 "k8s.io/api/apps/v1"
+	batchv1 "k8s.io/api/batch/v1"
 	certificatesv1 "k8s.io/api/certificates/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -49,6 +50,8 @@ func samples() map[schema.GroupResource]runtime.Object {
 	port := int32(80)
 	holder := "me"
 	pvName := "pv1"
+	jobTmpl := *tmpl.DeepCopy()
+	jobTmpl.Spec.RestartPolicy = corev1.RestartPolicyNever
 	return map[schema.GroupResource]runtime.Object{
 		{Resource: "pods"}:                                 &corev1.Pod{ObjectMeta: ns, Spec: podSpec},
 		{Resource: "namespaces"}:                           &corev1.Namespace{ObjectMeta: cl},
@@ -99,6 +102,9 @@ func samples() map[schema.GroupResource]runtime.Object {
 		{Resource: "replicationcontrollers"}:                     &corev1.ReplicationController{ObjectMeta: ns, Spec: corev1.ReplicationControllerSpec{Template: &tmpl}},
 		{Group: "apps", Resource: "daemonsets"}:                  &appsv1.DaemonSet{ObjectMeta: ns, Spec: appsv1.DaemonSetSpec{Selector: sel, Template: tmpl}},
 		{Group: "apps", Resource: "controllerrevisions"}:         &appsv1.ControllerRevision{ObjectMeta: ns, Revision: 1, Data: runtime.RawExtension{Raw: []byte(`{"spec":{}}`)}},
+		{Group: "batch", Resource: "jobs"}:                       &batchv1.Job{ObjectMeta: ns, Spec: batchv1.JobSpec{Template: jobTmpl}},
+		{Group: "batch", Resource: "cronjobs"}: &batchv1.CronJob{ObjectMeta: ns, Spec: batchv1.CronJobSpec{Schedule: "*/5 * * * *",
+			JobTemplate: batchv1.JobTemplateSpec{Spec: batchv1.JobSpec{Template: jobTmpl}}}},
 	}
 }
 

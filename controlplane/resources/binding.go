@@ -109,11 +109,13 @@ func setPodScheduled(pod *corev1.Pod) {
 	})
 }
 
-// evictionREST serves pods/eviction: deletes the pod with the eviction's
+// evictionREST serves pods/eviction: marks the pod DisruptionTarget=True
+// (reason EvictionByEvictionAPI, as upstream: a Job's pod failure policy
+// can match it) through /status, then deletes it with the eviction's
 // delete options. berth serves no PodDisruptionBudgets yet, so no budget
 // can refuse an eviction.
 type evictionREST struct {
-	store *genericregistry.Store
+	store, status *genericregistry.Store
 }
 
 var _ rest.NamedCreater = &evictionREST{}
@@ -137,8 +139,60 @@ func (e *evictionREST) Create(ctx context.Context, name string, obj runtime.Obje
 	if len(opts.DryRun) > 0 {
 		del.DryRun = opts.DryRun
 	}
+	if len(del.DryRun) == 0 {
+		if err := e.markDisruptionTarget(ctx, name, del); err != nil {
+			return nil, err
+		}
+	}
 	if _, _, err := e.store.Delete(ctx, name, rest.ValidateAllObjectFunc, del); err != nil {
 		return nil, err
 	}
 	return &metav1.Status{Status: metav1.StatusSuccess, Code: 201}, nil
+}
+
+// markDisruptionTarget sets the pod's DisruptionTarget condition, checking
+// the delete's UID and resourceVersion preconditions against the stored
+// pod; a resourceVersion precondition is moved to the updated pod's.
+func (e *evictionREST) markDisruptionTarget(ctx context.Context, name string, del *metav1.DeleteOptions) error {
+	latest := func(_ context.Context, _, old runtime.Object) (runtime.Object, error) {
+		pod := old.(*corev1.Pod).DeepCopy()
+		if p := del.Preconditions; p != nil {
+			if p.UID != nil && *p.UID != "" && *p.UID != pod.UID {
+				return nil, apierrors.NewConflict(corev1.Resource("pods"), name,
+					fmt.Errorf("the UID in the precondition (%s) does not match the UID in record (%s). The object might have been deleted and then recreated", *p.UID, pod.UID))
+			}
+			if p.ResourceVersion != nil && *p.ResourceVersion != "" && *p.ResourceVersion != pod.ResourceVersion {
+				return nil, apierrors.NewConflict(corev1.Resource("pods"), name,
+					fmt.Errorf("the ResourceVersion in the precondition (%s) does not match the ResourceVersion in record (%s). The object might have been modified", *p.ResourceVersion, pod.ResourceVersion))
+			}
+		}
+		setDisruptionTarget(pod, metav1.Now())
+		return pod, nil
+	}
+	out, _, err := e.status.Update(ctx, name, rest.DefaultUpdatedObjectInfo(nil, latest), rest.ValidateAllObjectFunc, rest.ValidateAllObjectUpdateFunc, false, &metav1.UpdateOptions{})
+	if err != nil {
+		return err
+	}
+	if p := del.Preconditions; p != nil && p.ResourceVersion != nil && *p.ResourceVersion != "" {
+		rv := out.(*corev1.Pod).ResourceVersion
+		del.Preconditions.ResourceVersion = &rv
+	}
+	return nil
+}
+
+// setDisruptionTarget sets DisruptionTarget=True, EvictionByEvictionAPI
+// (the transition time changes only with the status).
+func setDisruptionTarget(pod *corev1.Pod, now metav1.Time) {
+	cond := corev1.PodCondition{Type: corev1.DisruptionTarget, Status: corev1.ConditionTrue, Reason: "EvictionByEvictionAPI",
+		Message: "Eviction API: evicting", LastTransitionTime: now}
+	for i, c := range pod.Status.Conditions {
+		if c.Type == corev1.DisruptionTarget {
+			if c.Status == cond.Status {
+				cond.LastTransitionTime = c.LastTransitionTime
+			}
+			pod.Status.Conditions[i] = cond
+			return
+		}
+	}
+	pod.Status.Conditions = append(pod.Status.Conditions, cond)
 }

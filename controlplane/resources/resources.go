@@ -13,6 +13,7 @@ import (
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	autoscalingv1 "k8s.io/api/autoscaling/v1"
+	batchv1 "k8s.io/api/batch/v1"
 	certificatesv1 "k8s.io/api/certificates/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -210,6 +211,10 @@ func defs() []def {
 		{gv: apps, resource: "controllerrevisions", singular: "controllerrevision", kind: "ControllerRevision", namespaced: true,
 			newObj:  func() runtime.Object { return &appsv1.ControllerRevision{} },
 			newList: func() runtime.Object { return &appsv1.ControllerRevisionList{} }},
+		{gv: batchv1.SchemeGroupVersion, resource: "jobs", singular: "job", kind: "Job", namespaced: true, categories: all, status: true,
+			newObj: func() runtime.Object { return &batchv1.Job{} }, newList: func() runtime.Object { return &batchv1.JobList{} }},
+		{gv: batchv1.SchemeGroupVersion, resource: "cronjobs", singular: "cronjob", kind: "CronJob", namespaced: true, short: []string{"cj"}, categories: all, status: true,
+			newObj: func() runtime.Object { return &batchv1.CronJob{} }, newList: func() runtime.Object { return &batchv1.CronJobList{} }},
 	}
 }
 
@@ -324,7 +329,8 @@ func Build(cfg Config) (_ *Set, err error) {
 		case d.gv.Group == "" && d.resource == "pods":
 			pods = store
 			res.Subresources["binding"] = apiserver.Subresource{Kind: corev1.SchemeGroupVersion.WithKind("Binding"), Storage: &bindingREST{store: store}}
-			res.Subresources["eviction"] = apiserver.Subresource{Kind: policyv1.SchemeGroupVersion.WithKind("Eviction"), Storage: &evictionREST{store: store}}
+			status := res.Subresources["status"].Storage.(*genericregistry.Store)
+			res.Subresources["eviction"] = apiserver.Subresource{Kind: policyv1.SchemeGroupVersion.WithKind("Eviction"), Storage: &evictionREST{store: store, status: status}}
 			serveEphemeralContainers(res, store, cfg.Scheme)
 		case d.gv.Group == "" && d.resource == "nodes":
 			nodes = store

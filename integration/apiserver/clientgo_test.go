@@ -464,6 +464,31 @@ func TestSubresources(t *testing.T) {
 	if _, err := pods.Get(ctx, "e", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
 		t.Fatalf("evicted pod: %v", err)
 	}
+	// An evicted pod is marked DisruptionTarget first (a finalizer keeps it here).
+	held := testPod("held")
+	held.Finalizers = []string{"example.com/hold"}
+	if _, err := pods.Create(ctx, held, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := pods.EvictV1(ctx, &policyv1.Eviction{ObjectMeta: metav1.ObjectMeta{Name: "held", Namespace: ns}}); err != nil {
+		t.Fatal(err)
+	}
+	heldPod, err := pods.Get(ctx, "held", metav1.GetOptions{})
+	if err != nil || heldPod.DeletionTimestamp == nil {
+		t.Fatalf("evicted pod with a finalizer: %v %+v", err, heldPod)
+	}
+	var disruption *corev1.PodCondition
+	for i, c := range heldPod.Status.Conditions {
+		if c.Type == corev1.DisruptionTarget {
+			disruption = &heldPod.Status.Conditions[i]
+		}
+	}
+	if disruption == nil || disruption.Status != corev1.ConditionTrue || disruption.Reason != "EvictionByEvictionAPI" || disruption.Message != "Eviction API: evicting" {
+		t.Errorf("DisruptionTarget condition %+v", disruption)
+	}
+	if _, err := pods.Patch(ctx, "held", types.JSONPatchType, []byte(`[{"op":"remove","path":"/metadata/finalizers"}]`), metav1.PatchOptions{}); err != nil {
+		t.Fatal(err)
+	}
 
 	// Scale subresource and status of replicasets.
 	rs := &appsv1.ReplicaSet{

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/informers"
@@ -170,5 +171,87 @@ func BenchmarkDaemonSet1000Nodes(b *testing.B) {
 	tw := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "\nscenario\truns\tall pods created (mean)\tstatus: all scheduled (mean)\tpods/s")
 	fmt.Fprintf(tw, "DaemonSet over %d nodes\t%d\t%.2fs\t%.2fs\t%.0f\n", nodes, len(created), mc.Seconds(), ms.Seconds(), float64(nodes)/mc.Seconds())
+	tw.Flush()
+}
+
+// BenchmarkJob1000 measures, against the real server, the time from
+// creating a Job of 1000 completions (parallelism 100) to its Complete
+// condition, each pod finishing as soon as it exists (played through the
+// API, as an agent would report it): the job controller's creations,
+// finalizer tracking and status writes through the apiserver and etcd. It
+// prints a table.
+func BenchmarkJob1000(b *testing.B) {
+	const completions, parallelism = 1000, 100
+	ctx := context.Background()
+	var rows []time.Duration
+	for b.Loop() {
+		b.StopTimer()
+		ns := "bench-" + fmt.Sprint(time.Now().UnixNano())
+		if _, err := env.client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
+			b.Fatal(err)
+		}
+		factory := informers.NewSharedInformerFactoryWithOptions(env.client, 0, informers.WithNamespace(ns))
+		finish := make(chan *corev1.Pod, completions)
+		if _, err := factory.Core().V1().Pods().Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{AddFunc: func(obj any) {
+			finish <- obj.(*corev1.Pod)
+		}}); err != nil {
+			b.Fatal(err)
+		}
+		stop := make(chan struct{})
+		for range 8 { // the "agent": pods succeed at once
+			go func() {
+				for {
+					select {
+					case <-stop:
+						return
+					case p := <-finish:
+						p = p.DeepCopy()
+						now := metav1.Now()
+						p.Status.Phase = corev1.PodSucceeded
+						p.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: "c", State: corev1.ContainerState{
+							Terminated: &corev1.ContainerStateTerminated{ExitCode: 0, StartedAt: now, FinishedAt: now}}}}
+						_, _ = env.client.CoreV1().Pods(ns).UpdateStatus(ctx, p, metav1.UpdateOptions{})
+					}
+				}
+			}()
+		}
+		factory.Start(stop)
+		factory.WaitForCacheSync(stop)
+		b.StartTimer()
+		start := time.Now()
+		j := &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Name: "bench"}, Spec: batchv1.JobSpec{Completions: int32p(completions), Parallelism: int32p(parallelism),
+			Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{RestartPolicy: corev1.RestartPolicyNever, Containers: []corev1.Container{{Name: "c", Image: "img"}}}}}}
+		if _, err := env.client.BatchV1().Jobs(ns).Create(ctx, j, metav1.CreateOptions{}); err != nil {
+			b.Fatal(err)
+		}
+		deadline := time.Now().Add(10 * time.Minute)
+		for {
+			got, err := env.client.BatchV1().Jobs(ns).Get(ctx, "bench", metav1.GetOptions{})
+			if err == nil && jobCondition(got, batchv1.JobComplete) != nil {
+				break
+			}
+			if time.Now().After(deadline) {
+				b.Fatalf("job not complete after 10m: %+v", got.Status)
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+		took := time.Since(start)
+		b.StopTimer()
+		close(stop)
+		factory.Shutdown()
+		rows = append(rows, took)
+		_ = env.client.CoreV1().Namespaces().Delete(ctx, ns, metav1.DeleteOptions{})
+		b.StartTimer()
+	}
+	var sum time.Duration
+	for _, d := range rows {
+		sum += d
+	}
+	mean := sum / time.Duration(len(rows))
+	b.ReportMetric(mean.Seconds(), "s/complete")
+	b.ReportMetric(float64(completions)/mean.Seconds(), "completions/s")
+	tw := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "\nscenario\truns\ttime to Complete (mean)\tcompletions/s")
+	fmt.Fprintf(tw, "Job %d completions, parallelism %d\t%d\t%.2fs\t%.0f\n", completions, parallelism, len(rows), mean.Seconds(), float64(completions)/mean.Seconds())
 	tw.Flush()
 }

@@ -305,6 +305,7 @@ spec:
 
 	checkServiceProxy(t, ctx, exited, kc, bridge, kubernetesIP)
 	checkClusterDNS(t, ctx, exited, kc, cidr, kubernetesIP)
+	checkJob(t, ctx, exited, kc)
 
 	if out, err := kc("delete", "pod", "api-sleeper", "--wait=true"); err != nil {
 		t.Fatalf("kubectl delete pod: %v\n%s", err, out)

@@ -49,17 +49,20 @@ import (
 	"k8s.io/utils/clock"
 
 	"berth/controlplane/controller"
+	"berth/controlplane/controller/cronjob"
 	"berth/controlplane/controller/daemonset"
 	"berth/controlplane/controller/deployment"
 	"berth/controlplane/controller/endpoints"
 	"berth/controlplane/controller/endpointslice"
 	"berth/controlplane/controller/garbagecollector"
+	"berth/controlplane/controller/job"
 	"berth/controlplane/controller/nodeipam"
 	"berth/controlplane/controller/nodelifecycle"
 	"berth/controlplane/controller/replicaset"
 	"berth/controlplane/controller/rootcacertpublisher"
 	"berth/controlplane/controller/serviceaccount"
 	"berth/controlplane/controller/storageprotection"
+	"berth/controlplane/controller/ttlafterfinished"
 	"berth/controlplane/controller/volume"
 	"berth/controlplane/controller/volume/ephemeral"
 	"berth/internal/errdefs"
@@ -84,6 +87,7 @@ var Controllers = []string{
 	endpointslice.Name, endpoints.Name,
 	replicaset.ReplicationName,
 	daemonset.Name,
+	job.Name, ttlafterfinished.Name, cronjob.Name,
 }
 
 // Config configures the manager.
@@ -342,6 +346,12 @@ func (m *Manager) build(name string, base controller.Config) (interface{ Run(con
 		return nodeipam.New(nodeipam.Config{Config: base, Options: m.cfg.NodeIPAM})
 	case nodelifecycle.Name:
 		return nodelifecycle.New(nodelifecycle.Config{Config: base, Options: m.cfg.NodeLifecycle})
+	case job.Name:
+		return job.New(job.Config{Config: base})
+	case ttlafterfinished.Name:
+		return ttlafterfinished.New(ttlafterfinished.Config{Config: base})
+	case cronjob.Name:
+		return cronjob.New(cronjob.Config{Config: base})
 	case garbagecollector.Name:
 		return garbagecollector.New(garbagecollector.Config{Config: base, Dynamic: m.cfg.Dynamic, Options: m.cfg.GarbageCollector})
 	}

@@ -29,7 +29,7 @@ func TestConfigValidate(t *testing.T) {
 	}
 	for name, cfg := range map[string]Config{
 		"no client":            {},
-		"unknown controller":   {Client: client, Dynamic: dyn, Controllers: []string{"cronjob"}},
+		"unknown controller":   {Client: client, Dynamic: dyn, Controllers: []string{"no-such-controller"}},
 		"gc without dynamic":   {Client: client},
 		"bad timings":          {Client: client, Dynamic: dyn, LeaseDuration: time.Second, RenewDeadline: 2 * time.Second},
 		"bad cluster CIDR":     {Client: client, Dynamic: dyn, NodeIPAM: nodeipam.Options{ClusterCIDR: "10.0.0.0/33"}},

@@ -17,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	appsv1 "k8s.io/api/apps/v1"
+	batchv1 "k8s.io/api/batch/v1"
 )
 
 // Func returns the selectable fields of an object.
@@ -69,6 +70,7 @@ func Kinds() []Kind {
 		{corev1.SchemeGroupVersion.WithKind("ReplicationController"), func(o runtime.Object) fields.Set {
 			return ReplicationController(o.(*corev1.ReplicationController))
 		}, nil},
+		{batchv1.SchemeGroupVersion.WithKind("Job"), func(o runtime.Object) fields.Set { return Job(o.(*batchv1.Job)) }, nil},
 	}
 }
 
@@ -205,5 +207,13 @@ func CertificateSigningRequest(csr *certificatesv1.CertificateSigningRequest) fi
 func ReplicationController(rc *corev1.ReplicationController) fields.Set {
 	s := metaSet(rc, true)
 	s["status.replicas"] = strconv.Itoa(int(rc.Status.Replicas))
+	return s
+}
+
+// Job returns a job's selectable fields: the metadata fields and
+// status.successful.
+func Job(j *batchv1.Job) fields.Set {
+	s := metaSet(j, true)
+	s["status.successful"] = strconv.Itoa(int(j.Status.Succeeded))
 	return s
 }

@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	appsv1 "k8s.io/api/apps/v1"
+	batchv1 "k8s.io/api/batch/v1"
 	certificatesv1 "k8s.io/api/certificates/v1"
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
@@ -85,6 +86,8 @@ func TestKindsCoverTheirTypes(t *testing.T) {
 			obj = &corev1.ReplicationController{}
 		case "CertificateSigningRequest":
 			obj = &certificatesv1.CertificateSigningRequest{}
+		case "Job":
+			obj = &batchv1.Job{}
 		case "Event":
 			if k.GVK.Group == "" {
 				obj = &corev1.Event{}

@@ -12,6 +12,7 @@ import (
 	authenticationv1 "k8s.io/api/authentication/v1"
 	authorizationv1 "k8s.io/api/authorization/v1"
 	autoscalingv1 "k8s.io/api/autoscaling/v1"
+	batchv1 "k8s.io/api/batch/v1"
 	certificatesv1 "k8s.io/api/certificates/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -53,6 +54,7 @@ var GroupVersions = []schema.GroupVersion{
 	certificatesv1.SchemeGroupVersion,
 	networkingv1.SchemeGroupVersion,
 	metricsv1beta1.SchemeGroupVersion,
+	batchv1.SchemeGroupVersion,
 }
 
 // ScaleGroupVersion is the group-version of the Scale objects the /scale
@@ -83,6 +85,7 @@ func New() *runtime.Scheme {
 		certificatesv1.AddToScheme,
 		networkingv1.AddToScheme,
 		metricsv1beta1.AddToScheme,
+		batchv1.AddToScheme,
 		metav1.AddMetaToScheme,
 		metav1beta1.AddMetaToScheme,
 		metav1beta1.RegisterConversions,
@@ -172,6 +175,18 @@ func addDefaultingFuncs(s *runtime.Scheme) error {
 	add(&appsv1.ReplicaSetList{}, func(o interface{}) {
 		for i := range o.(*appsv1.ReplicaSetList).Items {
 			defaults.ReplicaSet(&o.(*appsv1.ReplicaSetList).Items[i])
+		}
+	})
+	add(&batchv1.Job{}, func(o interface{}) { defaults.Job(o.(*batchv1.Job)) })
+	add(&batchv1.JobList{}, func(o interface{}) {
+		for i := range o.(*batchv1.JobList).Items {
+			defaults.Job(&o.(*batchv1.JobList).Items[i])
+		}
+	})
+	add(&batchv1.CronJob{}, func(o interface{}) { defaults.CronJob(o.(*batchv1.CronJob)) })
+	add(&batchv1.CronJobList{}, func(o interface{}) {
+		for i := range o.(*batchv1.CronJobList).Items {
+			defaults.CronJob(&o.(*batchv1.CronJobList).Items[i])
 		}
 	})
 	add(&storagev1.StorageClass{}, func(o interface{}) { defaults.StorageClass(o.(*storagev1.StorageClass)) })
