@@ -34,6 +34,7 @@ import (
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
 	"berth/controlplane/authentication"
+	"berth/controlplane/authorization/rbac/bootstrap"
 	"berth/internal/errdefs"
 )
 
@@ -58,6 +59,11 @@ const (
 	AdminUser  = "kubernetes-admin"
 	AdminGroup = "system:masters"
 )
+
+// NodeClientUser is the apiserver's user towards node agents: in no group,
+// it holds what the RBAC bootstrap policy binds it to
+// (system:kubelet-api-admin).
+const NodeClientUser = bootstrap.APIServerKubeletClientUser
 
 const (
 	caValidity   = 10 * 365 * 24 * time.Hour
@@ -123,7 +129,7 @@ func Ensure(opts Options) (*Bundle, error) {
 		return nil, err
 	}
 	b.NodeClientCertPEM, b.NodeClientKeyPEM, err = b.ensureLeaf(caKey, NodeClientCertFile, NodeClientKeyFile, leafSpec{
-		cn: "kube-apiserver-kubelet-client", orgs: []string{AdminGroup}, usage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
+		cn: NodeClientUser, usage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
 	})
 	if err != nil {
 		return nil, err
@@ -219,7 +225,8 @@ type leafSpec struct {
 }
 
 // ensureLeaf loads a leaf pair, or issues a new one when missing, not signed
-// by the CA, expiring within a month, or lacking a requested SAN.
+// by the CA, expiring within a month, with another subject (common name or
+// organizations), or lacking a requested SAN.
 func (b *Bundle) ensureLeaf(caKey crypto.Signer, certName, keyName string, spec leafSpec) ([]byte, []byte, error) {
 	certPath, keyPath := b.Path(certName), b.Path(keyName)
 	certPEM, certErr := os.ReadFile(certPath)
@@ -263,6 +270,9 @@ func (b *Bundle) ensureLeaf(caKey crypto.Signer, certName, keyName string, spec 
 
 func (b *Bundle) leafUsable(cert *x509.Certificate, spec leafSpec) bool {
 	if cert.CheckSignatureFrom(b.CA) != nil || time.Until(cert.NotAfter) < 30*24*time.Hour {
+		return false
+	}
+	if cert.Subject.CommonName != spec.cn || !slices.Equal(cert.Subject.Organization, spec.orgs) {
 		return false
 	}
 	for _, d := range spec.dns {

@@ -182,3 +182,37 @@ func TestEnsureRejectsHalfACA(t *testing.T) {
 		t.Fatalf("no Dir: %v", err)
 	}
 }
+
+// TestNodeClientCertificateLeavesSystemMasters: the apiserver's client
+// certificate towards agents is kube-apiserver-kubelet-client in no group,
+// and one from an earlier berth (in system:masters) is re-issued.
+func TestNodeClientCertificateLeavesSystemMasters(t *testing.T) {
+	dir := t.TempDir()
+	b, err := Ensure(Options{Dir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	caKey := b.CAKey
+	// As earlier berth versions issued it.
+	if _, _, err := b.ensureLeaf(caKey, "old.crt", "old.key", leafSpec{cn: NodeClientUser, orgs: []string{AdminGroup},
+		usage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}}); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range [][2]string{{"old.crt", NodeClientCertFile}, {"old.key", NodeClientKeyFile}} {
+		if err := os.Rename(filepath.Join(dir, f[0]), filepath.Join(dir, f[1])); err != nil {
+			t.Fatal(err)
+		}
+	}
+	b, err = Ensure(Options{Dir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := parseCert(t, b.NodeClientCertPEM)
+	if c.Subject.CommonName != "kube-apiserver-kubelet-client" || len(c.Subject.Organization) != 0 {
+		t.Fatalf("node client certificate subject %v, want CN=kube-apiserver-kubelet-client in no group", c.Subject)
+	}
+	onDisk, err := os.ReadFile(filepath.Join(dir, NodeClientCertFile))
+	if err != nil || string(onDisk) != string(b.NodeClientCertPEM) {
+		t.Fatalf("re-issued certificate not written: %v", err)
+	}
+}
