@@ -31,6 +31,7 @@ func newRootCommand() *cobra.Command {
 	root.AddCommand(newCSILocalCommand())
 	root.AddCommand(newUpCommand())
 	root.AddCommand(newKubectlCommand())
+	root.AddCommand(newTokenCommand())
 	return root
 }
 

@@ -76,6 +76,9 @@ func TestEnsureGeneratesThenReuses(t *testing.T) {
 		string(again.AdminCertPEM) != string(b.AdminCertPEM) || again.AgentToken != b.AgentToken {
 		t.Fatal("second Ensure did not reuse the credentials")
 	}
+	if !b.AgentTokenCreated || again.AgentTokenCreated {
+		t.Fatalf("AgentTokenCreated: first %v, second %v; want true, false", b.AgentTokenCreated, again.AgentTokenCreated)
+	}
 
 	// A new host re-issues the serving certificate from the same CA.
 	third, err := Ensure(Options{Dir: dir, Hosts: []string{"10.9.9.9"}})
@@ -139,7 +142,7 @@ func TestAgentToken(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if tc.keep != (b.AgentToken+"\n" == tc.content) || !re.MatchString(b.AgentToken) {
+			if tc.keep != (b.AgentToken+"\n" == tc.content) || tc.keep == b.AgentTokenCreated || !re.MatchString(b.AgentToken) {
 				t.Fatalf("token %q from file %q (keep %v)", b.AgentToken, tc.content, tc.keep)
 			}
 			if data, err := os.ReadFile(path); err != nil || string(data) != b.AgentToken+"\n" {
