@@ -181,6 +181,42 @@ func TestAdmissionPodSecurity(t *testing.T) {
 	}
 }
 
+// A Service updated from ClusterIP to NodePort is charged its node ports:
+// over the quota, the update is refused.
+func TestAdmissionResourceQuotaOnUpdate(t *testing.T) {
+	cs := shared.Client(t)
+	ctx := context.Background()
+	const ns = "adm-quota-update"
+	admissionNamespace(t, cs, ns, nil)
+	q := &corev1.ResourceQuota{
+		ObjectMeta: metav1.ObjectMeta{Name: "one-node-port"},
+		Spec:       corev1.ResourceQuotaSpec{Hard: corev1.ResourceList{corev1.ResourceServicesNodePorts: resource.MustParse("1")}},
+	}
+	if _, err := cs.CoreV1().ResourceQuotas(ns).Create(ctx, q, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("create quota: %v", err)
+	}
+	poll(t, "quota status computed", func() bool {
+		got, err := cs.CoreV1().ResourceQuotas(ns).Get(ctx, q.Name, metav1.GetOptions{})
+		return err == nil && got.Status.Used != nil
+	})
+	svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "web"}, Spec: corev1.ServiceSpec{
+		Selector: map[string]string{"app": "web"},
+		Ports:    []corev1.ServicePort{{Name: "http", Port: 80}, {Name: "https", Port: 443}}}}
+	created, err := cs.CoreV1().Services(ns).Create(ctx, svc, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatalf("create a ClusterIP service: %v", err)
+	}
+	created.Spec.Type = corev1.ServiceTypeNodePort
+	_, err = cs.CoreV1().Services(ns).Update(ctx, created, metav1.UpdateOptions{})
+	want := `services "web" is forbidden: exceeded quota: one-node-port, requested: services.nodeports=2, used: services.nodeports=0, limited: services.nodeports=1`
+	if !apierrors.IsForbidden(err) || !strings.Contains(err.Error(), want) {
+		t.Fatalf("ClusterIP -> NodePort with 2 ports: %v, want 403 %q", err, want)
+	}
+	if got, _ := cs.CoreV1().Services(ns).Get(ctx, "web", metav1.GetOptions{}); got.Spec.Type != corev1.ServiceTypeClusterIP {
+		t.Fatalf("the refused update was stored: type %s", got.Spec.Type)
+	}
+}
+
 // webhookServer is a TLS admission webhook server on 127.0.0.1: /inject
 // adds a sidecar container to pods, /fail answers 500, /connect refuses
 // exec of "forbidden", attach with stdin and port-forward to port 22
