@@ -1,9 +1,13 @@
 // Package pki creates and reloads the control plane's credentials in its data
 // directory: the cluster CA, the apiserver's serving certificate, the admin
-// client certificate with its kubeconfig, and the agents' join token.
+// client certificate with its kubeconfig, the apiserver's client
+// certificate towards agents, the embedded etcd's own CA with its member's
+// and the apiserver's certificates, and the agents' join token.
 //
 // Files (all under Dir): ca.crt ca.key, serving.crt serving.key,
-// admin.crt admin.key, admin.kubeconfig, agent-token. Everything is
+// admin.crt admin.key, admin.kubeconfig, apiserver-node-client.{crt,key},
+// etcd-ca.{crt,key}, etcd-server.{crt,key}, apiserver-etcd-client.{crt,key},
+// agent-token. Everything is
 // generated on first start and reused afterwards; the serving certificate is
 // re-issued (by the same CA) when it lacks a requested host name or address.
 // The join token is a bootstrap token, <id>.<secret> (see
@@ -46,13 +50,28 @@ const (
 	ServingKeyFile     = "serving.key"
 	AdminCertFile      = "admin.crt"
 	AdminKeyFile       = "admin.key"
-	EtcdCertFile       = "etcd.crt"
 	NodeClientCertFile = "apiserver-node-client.crt"
 	NodeClientKeyFile  = "apiserver-node-client.key"
-	EtcdKeyFile        = "etcd.key"
 	KubeconfigFile     = "admin.kubeconfig"
 	AgentTokenFile     = "agent-token"
 )
+
+// The embedded etcd's own CA and the only two certificates it signs: the
+// member's (serving clients and its peer) and the apiserver's client
+// certificate towards it. Nothing the cluster CA signs — a node's or a
+// user's certificate — is accepted by etcd.
+const (
+	EtcdCAFile         = "etcd-ca.crt"
+	EtcdCAKeyFile      = "etcd-ca.key"
+	EtcdCertFile       = "etcd-server.crt"
+	EtcdKeyFile        = "etcd-server.key"
+	EtcdClientCertFile = "apiserver-etcd-client.crt"
+	EtcdClientKeyFile  = "apiserver-etcd-client.key"
+)
+
+// legacyEtcdFiles are the embedded etcd's identity of berth versions before
+// its own CA (signed by the cluster CA): removed once replaced.
+var legacyEtcdFiles = []string{"etcd.crt", "etcd.key"}
 
 // AdminUser and AdminGroup name the admin client certificate's subject.
 const (
@@ -89,6 +108,8 @@ type Bundle struct {
 	// CAKey is the cluster CA's private key, for signing certificates
 	// (controlplane/certificates signs approved CSRs with it).
 	CAKey crypto.Signer
+	// EtcdCA is the embedded etcd's CA (EtcdCAFile).
+	EtcdCA *x509.Certificate
 	// ServingCertPEM and ServingKeyPEM are the apiserver's TLS identity.
 	ServingCertPEM, ServingKeyPEM []byte
 	// AdminCertPEM and AdminKeyPEM are the admin client identity.
@@ -113,37 +134,31 @@ func Ensure(opts Options) (*Bundle, error) {
 		return nil, fmt.Errorf("pki: %w", err)
 	}
 	b := &Bundle{Dir: opts.Dir}
-	caKey, err := b.ensureCA()
+	cluster, err := b.ensureCA(CAFile, CAKeyFile, "berth-ca")
 	if err != nil {
 		return nil, err
 	}
-	b.CAKey = caKey
+	b.CA, b.CAPEM, b.CAKey = cluster.cert, cluster.pem, cluster.key
 	dns, ips := sans(opts.Hosts)
-	b.ServingCertPEM, b.ServingKeyPEM, err = b.ensureLeaf(caKey, ServingCertFile, ServingKeyFile, leafSpec{
+	b.ServingCertPEM, b.ServingKeyPEM, err = b.ensureLeaf(cluster, ServingCertFile, ServingKeyFile, leafSpec{
 		cn: "berth-apiserver", dns: dns, ips: ips, usage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
 	})
 	if err != nil {
 		return nil, err
 	}
-	b.AdminCertPEM, b.AdminKeyPEM, err = b.ensureLeaf(caKey, AdminCertFile, AdminKeyFile, leafSpec{
+	b.AdminCertPEM, b.AdminKeyPEM, err = b.ensureLeaf(cluster, AdminCertFile, AdminKeyFile, leafSpec{
 		cn: AdminUser, orgs: []string{AdminGroup}, usage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
 	})
 	if err != nil {
 		return nil, err
 	}
-	b.NodeClientCertPEM, b.NodeClientKeyPEM, err = b.ensureLeaf(caKey, NodeClientCertFile, NodeClientKeyFile, leafSpec{
+	b.NodeClientCertPEM, b.NodeClientKeyPEM, err = b.ensureLeaf(cluster, NodeClientCertFile, NodeClientKeyFile, leafSpec{
 		cn: NodeClientUser, usage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
 	})
 	if err != nil {
 		return nil, err
 	}
-	// One identity for the embedded etcd: it serves clients and peers on
-	// loopback and is also the apiserver's client certificate towards it.
-	_, _, err = b.ensureLeaf(caKey, EtcdCertFile, EtcdKeyFile, leafSpec{
-		cn: "berth-etcd", dns: []string{"localhost"}, ips: []net.IP{net.IPv4(127, 0, 0, 1), net.IPv6loopback},
-		usage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth},
-	})
-	if err != nil {
+	if err := b.ensureEtcd(); err != nil {
 		return nil, err
 	}
 	if b.AgentToken, b.AgentTokenCreated, err = ensureToken(filepath.Join(opts.Dir, AgentTokenFile)); err != nil {
@@ -170,30 +185,66 @@ func (b *Bundle) WriteKubeconfig(serverURL string) error {
 	return writeAtomic(b.Path(KubeconfigFile), data, 0o600)
 }
 
-func (b *Bundle) ensureCA() (crypto.Signer, error) {
-	certPath, keyPath := b.Path(CAFile), b.Path(CAKeyFile)
+// authority is a CA: its certificate (and PEM) and key.
+type authority struct {
+	cert *x509.Certificate
+	pem  []byte
+	key  crypto.Signer
+}
+
+// ensureEtcd makes the embedded etcd's CA, its member's certificate and the
+// apiserver's client certificate, and removes the identity earlier berth
+// versions gave etcd from the cluster CA.
+func (b *Bundle) ensureEtcd() error {
+	ca, err := b.ensureCA(EtcdCAFile, EtcdCAKeyFile, "berth-etcd-ca")
+	if err != nil {
+		return err
+	}
+	b.EtcdCA = ca.cert
+	if _, _, err := b.ensureLeaf(ca, EtcdCertFile, EtcdKeyFile, leafSpec{
+		cn: "berth-etcd", dns: []string{"localhost"}, ips: []net.IP{net.IPv4(127, 0, 0, 1), net.IPv6loopback},
+		usage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth},
+	}); err != nil {
+		return err
+	}
+	if _, _, err := b.ensureLeaf(ca, EtcdClientCertFile, EtcdClientKeyFile, leafSpec{
+		cn: "kube-apiserver-etcd-client", usage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
+	}); err != nil {
+		return err
+	}
+	for _, f := range legacyEtcdFiles {
+		if err := os.Remove(b.Path(f)); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return fmt.Errorf("pki: %w", err)
+		}
+	}
+	return nil
+}
+
+// ensureCA loads the CA in certName and keyName, generating it (common
+// name cn) when both are missing.
+func (b *Bundle) ensureCA(certName, keyName, cn string) (authority, error) {
+	certPath, keyPath := b.Path(certName), b.Path(keyName)
 	certPEM, certErr := os.ReadFile(certPath)
 	keyPEM, keyErr := os.ReadFile(keyPath)
 	if certErr == nil && keyErr == nil {
 		cert, key, err := parsePair(certPEM, keyPEM)
 		if err != nil {
-			return nil, fmt.Errorf("pki: cluster CA in %s: %w", b.Dir, err)
+			return authority{}, fmt.Errorf("pki: CA %s in %s: %w", certName, b.Dir, err)
 		}
-		b.CA, b.CAPEM = cert, certPEM
-		return key, nil
+		return authority{cert: cert, pem: certPEM, key: key}, nil
 	}
 	if !errors.Is(certErr, os.ErrNotExist) || !errors.Is(keyErr, os.ErrNotExist) {
-		return nil, fmt.Errorf("pki: cluster CA in %s is incomplete (%v, %v): remove both %s and %s to regenerate: %w",
-			b.Dir, certErr, keyErr, CAFile, CAKeyFile, errdefs.ErrInvalidArgument)
+		return authority{}, fmt.Errorf("pki: CA in %s is incomplete (%v, %v): remove both %s and %s to regenerate: %w",
+			b.Dir, certErr, keyErr, certName, keyName, errdefs.ErrInvalidArgument)
 	}
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
-		return nil, fmt.Errorf("pki: %w", err)
+		return authority{}, fmt.Errorf("pki: %w", err)
 	}
 	now := time.Now()
 	tmpl := &x509.Certificate{
 		SerialNumber:          serial(),
-		Subject:               pkix.Name{CommonName: "berth-ca"},
+		Subject:               pkix.Name{CommonName: cn},
 		NotBefore:             now.Add(-time.Hour),
 		NotAfter:              now.Add(caValidity),
 		KeyUsage:              x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature | x509.KeyUsageCRLSign,
@@ -202,21 +253,23 @@ func (b *Bundle) ensureCA() (crypto.Signer, error) {
 	}
 	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, key.Public(), key)
 	if err != nil {
-		return nil, fmt.Errorf("pki: CA: %w", err)
+		return authority{}, fmt.Errorf("pki: CA: %w", err)
 	}
 	certPEM, keyPEM, err = encodePair(der, key)
 	if err != nil {
-		return nil, err
+		return authority{}, err
 	}
 	if err := writeAtomic(keyPath, keyPEM, 0o600); err != nil {
-		return nil, err
+		return authority{}, err
 	}
 	if err := writeAtomic(certPath, certPEM, 0o644); err != nil {
-		return nil, err
+		return authority{}, err
 	}
-	b.CA, _ = x509.ParseCertificate(der)
-	b.CAPEM = certPEM
-	return key, nil
+	cert, err := x509.ParseCertificate(der)
+	if err != nil {
+		return authority{}, fmt.Errorf("pki: CA: %w", err)
+	}
+	return authority{cert: cert, pem: certPEM, key: key}, nil
 }
 
 type leafSpec struct {
@@ -230,12 +283,12 @@ type leafSpec struct {
 // ensureLeaf loads a leaf pair, or issues a new one when missing, not signed
 // by the CA, expiring within a month, with another subject (common name or
 // organizations), or lacking a requested SAN.
-func (b *Bundle) ensureLeaf(caKey crypto.Signer, certName, keyName string, spec leafSpec) ([]byte, []byte, error) {
+func (b *Bundle) ensureLeaf(ca authority, certName, keyName string, spec leafSpec) ([]byte, []byte, error) {
 	certPath, keyPath := b.Path(certName), b.Path(keyName)
 	certPEM, certErr := os.ReadFile(certPath)
 	keyPEM, keyErr := os.ReadFile(keyPath)
 	if certErr == nil && keyErr == nil {
-		if cert, _, err := parsePair(certPEM, keyPEM); err == nil && b.leafUsable(cert, spec) {
+		if cert, _, err := parsePair(certPEM, keyPEM); err == nil && leafUsable(cert, ca.cert, spec) {
 			return certPEM, keyPEM, nil
 		}
 	}
@@ -254,7 +307,7 @@ func (b *Bundle) ensureLeaf(caKey crypto.Signer, certName, keyName string, spec 
 		DNSNames:     spec.dns,
 		IPAddresses:  spec.ips,
 	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, b.CA, key.Public(), caKey)
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca.cert, key.Public(), ca.key)
 	if err != nil {
 		return nil, nil, fmt.Errorf("pki: %s: %w", certName, err)
 	}
@@ -271,8 +324,8 @@ func (b *Bundle) ensureLeaf(caKey crypto.Signer, certName, keyName string, spec 
 	return certPEM, keyPEM, nil
 }
 
-func (b *Bundle) leafUsable(cert *x509.Certificate, spec leafSpec) bool {
-	if cert.CheckSignatureFrom(b.CA) != nil || time.Until(cert.NotAfter) < 30*24*time.Hour {
+func leafUsable(cert, ca *x509.Certificate, spec leafSpec) bool {
+	if cert.CheckSignatureFrom(ca) != nil || time.Until(cert.NotAfter) < 30*24*time.Hour {
 		return false
 	}
 	if cert.Subject.CommonName != spec.cn || !slices.Equal(cert.Subject.Organization, spec.orgs) {

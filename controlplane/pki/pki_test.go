@@ -195,9 +195,9 @@ func TestNodeClientCertificateLeavesSystemMasters(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	caKey := b.CAKey
 	// As earlier berth versions issued it.
-	if _, _, err := b.ensureLeaf(caKey, "old.crt", "old.key", leafSpec{cn: NodeClientUser, orgs: []string{AdminGroup},
+	cluster := authority{cert: b.CA, pem: b.CAPEM, key: b.CAKey}
+	if _, _, err := b.ensureLeaf(cluster, "old.crt", "old.key", leafSpec{cn: NodeClientUser, orgs: []string{AdminGroup},
 		usage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}}); err != nil {
 		t.Fatal(err)
 	}
@@ -218,4 +218,60 @@ func TestNodeClientCertificateLeavesSystemMasters(t *testing.T) {
 	if err != nil || string(onDisk) != string(b.NodeClientCertPEM) {
 		t.Fatalf("re-issued certificate not written: %v", err)
 	}
+}
+
+// etcd has a CA of its own: its member's and the apiserver's client
+// certificates chain to it and not to the cluster CA, and nothing the
+// cluster CA signs chains to it. A data dir of an earlier berth (etcd's
+// certificate from the cluster CA) gets them, its old pair removed.
+func TestEtcdHasItsOwnCA(t *testing.T) {
+	dir := t.TempDir()
+	for _, f := range legacyEtcdFiles {
+		if err := os.WriteFile(filepath.Join(dir, f), []byte("old"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	b, err := Ensure(Options{Dir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	etcdCA := parseCert(t, mustRead(t, filepath.Join(dir, EtcdCAFile)))
+	if etcdCA.Equal(b.CA) || !b.EtcdCA.Equal(etcdCA) {
+		t.Fatal("etcd's CA is the cluster CA")
+	}
+	roots := x509.NewCertPool()
+	roots.AddCert(etcdCA)
+	for _, f := range []string{EtcdCertFile, EtcdClientCertFile} {
+		c := parseCert(t, mustRead(t, filepath.Join(dir, f)))
+		if _, err := c.Verify(x509.VerifyOptions{Roots: roots, KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}}); err != nil {
+			t.Errorf("%s does not chain to etcd's CA as a client: %v", f, err)
+		}
+		if c.CheckSignatureFrom(b.CA) == nil {
+			t.Errorf("%s is signed by the cluster CA", f)
+		}
+	}
+	for _, pemBytes := range [][]byte{b.AdminCertPEM, b.NodeClientCertPEM} {
+		if _, err := parseCert(t, pemBytes).Verify(x509.VerifyOptions{Roots: roots, KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}}); err == nil {
+			t.Error("a cluster-CA certificate chains to etcd's CA")
+		}
+	}
+	for _, f := range legacyEtcdFiles {
+		if _, err := os.Stat(filepath.Join(dir, f)); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("the earlier etcd identity %s is still there: %v", f, err)
+		}
+	}
+	for _, f := range []string{EtcdCAKeyFile, EtcdKeyFile, EtcdClientKeyFile} {
+		if st, err := os.Stat(filepath.Join(dir, f)); err != nil || st.Mode().Perm() != 0o600 {
+			t.Errorf("%s: %v %v, want mode 0600", f, st, err)
+		}
+	}
+}
+
+func mustRead(t *testing.T, path string) []byte {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return data
 }
