@@ -477,10 +477,18 @@ func (a *Agent) Run(ctx context.Context) error {
 				run.Go("serving certificate rotation", rotating.Run)
 				getCert = rotating.GetCertificate
 			}
+			// As the kubelet's --authentication-token-webhook and
+			// --authorization-mode=Webhook: the apiserver reviews tokens
+			// and decides every request.
+			authz, err := kubeletapi.WebhookAuthorizer(kube.AuthorizationV1())
+			if err != nil {
+				return err
+			}
 			api, err := kubeletapi.New(kubeletapi.Config{
 				Address:  net.JoinHostPort(cfg.KubeletAddress, strconv.Itoa(cfg.KubeletPort)),
 				CertFile: certFile, KeyFile: keyFile, GetCertificate: getCert, RootDir: cfg.RootDir,
 				NodeName: cfg.NodeName, Addresses: []net.IP{nodeIP}, ClientCAFile: caFile,
+				TokenReviews: kube.AuthenticationV1(), Authorizer: authz,
 				Pods: statuses.List, Locator: kubeletapi.CRILocator{Runtime: client}, Runtime: client,
 				PodLogDir: cfg.PodLogDir, Healthy: a.healthy, Metrics: registry, Logger: log,
 				Stats: usage,

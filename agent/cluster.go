@@ -27,9 +27,8 @@ import (
 )
 
 // restConfig is how the agent reaches the apiserver: the kubeconfig, or the
-// server URL with the join token and the cluster CA. The join token stays
-// the agent's credential: berth's apiserver serves no
-// certificates.k8s.io API to trade it for a node client certificate.
+// server URL with the join token and the cluster CA (the token is then
+// traded for a node client certificate: nodeCredential).
 func (c *Config) restConfig() (*rest.Config, error) {
 	var rc *rest.Config
 	if c.Kubeconfig != "" {
@@ -54,27 +53,23 @@ func (c *Config) restConfig() (*rest.Config, error) {
 }
 
 // nodeCredential trades the join token for a node client certificate
-// (CN=system:node:NAME, O=system:nodes) through the CSR API when the
-// apiserver serves it, as the kubelet's TLS bootstrap; the pair is kept
-// under RootDir/pki and reused while valid, and renewed before it expires
-// (a bootstrap.Rotator run under run: the returned client presents the
-// current certificate on each handshake). With a kubeconfig, or when the
-// apiserver has no CSR API or the request fails, the given client (rc's
-// credential) stays.
+// (CN=system:node:NAME, O=system:nodes) through the CSR API, as the
+// kubelet's TLS bootstrap; the pair is kept under RootDir/pki and reused
+// while valid (the join token, possibly expired by then, is not used), and
+// renewed before it expires (a bootstrap.Rotator run under run: the
+// returned client presents the current certificate on each handshake).
+// With a kubeconfig the given client stays. A certificate that cannot be
+// had (the CSR API missing, the request refused, denied or never issued) is
+// an error naming the reason: the agent does not run on the join token.
 func (a *Agent) nodeCredential(ctx context.Context, run *supervisor, rc *rest.Config, kube kubernetes.Interface) (kubernetes.Interface, error) {
 	cfg, log := &a.cfg, a.cfg.Logger
 	if cfg.Kubeconfig != "" {
 		return kube, nil
 	}
-	if !bootstrap.ServesCSRs(kube) {
-		log.Info("the apiserver serves no certificates.k8s.io CSR API; keeping the join token as the node's credential")
-		return kube, nil
-	}
 	req := bootstrap.Request{Client: kube, NodeName: cfg.NodeName, Dir: filepath.Join(cfg.RootDir, "pki"), Timeout: time.Minute}
 	certFile, _, err := bootstrap.Obtain(ctx, req)
 	if err != nil {
-		log.Warn("no node client certificate; keeping the join token", "err", err)
-		return kube, nil
+		return nil, fmt.Errorf("agent: no node client certificate for the join token: %w", err)
 	}
 	rot, node, err := bootstrap.NewClientRotator(rc, bootstrap.RotatorConfig{Request: req, Logger: log})
 	if err != nil {

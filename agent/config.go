@@ -21,12 +21,15 @@ import (
 const (
 	DefaultCNIConfDir    = "/etc/cni/net.d"
 	DefaultPodLogDir     = "/var/log/pods"
-	DefaultReadOnlyPort  = 10255
 	DefaultCNIBridge     = "berth0"
 	DefaultNetworkName   = "berth"
 	DefaultResolvConf    = "/etc/resolv.conf"
 	DefaultClusterDomain = "cluster.local"
 )
+
+// DefaultReadOnlyAddress is where an enabled read-only API listens unless
+// ReadOnlyAddress says otherwise: it is unauthenticated.
+const DefaultReadOnlyAddress = "127.0.0.1"
 
 // DefaultCNIBinDirs are searched for CNI plugins: Debian's package, then the
 // upstream location.
@@ -62,8 +65,10 @@ type Config struct {
 	// NodeIP is the node's address in pod status; default the first global
 	// unicast IPv4 address of the host.
 	NodeIP string
-	// ReadOnlyAddress and ReadOnlyPort are where GET /pods and /healthz are
-	// served; port 0 disables the API.
+	// ReadOnlyAddress and ReadOnlyPort are where the unauthenticated GET
+	// /pods, /healthz and /metrics are served; port 0 (the default, as the
+	// kubelet's) disables the API, the address defaults to
+	// DefaultReadOnlyAddress.
 	ReadOnlyAddress string
 	ReadOnlyPort    int
 	// CgroupRoot is the cgroup the kubepods hierarchy goes under; "" is "/".
@@ -224,6 +229,9 @@ func (c *Config) validate() error {
 	}
 	if c.ReadOnlyPort < 0 || c.ReadOnlyPort > 65535 {
 		return bad("ReadOnlyPort (--read-only-port)", "%d is not a port (0 disables the API)", c.ReadOnlyPort)
+	}
+	if c.ReadOnlyPort != 0 && c.ReadOnlyAddress == "" {
+		c.ReadOnlyAddress = DefaultReadOnlyAddress
 	}
 	if c.NodeName == "" {
 		host, err := os.Hostname()

@@ -28,6 +28,26 @@ func TestConfigDefaults(t *testing.T) {
 	}
 }
 
+// The read-only API is off unless a port is given, and then listens on
+// loopback unless an address is given.
+func TestReadOnlyPortOffByDefaultAndOnLoopback(t *testing.T) {
+	for _, tc := range []struct {
+		port        int
+		address     string
+		wantAddress string
+	}{{0, "", ""}, {10255, "", "127.0.0.1"}, {10255, "0.0.0.0", "0.0.0.0"}} {
+		cfg := validConfig()
+		cfg.ReadOnlyPort, cfg.ReadOnlyAddress = tc.port, tc.address
+		a, err := New(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c := a.Config(); c.ReadOnlyPort != tc.port || c.ReadOnlyAddress != tc.wantAddress {
+			t.Errorf("port %d address %q: got %d %q, want address %q", tc.port, tc.address, c.ReadOnlyPort, c.ReadOnlyAddress, tc.wantAddress)
+		}
+	}
+}
+
 func TestConfigErrorsNameTheField(t *testing.T) {
 	tests := []struct {
 		name   string

@@ -1,6 +1,7 @@
 package kubeletapi_test
 
 import (
+	"context"
 	"crypto/tls"
 	"encoding/json"
 	"errors"
@@ -10,8 +11,10 @@ import (
 	"testing"
 
 	"github.com/prometheus/client_golang/prometheus"
+	authenticationv1 "k8s.io/api/authentication/v1"
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apiserver/pkg/authorization/authorizer"
 
 	"berth/agent/kubeletapi"
 	"berth/internal/errdefs"
@@ -57,16 +60,21 @@ func TestCertificateFromAnotherCAIsRefused(t *testing.T) {
 	}
 }
 
-func TestAuthorizeHookSeesUserVerbAndPath(t *testing.T) {
+func TestAuthorizerSeesTheKubeletsAttributes(t *testing.T) {
 	var mu sync.Mutex
 	var seen []string
 	h := newHarness(t, func(cfg *kubeletapi.Config) {
-		cfg.Authorize = func(u kubeletapi.User, verb, path string) bool {
+		cfg.Authorizer = authorizer.AuthorizerFunc(func(_ context.Context, a authorizer.Attributes) (authorizer.Decision, string, error) {
 			mu.Lock()
 			defer mu.Unlock()
-			seen = append(seen, u.Name+"|"+strings.Join(u.Groups, ",")+"|"+verb+"|"+path)
-			return u.Name == "system:kube-apiserver" || path == "/healthz"
-		}
+			u := a.GetUser()
+			seen = append(seen, strings.Join([]string{u.GetName(), strings.Join(u.GetGroups(), ","), a.GetVerb(),
+				a.GetResource() + "/" + a.GetSubresource(), a.GetName(), a.GetAPIVersion(), a.GetPath()}, "|"))
+			if u.GetName() == "system:kube-apiserver" || a.GetSubresource() == "healthz" {
+				return authorizer.DecisionAllow, "", nil
+			}
+			return authorizer.DecisionNoOpinion, "", nil
+		})
 	})
 	apiserver := h.httpClient(h.ca.client(t, "system:kube-apiserver", "system:masters"))
 	if code, body := h.getAs(apiserver, "/pods"); code != http.StatusOK {
@@ -76,11 +84,21 @@ func TestAuthorizeHookSeesUserVerbAndPath(t *testing.T) {
 	if code, body := h.getAs(bob, "/healthz"); code != http.StatusOK || body != "ok" {
 		t.Fatalf("bob GET /healthz = %d %q, want 200 ok", code, body)
 	}
-	code, body := h.getAs(bob, "/containerLogs/default/web/app")
-	want := "Forbidden (user=bob, verb=get, resource=nodes, subresource(s)=[proxy])"
-	if code != http.StatusForbidden || strings.TrimSpace(body) != want {
-		t.Fatalf("bob GET /containerLogs = %d %q, want 403 %q", code, body, want)
+	for path, want := range map[string]string{
+		"/containerLogs/default/web/app": "Forbidden (user=bob, verb=get, resource=nodes, subresource(s)=[proxy])",
+		"/pods":                          "Forbidden (user=bob, verb=get, resource=nodes, subresource(s)=[pods proxy])",
+		"/logs/":                         "Forbidden (user=bob, verb=get, resource=nodes, subresource(s)=[log])",
+		"/metrics/resource":              "Forbidden (user=bob, verb=get, resource=nodes, subresource(s)=[metrics])",
+		"/stats/summary":                 "Forbidden (user=bob, verb=get, resource=nodes, subresource(s)=[stats])",
+		"/podsx":                         "Forbidden (user=bob, verb=get, resource=nodes, subresource(s)=[proxy])",
+	} {
+		if code, body := h.getAs(bob, path); code != http.StatusForbidden || strings.TrimSpace(body) != want {
+			t.Errorf("bob GET %s = %d %q, want 403 %q", path, code, body, want)
+		}
 	}
+	mu.Lock()
+	seen = nil
+	mu.Unlock()
 	resp, err := bob.Post(h.url+"/exec/default/web/app?command=ls&output=1", "", nil)
 	if err != nil {
 		t.Fatal(err)
@@ -91,14 +109,95 @@ func TestAuthorizeHookSeesUserVerbAndPath(t *testing.T) {
 	}
 	mu.Lock()
 	defer mu.Unlock()
-	wantSeen := []string{
-		"system:kube-apiserver|system:masters|get|/pods",
-		"bob|dev|get|/healthz",
-		"bob|dev|get|/containerLogs/default/web/app",
-		"bob|dev|create|/exec/default/web/app",
+	want := "bob|dev,system:authenticated|create|nodes/proxy|node-a|v1|/exec/default/web/app"
+	if len(seen) != 1 || seen[0] != want {
+		t.Fatalf("POST /exec authorized as %q, want %q", seen, want)
 	}
-	if strings.Join(seen, "\n") != strings.Join(wantSeen, "\n") {
-		t.Fatalf("Authorize saw\n%s\nwant\n%s", strings.Join(seen, "\n"), strings.Join(wantSeen, "\n"))
+}
+
+func TestAuthorizerErrorIs500(t *testing.T) {
+	h := newHarness(t, func(cfg *kubeletapi.Config) {
+		cfg.Authorizer = authorizer.AuthorizerFunc(func(context.Context, authorizer.Attributes) (authorizer.Decision, string, error) {
+			return authorizer.DecisionNoOpinion, "", errors.New("apiserver unreachable")
+		})
+	})
+	code, body := h.get("/containerLogs/default/web/app")
+	want := "Authorization error (user=admin, verb=get, resource=nodes, subresource=proxy)"
+	if code != http.StatusInternalServerError || strings.TrimSpace(body) != want {
+		t.Fatalf("GET with a failing authorizer = %d %q, want 500 %q", code, body, want)
+	}
+}
+
+// TestTokenReviewAndSubjectAccessReview runs the agent API against an
+// apiserver answering TokenReviews and SubjectAccessReviews: bearer tokens
+// and client certificates are authenticated, every request is decided by a
+// review on nodes/node-a, and both answers are cached (allowed and refused).
+func TestTokenReviewAndSubjectAccessReview(t *testing.T) {
+	rs := newReviewServer(t)
+	rs.tokens["sa-token"] = authenticationv1.UserInfo{Username: "system:serviceaccount:default:reader", Groups: []string{"system:serviceaccounts"}}
+	rs.tokens["plain-token"] = authenticationv1.UserInfo{Username: "plain"}
+	rs.tokens["broken-token"] = authenticationv1.UserInfo{Username: "broken"}
+	rs.allowed["system:serviceaccount:default:reader|get|proxy"] = true
+	rs.allowed["kube-apiserver-kubelet-client|get|pods"] = true
+	rs.broken["broken"] = true
+	client := rs.client(t)
+	h := newHarness(t, func(cfg *kubeletapi.Config) {
+		authz, err := kubeletapi.WebhookAuthorizer(client.AuthorizationV1())
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg.Authorizer, cfg.TokenReviews = authz, client.AuthenticationV1()
+	})
+	anon := h.httpClient()
+
+	// A reviewed token, allowed nodes/proxy: /healthz is tried as
+	// nodes/healthz, then nodes/proxy.
+	for range 2 {
+		if code, body := h.getWithToken(anon, "/healthz", "sa-token"); code != http.StatusOK || body != "ok" {
+			t.Fatalf("GET /healthz with an allowed token = %d %q", code, body)
+		}
+	}
+	if got, want := rs.sarsSince(0), []string{
+		"system:serviceaccount:default:reader|system:serviceaccounts,system:authenticated|get|nodes/healthz|node-a|v1",
+		"system:serviceaccount:default:reader|system:serviceaccounts,system:authenticated|get|nodes/proxy|node-a|v1",
+	}; strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Fatalf("SubjectAccessReviews:\n%s\nwant (the second request answered from the caches)\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	if tokens, _ := rs.counts(); tokens != 1 {
+		t.Fatalf("%d TokenReviews for two requests with one token, want 1 (cached)", tokens)
+	}
+
+	// A token the apiserver does not know: 401.
+	if code, body := h.getWithToken(anon, "/healthz", "unknown-token"); code != http.StatusUnauthorized {
+		t.Fatalf("GET /healthz with an unknown token = %d %q, want 401", code, body)
+	}
+
+	// A user without rights: 403, and the refusal is cached.
+	_, before := rs.counts()
+	for range 2 {
+		code, body := h.getWithToken(anon, "/containerLogs/default/web/app", "plain-token")
+		if want := "Forbidden (user=plain, verb=get, resource=nodes, subresource(s)=[proxy])"; code != http.StatusForbidden || strings.TrimSpace(body) != want {
+			t.Fatalf("plain user GET /containerLogs = %d %q, want 403 %q", code, body, want)
+		}
+	}
+	if _, after := rs.counts(); after != before+1 {
+		t.Fatalf("%d SubjectAccessReviews for two refused requests, want 1 (cached)", after-before)
+	}
+
+	// A client certificate is reviewed under its common name.
+	apiserver := h.httpClient(h.ca.client(t, "kube-apiserver-kubelet-client"))
+	_, before = rs.counts()
+	if code, body := h.getAs(apiserver, "/pods"); code != http.StatusOK {
+		t.Fatalf("apiserver GET /pods = %d %q", code, body)
+	}
+	if got := rs.sarsSince(before); len(got) != 1 || got[0] != "kube-apiserver-kubelet-client|system:authenticated|get|nodes/pods|node-a|v1" {
+		t.Fatalf("SubjectAccessReviews for the apiserver's certificate: %q", got)
+	}
+
+	// A review that fails: 500.
+	if code, body := h.getWithToken(anon, "/logs/", "broken-token"); code != http.StatusInternalServerError ||
+		!strings.HasPrefix(body, "Authorization error (user=broken, verb=get, resource=nodes, subresource=log)") {
+		t.Fatalf("GET with a failing SubjectAccessReview = %d %q, want 500", code, body)
 	}
 }
 
@@ -168,13 +267,16 @@ func TestConfigValidation(t *testing.T) {
 	base := func() kubeletapi.Config {
 		return kubeletapi.Config{
 			Pods: func() []v1.Pod { return nil }, Locator: kubeletapi.CRILocator{}, Runtime: nil,
-			ClientCAFile: "/x/ca.crt", RootDir: t.TempDir(),
+			ClientCAFile: "/x/ca.crt", RootDir: t.TempDir(), NodeName: "node-a",
+			Authorizer: authorizer.AuthorizerFunc(allowAll),
 		}
 	}
 	for name, tc := range map[string]struct {
 		mutate func(*kubeletapi.Config)
 		field  string
 	}{
+		"no node name":     {func(c *kubeletapi.Config) { c.NodeName = "" }, "Config.NodeName"},
+		"no authorizer":    {func(c *kubeletapi.Config) { c.Authorizer = nil }, "Config.Authorizer"},
 		"no pods":          {func(c *kubeletapi.Config) { c.Pods = nil }, "Config.Pods"},
 		"no locator":       {func(c *kubeletapi.Config) { c.Locator = nil }, "Config.Locator"},
 		"no runtime":       {func(c *kubeletapi.Config) {}, "Config.Runtime"},

@@ -3,7 +3,6 @@ package kubeletapi
 import (
 	"crypto/tls"
 	"fmt"
-	"os"
 	"path/filepath"
 
 	certutil "k8s.io/client-go/util/cert"
@@ -25,15 +24,7 @@ func servingCertificate(cfg Config) (tls.Certificate, error) {
 	if cert, err := tls.LoadX509KeyPair(certPath, keyPath); err == nil {
 		return cert, nil
 	}
-	host := cfg.NodeName
-	if host == "" {
-		if h, err := os.Hostname(); err == nil {
-			host = h
-		} else {
-			host = "localhost"
-		}
-	}
-	certPEM, keyPEM, err := certutil.GenerateSelfSignedCertKey(host, cfg.Addresses, nil)
+	certPEM, keyPEM, err := certutil.GenerateSelfSignedCertKey(cfg.NodeName, cfg.Addresses, nil)
 	if err != nil {
 		return tls.Certificate{}, fmt.Errorf("kubeletapi: generate self-signed serving certificate: %w", err)
 	}

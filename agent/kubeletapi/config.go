@@ -29,10 +29,14 @@
 // with v5.channel.k8s.io is translated to SPDY toward the runtime, and
 // port-forward over WebSocket (SPDY tunnelled in WebSocket) is untunnelled.
 //
-// Every request must present a client certificate signed by a CA in
-// ClientCAFile; the certificate's common name is the user and its
-// organizations are the groups. Anonymous requests get 401, requests the
-// Authorize hook refuses get 403.
+// Requests are authenticated and authorized as the kubelet's
+// --authentication-token-webhook and --authorization-mode=Webhook do: a
+// client certificate signed by a CA in ClientCAFile (common name the user,
+// organizations the groups) or a bearer token reviewed by the apiserver
+// (TokenReview); then the Authorizer (WebhookAuthorizer: a
+// SubjectAccessReview) decides on nodes/NodeName with the subresource the
+// path maps to (proxy, log, stats, metrics, pods, healthz) and the verb the
+// method maps to. Anonymous requests get 401, refused ones 403.
 package kubeletapi
 
 import (
@@ -45,6 +49,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/apiserver/pkg/authorization/authorizer"
+	authenticationv1client "k8s.io/client-go/kubernetes/typed/authentication/v1"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"berth/agent/stats"
@@ -89,15 +95,8 @@ type Locator interface {
 	SandboxID(ctx context.Context, pod PodRef) (string, error)
 }
 
-// User is an authenticated client: the client certificate's common name and
-// organizations.
-type User struct {
-	Name   string
-	Groups []string
-}
-
-// Config configures a Server. Pods, Locator, Runtime and ClientCAFile are
-// required.
+// Config configures a Server. NodeName, Pods, Locator, Runtime,
+// ClientCAFile and Authorizer are required.
 type Config struct {
 	// Listener, if set, is served instead of listening on Address.
 	Listener net.Listener
@@ -115,7 +114,8 @@ type Config struct {
 	GetCertificate func(*tls.ClientHelloInfo) (*tls.Certificate, error)
 	// RootDir is the agent's state directory (required when no CertFile).
 	RootDir string
-	// NodeName and Addresses go into a generated certificate's subject
+	// NodeName is the Node requests are authorized against (nodes/NodeName)
+	// and, with Addresses, goes into a generated certificate's subject
 	// alternative names.
 	NodeName  string
 	Addresses []net.IP
@@ -123,11 +123,17 @@ type Config struct {
 	// against (the cluster CA: the apiserver's client certificate and the
 	// admin users).
 	ClientCAFile string
-	// Authorize decides whether an authenticated user may make a request
-	// (verb as the kubelet maps methods: get, create, update, patch,
-	// delete; path the request's URL path). Nil allows every
-	// authenticated user.
-	Authorize func(user User, verb, path string) bool
+	// TokenReviews, when set, authenticates bearer tokens by TokenReview
+	// (the kubelet's --authentication-token-webhook); nil: only client
+	// certificates authenticate.
+	TokenReviews authenticationv1client.AuthenticationV1Interface
+	// TokenCacheTTL is how long a TokenReview's answer is kept; default
+	// DefaultTokenCacheTTL.
+	TokenCacheTTL time.Duration
+	// Authorizer decides every authenticated request, on the kubelet's
+	// attributes (see requestAttributes); WebhookAuthorizer asks the
+	// apiserver.
+	Authorizer authorizer.Authorizer
 
 	// Pods returns the pods the agent runs, with their latest status; it
 	// serves /pods and resolves pods for the other paths.
@@ -162,6 +168,12 @@ type Config struct {
 // validate checks cfg and fills in defaults.
 func (cfg *Config) validate() error {
 	switch {
+	case cfg.NodeName == "":
+		return fmt.Errorf("kubeletapi: Config.NodeName is required (requests are authorized against nodes/NodeName): %w", errdefs.ErrInvalidArgument)
+	case cfg.Authorizer == nil:
+		return fmt.Errorf("kubeletapi: Config.Authorizer is required: %w", errdefs.ErrInvalidArgument)
+	case cfg.TokenCacheTTL < 0:
+		return fmt.Errorf("kubeletapi: Config.TokenCacheTTL %s: must not be negative: %w", cfg.TokenCacheTTL, errdefs.ErrInvalidArgument)
 	case cfg.Pods == nil:
 		return fmt.Errorf("kubeletapi: Config.Pods is required: %w", errdefs.ErrInvalidArgument)
 	case cfg.Locator == nil:
@@ -179,6 +191,9 @@ func (cfg *Config) validate() error {
 	}
 	if cfg.Address == "" {
 		cfg.Address = DefaultAddress
+	}
+	if cfg.TokenCacheTTL == 0 {
+		cfg.TokenCacheTTL = DefaultTokenCacheTTL
 	}
 	if cfg.PodLogDir == "" {
 		cfg.PodLogDir = DefaultPodLogDir

@@ -20,6 +20,7 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/apiserver/pkg/authorization/authorizer"
 
 	"berth/agent/kubeletapi"
 	"berth/cri"
@@ -116,6 +117,7 @@ func newHarness(t *testing.T, opts ...harnessOption) *harness {
 			defer h.mu.Unlock()
 			return append([]v1.Pod(nil), h.pods...)
 		},
+		Authorizer:      authorizer.AuthorizerFunc(allowAll),
 		Locator:         kubeletapi.CRILocator{Runtime: client},
 		Runtime:         client,
 		PodLogDir:       h.logDir,
@@ -193,4 +195,34 @@ func newHarnessRuntime(t *testing.T) *cri.Client {
 	}
 	t.Cleanup(func() { c.Close() })
 	return c
+}
+
+// allowAll is the harness's default authorizer.
+func allowAll(context.Context, authorizer.Attributes) (authorizer.Decision, string, error) {
+	return authorizer.DecisionAllow, "", nil
+}
+
+// getWithToken fetches path with a bearer token.
+func (h *harness) getWithToken(c *http.Client, path, token string) (int, string) {
+	h.t.Helper()
+	req, err := http.NewRequest(http.MethodGet, h.url+path, nil)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	req.Header.Set("Authorization", "Bearer "+token)
+	resp, err := c.Do(req)
+	if err != nil {
+		h.t.Fatalf("GET %s: %v", path, err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		h.t.Fatalf("GET %s: read body: %v", path, err)
+	}
+	return resp.StatusCode, string(b)
+}
+
+// pemOf is a DER certificate in PEM.
+func pemOf(der []byte) []byte {
+	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})
 }

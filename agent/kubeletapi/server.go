@@ -16,15 +16,17 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/apiserver/pkg/authentication/authenticator"
 
 	"berth/internal/errdefs"
 )
 
 // Server is the agent's API.
 type Server struct {
-	cfg Config
-	tls *tls.Config
-	mux *http.ServeMux
+	cfg   Config
+	authn authenticator.Request
+	tls   *tls.Config
+	mux   *http.ServeMux
 }
 
 // New validates cfg, loads (or generates) the serving certificate and the
@@ -49,8 +51,13 @@ func New(cfg Config) (*Server, error) {
 	if !pool.AppendCertsFromPEM(caPEM) {
 		return nil, fmt.Errorf("kubeletapi: Config.ClientCAFile %s: no PEM certificates in it: %w", cfg.ClientCAFile, errdefs.ErrInvalidArgument)
 	}
+	authn, err := newAuthenticator(cfg, caPEM)
+	if err != nil {
+		return nil, err
+	}
 	s := &Server{
-		cfg: cfg,
+		cfg:   cfg,
+		authn: authn,
 		tls: &tls.Config{
 			Certificates:   certs,
 			GetCertificate: cfg.GetCertificate,

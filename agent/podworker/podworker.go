@@ -231,6 +231,10 @@ func (m *Manager) Run(ctx context.Context) error {
 		}()
 	}
 	<-ctx.Done()
+	// worker adds to wg under mu only while ctx is live: once mu has been
+	// held after ctx ended, no Add can race this Wait.
+	m.mu.Lock()
+	m.mu.Unlock()
 	m.wg.Wait()
 	return nil
 }

@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/spf13/cobra"
+
 	"berth/internal/errdefs"
 )
 
@@ -32,6 +34,15 @@ func TestAgentCommandRejectsBadFlags(t *testing.T) {
 		}
 		if tc.want != "--log-level" && !errors.Is(err, errdefs.ErrInvalidArgument) {
 			t.Errorf("berth agent %v = %v, want ErrInvalidArgument", tc.args, err)
+		}
+	}
+}
+
+// As upstream's KubeletConfiguration: no read-only port unless asked for.
+func TestReadOnlyPortIsOffByDefault(t *testing.T) {
+	for name, f := range map[string]*cobra.Command{"agent": newAgentCommand(), "up": newUpCommand()} {
+		if d := f.Flags().Lookup("read-only-port").DefValue; d != "0" {
+			t.Errorf("berth %s --read-only-port defaults to %s, want 0", name, d)
 		}
 	}
 }

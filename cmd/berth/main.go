@@ -32,6 +32,7 @@ func newRootCommand() *cobra.Command {
 	root.AddCommand(newUpCommand())
 	root.AddCommand(newKubectlCommand())
 	root.AddCommand(newIngressCommand())
+	root.AddCommand(newTokenCommand())
 	return root
 }
 

@@ -2,11 +2,13 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"os"
 	"os/signal"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
@@ -35,7 +37,8 @@ etcd. --disable scheduler leaves scheduling to a separate ` + "`berth scheduler`
 On first start it generates into DATA-DIR a cluster CA, the serving
 certificate, an admin client certificate with DATA-DIR/admin.kubeconfig, and
 the agents' join token DATA-DIR/agent-token (a bootstrap token <id>.<secret>,
-kept as the kube-system secret bootstrap-token-<id>), and the service-account
+kept as the kube-system secret bootstrap-token-<id>, valid for --token-ttl;
+"berth token" makes more), and the service-account
 token signing key DATA-DIR/sa.key (unless --service-account-signing-key-file
 names one); later starts reuse them. Once serving, it writes the address local
 clients reach it at to DATA-DIR/listen-address.
@@ -89,6 +92,7 @@ another issued.
 	f.StringSliceVar(&cfg.DisableAdmissionPlugins, "disable-admission-plugins", nil, "admission plugins to disable, comma-separated (order does not matter: they run in upstream's order)")
 	f.StringVar(&cfg.EncryptionProviderConfig, "encryption-provider-config", "", "EncryptionConfiguration file (apiserver.config.k8s.io/v1): the resources it lists are encrypted in etcd (aescbc, aesgcm, secretbox, identity; the first provider encrypts, all decrypt)")
 	f.StringVar(&cfg.TokenAuthFile, "token-auth-file", "", `static bearer tokens: a CSV file of token,user,uid[,"group1,group2"] lines`)
+	f.Var(tokenTTLFlag{&cfg.AgentTokenTTL}, "token-ttl", `how long the join token generated on first start (DATA-DIR/agent-token) authenticates, as kubeadm init's (0: never expires; default 24h0m0s); "berth token create" makes more`)
 	f.BoolVar(&cfg.AnonymousAuth, "anonymous-auth", false, "let requests without credentials through as system:anonymous (group system:unauthenticated), for RBAC to decide; off, they get 401")
 	f.StringArrayVar(&cfg.ServiceAccountIssuers, "service-account-issuer", []string{serviceaccount.DefaultIssuer}, `service-account token issuer (the "iss" claim), a URL or a name; repeat it to accept tokens of more issuers: the first one issues new tokens`)
 	f.StringSliceVar(&cfg.APIAudiences, "api-audiences", nil, "audiences the apiserver identifies as, comma-separated: a service-account token must be for one of them (default the --service-account-issuer values)")
@@ -97,3 +101,34 @@ another issued.
 	_ = cmd.MarkFlagRequired("data-dir")
 	return cmd
 }
+
+// tokenTTLFlag is --token-ttl: a duration where 0 means never, as
+// kubeadm's (server.NoTokenExpiry); unset leaves the server's default.
+type tokenTTLFlag struct{ ttl *time.Duration }
+
+func (f tokenTTLFlag) String() string {
+	if f.ttl == nil || *f.ttl == 0 {
+		return ""
+	}
+	if *f.ttl == server.NoTokenExpiry {
+		return "0s"
+	}
+	return f.ttl.String()
+}
+
+func (f tokenTTLFlag) Set(s string) error {
+	d, err := time.ParseDuration(s)
+	if err != nil {
+		return err
+	}
+	if d < 0 {
+		return fmt.Errorf("%s: must not be negative (0: never expires)", s)
+	}
+	if d == 0 {
+		d = server.NoTokenExpiry
+	}
+	*f.ttl = d
+	return nil
+}
+
+func (tokenTTLFlag) Type() string { return "duration" }

@@ -95,7 +95,7 @@ DATA-DIR and come back on the next start.
 	f.StringVar(&cfg.EncryptionProviderConfig, "encryption-provider-config", "", "EncryptionConfiguration file: encrypt the resources it lists in etcd (see berth server --help)")
 	f.StringVar(&cfg.NodeName, "node-name", "", "name of the node (default: the host name)")
 	f.IntVar(&cfg.KubeletPort, "kubelet-port", 10250, "port of the agent's authenticated API (kubectl logs, exec and port-forward go through it)")
-	f.IntVar(&cfg.ReadOnlyPort, "read-only-port", 10255, "port of the agent's read-only API on 127.0.0.1 (GET /pods, /healthz); 0 disables it")
+	f.IntVar(&cfg.ReadOnlyPort, "read-only-port", 0, "port of the agent's unauthenticated read-only API on 127.0.0.1 (GET /pods, /healthz, /metrics; the kubelet's was 10255); 0, the default, disables it")
 	f.StringVar(&cfg.PauseBinary, "pause-binary", "", `berth's static pause binary (default "pause" beside the berth executable)`)
 	f.StringVar(&cfg.ContainerdBinary, "containerd", "", "containerd executable (default: containerd on PATH)")
 	f.StringVar(&logLevel, "log-level", "info", "log level: debug, info, warn or error")

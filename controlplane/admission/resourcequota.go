@@ -3,6 +3,7 @@ package admission
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -36,7 +37,9 @@ type ResourceQuotaConfig struct {
 	Client kubernetes.Interface
 }
 
-// ResourceQuota charges each new object's usage (quota.Usage) to every
+// ResourceQuota charges each new object's usage (quota.Usage), and what an
+// update adds to a Service's or PersistentVolumeClaim's (a ClusterIP
+// Service made NodePort or LoadBalancer, a claim resized), to every
 // matching ResourceQuota of its namespace before the object is stored, and
 // refuses the request with 403 Forbidden when a hard limit would be
 // exceeded. A charge is a compare-and-swap on the quota's status (its
@@ -48,9 +51,10 @@ type ResourceQuota struct {
 	cfg ResourceQuotaConfig
 
 	// locks serialises charges per namespace in this server, so they do not
-	// conflict with each other needlessly.
+	// conflict with each other needlessly; an entry lives while a charge in
+	// its namespace is in flight.
 	mu    sync.Mutex
-	locks map[string]*sync.Mutex
+	locks map[string]*nsLock
 	// written remembers the quotas this server wrote last, since the lister
 	// may not have seen them yet.
 	written map[string]*corev1.ResourceQuota
@@ -64,42 +68,71 @@ func NewResourceQuota(cfg ResourceQuotaConfig) (*ResourceQuota, error) {
 		return nil, fmt.Errorf("%s: Config.Quotas and Config.Client must be set: %w", ResourceQuotaName, errdefs.ErrInvalidArgument)
 	}
 	return &ResourceQuota{
-		Handler: admission.NewHandler(admission.Create),
+		Handler: admission.NewHandler(admission.Create, admission.Update),
 		cfg:     cfg,
-		locks:   map[string]*sync.Mutex{},
+		locks:   map[string]*nsLock{},
 		written: map[string]*corev1.ResourceQuota{},
 	}, nil
 }
 
-func (r *ResourceQuota) nsLock(ns string) *sync.Mutex {
+// nsLock is a namespace's charge lock and how many charges hold or wait
+// for it.
+type nsLock struct {
+	sync.Mutex
+	users int
+}
+
+// lockNamespace takes ns's charge lock; the returned function releases it
+// and forgets the lock once nobody else holds or waits for it.
+func (r *ResourceQuota) lockNamespace(ns string) func() {
 	r.mu.Lock()
-	defer r.mu.Unlock()
 	l := r.locks[ns]
 	if l == nil {
-		l = &sync.Mutex{}
+		l = &nsLock{}
 		r.locks[ns] = l
 	}
-	return l
+	l.users++
+	r.mu.Unlock()
+	l.Lock()
+	return func() {
+		l.Unlock()
+		r.mu.Lock()
+		if l.users--; l.users == 0 {
+			delete(r.locks, ns)
+		}
+		r.mu.Unlock()
+	}
 }
 
 // Validate charges the request's usage or refuses it.
 func (r *ResourceQuota) Validate(ctx context.Context, a admission.Attributes, _ admission.ObjectInterfaces) error {
-	if a.GetOperation() != admission.Create || a.GetSubresource() != "" || a.GetNamespace() == "" || a.GetObject() == nil {
+	if a.GetSubresource() != "" || a.GetNamespace() == "" || a.GetObject() == nil {
 		return nil
 	}
-	usage := quota.Usage(a.GetResource().GroupResource(), a.GetObject())
+	gr := a.GetResource().GroupResource()
+	var usage corev1.ResourceList
+	switch a.GetOperation() {
+	case admission.Create:
+		usage = quota.Usage(gr, a.GetObject())
+	case admission.Update:
+		if !quota.ChargedOnUpdate(gr) || a.GetOldObject() == nil {
+			return nil
+		}
+		usage = quota.SubtractNonNegative(quota.Usage(gr, a.GetObject()), quota.Usage(gr, a.GetOldObject()))
+	default:
+		return nil
+	}
 	if len(usage) == 0 {
 		return nil
 	}
-	lock := r.nsLock(a.GetNamespace())
-	lock.Lock()
-	defer lock.Unlock()
+	defer r.lockNamespace(a.GetNamespace())()
 
 	quotas, err := r.cfg.Quotas.ResourceQuotas(a.GetNamespace()).List(labels.Everything())
 	if err != nil {
 		return apierrors.NewInternalError(err)
 	}
 	sort.Slice(quotas, func(i, j int) bool { return quotas[i].Name < quotas[j].Name })
+	r.forgetUnlisted(a.GetNamespace(), quotas)
 	for _, q := range quotas {
 		if err := r.charge(ctx, a, r.freshest(q), usage); err != nil {
 			return err
@@ -174,6 +207,18 @@ func (r *ResourceQuota) remember(q *corev1.ResourceQuota) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.written[q.Namespace+"/"+q.Name] = q
+}
+
+// forgetUnlisted drops what this server remembers writing of ns's quotas
+// that are no longer listed (deleted).
+func (r *ResourceQuota) forgetUnlisted(ns string, listed []*corev1.ResourceQuota) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for key, q := range r.written {
+		if q.Namespace == ns && !slices.ContainsFunc(listed, func(l *corev1.ResourceQuota) bool { return l.Name == q.Name }) {
+			delete(r.written, key)
+		}
+	}
 }
 
 // freshest returns whichever is newer: the lister's quota or the one this

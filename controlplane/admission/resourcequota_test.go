@@ -165,4 +165,116 @@ func TestResourceQuotaConcurrentCreates(t *testing.T) {
 	if got := used(t, client, "pods", "pods"); got != "5" {
 		t.Fatalf("used %s, want 5", got)
 	}
+	if locks, _ := p.LockedNamespaces(); locks != 0 {
+		t.Fatalf("%d namespace locks left after every charge ended, want 0", locks)
+	}
+}
+
+// update is an Update of a namespaced core object from old to obj.
+func update(resource string, obj, old runtime.Object, name string) admission.Attributes {
+	kind := map[string]string{"services": "Service", "persistentvolumeclaims": "PersistentVolumeClaim", "pods": "Pod"}[resource]
+	return admission.NewAttributesRecord(obj, old, corev1.SchemeGroupVersion.WithKind(kind), "ns", name,
+		corev1.SchemeGroupVersion.WithResource(resource), "", admission.Update, &metav1.UpdateOptions{}, false, alice)
+}
+
+func service(typ corev1.ServiceType, ports int) *corev1.Service {
+	svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "web"}, Spec: corev1.ServiceSpec{Type: typ}}
+	for i := range ports {
+		svc.Spec.Ports = append(svc.Spec.Ports, corev1.ServicePort{Port: int32(80 + i)})
+	}
+	return svc
+}
+
+// An update is charged what it adds, as upstream's evaluators: a ClusterIP
+// Service made NodePort or LoadBalancer, a claim resized; an update adding
+// nothing is not charged, and pods are charged on create only.
+func TestResourceQuotaChargesUpdates(t *testing.T) {
+	p, client := quotaPlugin(t,
+		quotaObj("svc", rl("services.nodeports", "2", "services.loadbalancers", "1", "services", "5"),
+			rl("services.nodeports", "0", "services.loadbalancers", "0", "services", "1")),
+		quotaObj("storage", rl("requests.storage", "10Gi"), rl("requests.storage", "5Gi")))
+	ctx := context.Background()
+
+	// ClusterIP -> NodePort with 3 ports: over the 2 node ports.
+	err := admit(ctx, p, update("services", service(corev1.ServiceTypeNodePort, 3), service(corev1.ServiceTypeClusterIP, 3), "web"))
+	wantStatus(t, err, 403, "exceeded quota: svc, requested: services.nodeports=3, used: services.nodeports=0, limited: services.nodeports=2")
+	// ClusterIP -> NodePort with 2 ports: charged 2 node ports, no service.
+	if err := admit(ctx, p, update("services", service(corev1.ServiceTypeNodePort, 2), service(corev1.ServiceTypeClusterIP, 2), "web")); err != nil {
+		t.Fatal(err)
+	}
+	if np, svcs := used(t, client, "svc", "services.nodeports"), used(t, client, "svc", "services"); np != "2" || svcs != "1" {
+		t.Fatalf("after ClusterIP -> NodePort: node ports %s services %s, want 2 and 1", np, svcs)
+	}
+	// NodePort -> LoadBalancer, same ports: one load balancer, no new node port.
+	if err := admit(ctx, p, update("services", service(corev1.ServiceTypeLoadBalancer, 2), service(corev1.ServiceTypeNodePort, 2), "web")); err != nil {
+		t.Fatal(err)
+	}
+	if lb, np := used(t, client, "svc", "services.loadbalancers"), used(t, client, "svc", "services.nodeports"); lb != "1" || np != "2" {
+		t.Fatalf("after NodePort -> LoadBalancer: load balancers %s node ports %s, want 1 and 2", lb, np)
+	}
+	// A second load balancer is refused.
+	err = admit(ctx, p, update("services", service(corev1.ServiceTypeLoadBalancer, 0), service(corev1.ServiceTypeClusterIP, 0), "other"))
+	wantStatus(t, err, 403, "exceeded quota: svc, requested: services.loadbalancers=1, used: services.loadbalancers=1, limited: services.loadbalancers=1")
+
+	// A claim resized from 5Gi to 8Gi is charged 3Gi; then to 12Gi refused.
+	claim := func(size string) *corev1.PersistentVolumeClaim {
+		return &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "data"},
+			Spec: corev1.PersistentVolumeClaimSpec{Resources: corev1.VolumeResourceRequirements{Requests: rl("storage", size)}}}
+	}
+	if err := admit(ctx, p, update("persistentvolumeclaims", claim("8Gi"), claim("5Gi"), "data")); err != nil {
+		t.Fatal(err)
+	}
+	if got := used(t, client, "storage", "requests.storage"); got != "8Gi" {
+		t.Fatalf("after a resize by 3Gi: requests.storage %s, want 8Gi", got)
+	}
+	err = admit(ctx, p, update("persistentvolumeclaims", claim("12Gi"), claim("8Gi"), "data"))
+	wantStatus(t, err, 403, "exceeded quota: storage, requested: requests.storage=4Gi, used: requests.storage=8Gi, limited: requests.storage=10Gi")
+	// Shrinking or keeping the size charges nothing.
+	if err := admit(ctx, p, update("persistentvolumeclaims", claim("8Gi"), claim("8Gi"), "data")); err != nil {
+		t.Fatal(err)
+	}
+	if got := used(t, client, "storage", "requests.storage"); got != "8Gi" {
+		t.Fatalf("an update adding nothing was charged: requests.storage %s", got)
+	}
+}
+
+// Pods are charged on create only: an update of a running pod is not.
+func TestResourceQuotaPodUpdatesAreNotCharged(t *testing.T) {
+	p, client := quotaPlugin(t, quotaObj("pods", rl("pods", "1"), rl("pods", "1")))
+	if err := admit(context.Background(), p, update("pods", newPod("ns", "p"), newPod("ns", "p"), "p")); err != nil {
+		t.Fatalf("a pod update at the quota's limit: %v", err)
+	}
+	if got := used(t, client, "pods", "pods"); got != "1" {
+		t.Fatalf("used %s, want 1", got)
+	}
+}
+
+// A deleted quota is forgotten.
+func TestResourceQuotaForgetsDeletedQuotas(t *testing.T) {
+	q := quotaObj("pods", rl("pods", "5"), rl("pods", "0"))
+	client := fake.NewClientset(q)
+	quotas := indexer(t, q)
+	p, err := berthadm.NewResourceQuota(berthadm.ResourceQuotaConfig{Quotas: corelisters.NewResourceQuotaLister(quotas), Client: client})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	if err := admit(ctx, p, podCreate(newPod("ns", "a"), alice)); err != nil {
+		t.Fatal(err)
+	}
+	if _, written := p.LockedNamespaces(); written != 1 {
+		t.Fatalf("remembered %d written quotas, want 1", written)
+	}
+	if err := client.CoreV1().ResourceQuotas("ns").Delete(ctx, "pods", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := quotas.Delete(q); err != nil {
+		t.Fatal(err)
+	}
+	if err := admit(ctx, p, podCreate(newPod("ns", "b"), alice)); err != nil {
+		t.Fatal(err)
+	}
+	if locks, written := p.LockedNamespaces(); locks != 0 || written != 0 {
+		t.Fatalf("after the quota's deletion: %d locks, %d written quotas remembered, want 0 and 0", locks, written)
+	}
 }

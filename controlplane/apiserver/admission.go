@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -29,6 +30,28 @@ func (h *Handler) admit(ctx context.Context, a admission.Attributes) error {
 		return nil
 	}
 	return m.Admit(ctx, a, h.objects)
+}
+
+// admitConnect runs a connect subresource's request through both phases
+// of the admission chain, as upstream's connecters: operation CONNECT, the
+// options object (PodExecOptions, ...) built from the query as the object.
+// Subresources without ConnectOptions are not admitted.
+func (h *Handler) admitConnect(r *http.Request, res *Resource, sub Subresource, name string) error {
+	if sub.ConnectOptions == nil || h.cfg.Admission == nil || !h.cfg.Admission.Handles(admission.Connect) {
+		return nil
+	}
+	opts, err := sub.ConnectOptions(r.URL.Query())
+	if err != nil {
+		return apierrors.NewBadRequest(err.Error())
+	}
+	a := h.admissionAttrs(r, res, sub.Kind, name, opts, nil, admission.Connect, nil, false)
+	if err := h.admit(r.Context(), a); err != nil {
+		return err
+	}
+	if v, ok := h.cfg.Admission.(admission.ValidationInterface); ok && v.Handles(admission.Connect) {
+		return v.Validate(r.Context(), a, h.objects)
+	}
+	return nil
 }
 
 // validateCreate is the store's create validation: the validating phase of

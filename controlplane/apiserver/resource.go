@@ -3,8 +3,10 @@ package apiserver
 import (
 	"context"
 	"net/http"
+	"net/url"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apiserver/pkg/registry/rest"
 )
@@ -53,6 +55,11 @@ type Subresource struct {
 	Connect func(ctx context.Context, w http.ResponseWriter, r *http.Request, namespace, name string) error
 	// ConnectVerbs are the discovery verbs of a Connect subresource ("get", "create").
 	ConnectVerbs []string
+	// ConnectOptions, when set, makes a Connect subresource go through
+	// admission first, as upstream's connecters: operation CONNECT with
+	// the options object (PodExecOptions, ...) it builds from the query.
+	// Nil: not admitted (pods/log, a read).
+	ConnectOptions func(query url.Values) (runtime.Object, error)
 }
 
 // GroupVersionResource names the resource.

@@ -77,6 +77,10 @@ func (h *Handler) serveSubresource(w http.ResponseWriter, r *http.Request, info 
 		return
 	}
 	if sub.Connect != nil {
+		if err := h.admitConnect(r, res, sub, info.Name); err != nil {
+			h.writeError(w, r, err)
+			return
+		}
 		if err := sub.Connect(r.Context(), w, r, info.Namespace, info.Name); err != nil {
 			h.writeError(w, r, err)
 		}

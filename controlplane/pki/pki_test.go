@@ -76,6 +76,9 @@ func TestEnsureGeneratesThenReuses(t *testing.T) {
 		string(again.AdminCertPEM) != string(b.AdminCertPEM) || again.AgentToken != b.AgentToken {
 		t.Fatal("second Ensure did not reuse the credentials")
 	}
+	if !b.AgentTokenCreated || again.AgentTokenCreated {
+		t.Fatalf("AgentTokenCreated: first %v, second %v; want true, false", b.AgentTokenCreated, again.AgentTokenCreated)
+	}
 
 	// A new host re-issues the serving certificate from the same CA.
 	third, err := Ensure(Options{Dir: dir, Hosts: []string{"10.9.9.9"}})
@@ -139,7 +142,7 @@ func TestAgentToken(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if tc.keep != (b.AgentToken+"\n" == tc.content) || !re.MatchString(b.AgentToken) {
+			if tc.keep != (b.AgentToken+"\n" == tc.content) || tc.keep == b.AgentTokenCreated || !re.MatchString(b.AgentToken) {
 				t.Fatalf("token %q from file %q (keep %v)", b.AgentToken, tc.content, tc.keep)
 			}
 			if data, err := os.ReadFile(path); err != nil || string(data) != b.AgentToken+"\n" {
@@ -181,6 +184,96 @@ func TestEnsureRejectsHalfACA(t *testing.T) {
 	if _, err := Ensure(Options{}); !errors.Is(err, errdefs.ErrInvalidArgument) {
 		t.Fatalf("no Dir: %v", err)
 	}
+}
+
+// TestNodeClientCertificateLeavesSystemMasters: the apiserver's client
+// certificate towards agents is kube-apiserver-kubelet-client in no group,
+// and one from an earlier berth (in system:masters) is re-issued.
+func TestNodeClientCertificateLeavesSystemMasters(t *testing.T) {
+	dir := t.TempDir()
+	b, err := Ensure(Options{Dir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// As earlier berth versions issued it.
+	cluster := authority{cert: b.CA, pem: b.CAPEM, key: b.CAKey}
+	if _, _, err := b.ensureLeaf(cluster, "old.crt", "old.key", leafSpec{cn: NodeClientUser, orgs: []string{AdminGroup},
+		usage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}}); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range [][2]string{{"old.crt", NodeClientCertFile}, {"old.key", NodeClientKeyFile}} {
+		if err := os.Rename(filepath.Join(dir, f[0]), filepath.Join(dir, f[1])); err != nil {
+			t.Fatal(err)
+		}
+	}
+	b, err = Ensure(Options{Dir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := parseCert(t, b.NodeClientCertPEM)
+	if c.Subject.CommonName != "kube-apiserver-kubelet-client" || len(c.Subject.Organization) != 0 {
+		t.Fatalf("node client certificate subject %v, want CN=kube-apiserver-kubelet-client in no group", c.Subject)
+	}
+	onDisk, err := os.ReadFile(filepath.Join(dir, NodeClientCertFile))
+	if err != nil || string(onDisk) != string(b.NodeClientCertPEM) {
+		t.Fatalf("re-issued certificate not written: %v", err)
+	}
+}
+
+// etcd has a CA of its own: its member's and the apiserver's client
+// certificates chain to it and not to the cluster CA, and nothing the
+// cluster CA signs chains to it. A data dir of an earlier berth (etcd's
+// certificate from the cluster CA) gets them, its old pair removed.
+func TestEtcdHasItsOwnCA(t *testing.T) {
+	dir := t.TempDir()
+	for _, f := range legacyEtcdFiles {
+		if err := os.WriteFile(filepath.Join(dir, f), []byte("old"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	b, err := Ensure(Options{Dir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	etcdCA := parseCert(t, mustRead(t, filepath.Join(dir, EtcdCAFile)))
+	if etcdCA.Equal(b.CA) || !b.EtcdCA.Equal(etcdCA) {
+		t.Fatal("etcd's CA is the cluster CA")
+	}
+	roots := x509.NewCertPool()
+	roots.AddCert(etcdCA)
+	for _, f := range []string{EtcdCertFile, EtcdClientCertFile} {
+		c := parseCert(t, mustRead(t, filepath.Join(dir, f)))
+		if _, err := c.Verify(x509.VerifyOptions{Roots: roots, KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}}); err != nil {
+			t.Errorf("%s does not chain to etcd's CA as a client: %v", f, err)
+		}
+		if c.CheckSignatureFrom(b.CA) == nil {
+			t.Errorf("%s is signed by the cluster CA", f)
+		}
+	}
+	for _, pemBytes := range [][]byte{b.AdminCertPEM, b.NodeClientCertPEM} {
+		if _, err := parseCert(t, pemBytes).Verify(x509.VerifyOptions{Roots: roots, KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}}); err == nil {
+			t.Error("a cluster-CA certificate chains to etcd's CA")
+		}
+	}
+	for _, f := range legacyEtcdFiles {
+		if _, err := os.Stat(filepath.Join(dir, f)); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("the earlier etcd identity %s is still there: %v", f, err)
+		}
+	}
+	for _, f := range []string{EtcdCAKeyFile, EtcdKeyFile, EtcdClientKeyFile} {
+		if st, err := os.Stat(filepath.Join(dir, f)); err != nil || st.Mode().Perm() != 0o600 {
+			t.Errorf("%s: %v %v, want mode 0600", f, st, err)
+		}
+	}
+}
+
+func mustRead(t *testing.T, path string) []byte {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return data
 }
 
 func TestEnsureClient(t *testing.T) {

@@ -361,9 +361,9 @@ func Build(cfg Config) (_ *Set, err error) {
 		proxy := &nodeProxy{pods: pods, nodes: nodes, transport: cfg.NodeTransport}
 		podRes := set.ByGVR[corev1.SchemeGroupVersion.WithResource("pods")]
 		podRes.Subresources["log"] = apiserver.Subresource{Kind: corev1.SchemeGroupVersion.WithKind("Pod"), Connect: proxy.log, ConnectVerbs: []string{"get"}}
-		podRes.Subresources["exec"] = apiserver.Subresource{Kind: corev1.SchemeGroupVersion.WithKind("PodExecOptions"), Connect: proxy.exec, ConnectVerbs: []string{"create", "get"}}
-		podRes.Subresources["attach"] = apiserver.Subresource{Kind: corev1.SchemeGroupVersion.WithKind("PodAttachOptions"), Connect: proxy.attach, ConnectVerbs: []string{"create", "get"}}
-		podRes.Subresources["portforward"] = apiserver.Subresource{Kind: corev1.SchemeGroupVersion.WithKind("PodPortForwardOptions"), Connect: proxy.portForward, ConnectVerbs: []string{"create", "get"}}
+		podRes.Subresources["exec"] = apiserver.Subresource{Kind: corev1.SchemeGroupVersion.WithKind("PodExecOptions"), Connect: proxy.exec, ConnectVerbs: []string{"create", "get"}, ConnectOptions: execOptions}
+		podRes.Subresources["attach"] = apiserver.Subresource{Kind: corev1.SchemeGroupVersion.WithKind("PodAttachOptions"), Connect: proxy.attach, ConnectVerbs: []string{"create", "get"}, ConnectOptions: attachOptions}
+		podRes.Subresources["portforward"] = apiserver.Subresource{Kind: corev1.SchemeGroupVersion.WithKind("PodPortForwardOptions"), Connect: proxy.portForward, ConnectVerbs: []string{"create", "get"}, ConnectOptions: portForwardOptions}
 		if services != nil && endpoints != nil {
 			serveProxies(set, &objectProxy{pods: pods, services: services, endpoints: endpoints, nodes: nodes,
 				transport: cfg.ProxyTransport, agentTransport: cfg.NodeTransport})

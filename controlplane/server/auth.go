@@ -32,8 +32,22 @@ import (
 // bootstrap policy writes and for the authorizers' caches to fill.
 const authStartTimeout = 2 * time.Minute
 
+// DefaultAgentTokenTTL is how long the first join token lasts, as kubeadm
+// init's --token-ttl; NoTokenExpiry is Config.AgentTokenTTL for a token
+// that never expires.
+const (
+	DefaultAgentTokenTTL = 24 * time.Hour
+	NoTokenExpiry        = time.Duration(-1)
+)
+
 // validateAuth checks the authentication settings of c.
 func validateAuth(c *Config) error {
+	switch {
+	case c.AgentTokenTTL == 0:
+		c.AgentTokenTTL = DefaultAgentTokenTTL
+	case c.AgentTokenTTL < 0 && c.AgentTokenTTL != NoTokenExpiry:
+		return fmt.Errorf("server config: --token-ttl %s: must not be negative: %w", c.AgentTokenTTL, errdefs.ErrInvalidArgument)
+	}
 	if c.TokenAuthFile != "" {
 		if _, err := authentication.LoadTokenFile(c.TokenAuthFile); err != nil {
 			return fmt.Errorf("server config: --token-auth-file: %w", err)
@@ -53,7 +67,10 @@ type serverAuth struct {
 	informers   informers.SharedInformerFactory
 	aggregation *rbac.AggregationController
 	agentToken  string
-	log         *slog.Logger
+	// agentTokenExpires is the new join token's expiry (zero: never);
+	// nil: the token is not new, its secret is left as it is.
+	agentTokenExpires *time.Time
+	log               *slog.Logger
 }
 
 // newAuth builds authentication and authorization and adds the review
@@ -135,8 +152,16 @@ func (s *Server) newAuth(rc *rest.Config, creds *pki.Bundle, set *resources.Set,
 	if err := set.Add(reviews...); err != nil {
 		return nil, err
 	}
+	var expires *time.Time
+	if creds.AgentTokenCreated {
+		t := time.Time{}
+		if cfg.AgentTokenTTL != NoTokenExpiry {
+			t = time.Now().Add(cfg.AgentTokenTTL)
+		}
+		expires = &t
+	}
 	return &serverAuth{authn: authn, authz: authz, node: nodeAuthz, client: client, informers: factory,
-		aggregation: aggregation, agentToken: creds.AgentToken, log: cfg.Logger}, nil
+		aggregation: aggregation, agentToken: creds.AgentToken, agentTokenExpires: expires, log: cfg.Logger}, nil
 }
 
 // start runs once the apiserver serves: it reconciles the default RBAC
@@ -158,7 +183,7 @@ func (a *serverAuth) start(ctx context.Context, stop <-chan struct{}) error {
 	if len(res.Created)+len(res.Updated) > 0 {
 		a.log.Info("default RBAC policy reconciled", "created", len(res.Created), "updated", len(res.Updated))
 	}
-	if err := retryUntilServing(ctx, func() error { return ensureBootstrapSecret(ctx, a.client, a.agentToken) }); err != nil {
+	if err := retryUntilServing(ctx, a.ensureAgentTokenSecret); err != nil {
 		return err
 	}
 	a.informers.Start(stop)
@@ -217,14 +242,30 @@ func retryUntilServing(ctx context.Context, f func() error) error {
 // agentTokenDescription describes the agent join token's secret.
 const agentTokenDescription = "berth agent join token (the server's DATA-DIR/agent-token)"
 
-// ensureBootstrapSecret creates, or repairs, the kube-system secret that
-// makes token a bootstrap token (no expiry).
-func ensureBootstrapSecret(ctx context.Context, client kubernetes.Interface, token string) error {
-	want, err := authentication.BootstrapTokenSecret(token, agentTokenDescription, time.Time{})
+// ensureAgentTokenSecret creates the kube-system secret that makes a newly
+// generated join token a bootstrap token (replacing one of another type
+// under its name). A token generated earlier is left alone: once expired or
+// deleted (`berth token delete`) it stays so, and only a warning says that
+// agents cannot join with it.
+func (a *serverAuth) ensureAgentTokenSecret() error {
+	ctx := context.Background()
+	if a.agentTokenExpires == nil {
+		id, _, err := authentication.ParseBootstrapToken(a.agentToken)
+		if err != nil {
+			return err
+		}
+		_, err = a.client.CoreV1().Secrets(authentication.BootstrapTokenNamespace).Get(ctx, authentication.BootstrapTokenSecretPrefix+id, metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			a.log.Warn("the join token in DATA-DIR/agent-token has expired or was deleted; make a new one with `berth token create`", "id", id)
+			return nil
+		}
+		return err
+	}
+	want, err := authentication.BootstrapTokenSecret(a.agentToken, agentTokenDescription, *a.agentTokenExpires)
 	if err != nil {
 		return err
 	}
-	secrets := client.CoreV1().Secrets(want.Namespace)
+	secrets := a.client.CoreV1().Secrets(want.Namespace)
 	have, err := secrets.Get(ctx, want.Name, metav1.GetOptions{})
 	switch {
 	case apierrors.IsNotFound(err):

@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
@@ -15,34 +16,33 @@ import (
 	"berth/controlplane/authentication"
 )
 
-// The join token's secret is created, kept when right, and repaired when
-// someone changed it.
-func TestEnsureBootstrapSecret(t *testing.T) {
+// A new join token's secret is created with its expiry (repaired or
+// replaced when someone changed it); an earlier token's secret is left
+// alone — once expired or deleted, it is not brought back.
+func TestAgentTokenSecret(t *testing.T) {
 	ctx := context.Background()
 	client := fake.NewClientset()
 	const tok = "abcdef.0123456789abcdef"
-	if err := ensureBootstrapSecret(ctx, client, tok); err != nil {
+	expires := time.Now().Add(DefaultAgentTokenTTL).Truncate(time.Second)
+	a := &serverAuth{client: client, agentToken: tok, agentTokenExpires: &expires, log: slog.New(slog.DiscardHandler)}
+	if err := a.ensureAgentTokenSecret(); err != nil {
 		t.Fatal(err)
 	}
 	secrets := client.CoreV1().Secrets("kube-system")
 	s, err := secrets.Get(ctx, "bootstrap-token-abcdef", metav1.GetOptions{})
 	if err != nil || s.Type != authentication.BootstrapTokenSecretType || string(s.Data["token-secret"]) != "0123456789abcdef" ||
-		string(s.Data["usage-bootstrap-authentication"]) != "true" || s.Data["expiration"] != nil {
-		t.Fatalf("secret %+v %v", s, err)
-	}
-	if err := ensureBootstrapSecret(ctx, client, tok); err != nil {
-		t.Fatal(err)
+		string(s.Data["usage-bootstrap-authentication"]) != "true" || string(s.Data["expiration"]) != expires.UTC().Format(time.RFC3339) {
+		t.Fatalf("secret %+v %v, want one expiring at %s", s, err, expires)
 	}
 	s.Data["token-secret"] = []byte("ffffffffffffffff")
-	s.Data["expiration"] = []byte(time.Now().Add(-time.Hour).Format(time.RFC3339))
 	if _, err := secrets.Update(ctx, s, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	if err := ensureBootstrapSecret(ctx, client, tok); err != nil {
+	if err := a.ensureAgentTokenSecret(); err != nil {
 		t.Fatal(err)
 	}
 	s, _ = secrets.Get(ctx, "bootstrap-token-abcdef", metav1.GetOptions{})
-	if string(s.Data["token-secret"]) != "0123456789abcdef" || s.Data["expiration"] != nil {
+	if string(s.Data["token-secret"]) != "0123456789abcdef" {
 		t.Fatalf("tampered secret not repaired: %v", s.Data)
 	}
 	// A secret of another type under the name is replaced.
@@ -52,12 +52,24 @@ func TestEnsureBootstrapSecret(t *testing.T) {
 	if _, err := secrets.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: s.Name, Namespace: "kube-system"}, Type: corev1.SecretTypeOpaque}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	if err := ensureBootstrapSecret(ctx, client, tok); err != nil {
+	if err := a.ensureAgentTokenSecret(); err != nil {
 		t.Fatal(err)
 	}
 	s, _ = secrets.Get(ctx, "bootstrap-token-abcdef", metav1.GetOptions{})
 	if s.Type != authentication.BootstrapTokenSecretType {
 		t.Fatalf("secret type %q, want the bootstrap token type", s.Type)
+	}
+
+	// A later start: the token is not new. Deleted, it stays deleted.
+	later := &serverAuth{client: client, agentToken: tok, log: slog.New(slog.DiscardHandler)}
+	if err := secrets.Delete(ctx, s.Name, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := later.ensureAgentTokenSecret(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := secrets.Get(ctx, s.Name, metav1.GetOptions{}); err == nil {
+		t.Fatal("a deleted join token's secret was brought back on a later start")
 	}
 }
 
@@ -78,6 +90,13 @@ func TestValidateAuth(t *testing.T) {
 	cfg = Config{DataDir: dir, TokenAuthFile: good}
 	if err := cfg.Validate(); err != nil {
 		t.Fatal(err)
+	}
+	if cfg.AgentTokenTTL != 24*time.Hour {
+		t.Fatalf("AgentTokenTTL defaults to %s, want 24h", cfg.AgentTokenTTL)
+	}
+	cfg = Config{DataDir: dir, AgentTokenTTL: -time.Hour}
+	if err := cfg.Validate(); err == nil || !strings.Contains(err.Error(), "--token-ttl") {
+		t.Fatalf("negative token TTL: %v, want an error naming --token-ttl", err)
 	}
 }
 

@@ -81,6 +81,11 @@ type Config struct {
 	// TokenAuthFile is a static token file (--token-auth-file: CSV lines
 	// token,user,uid[,"group1,group2"]); empty for none.
 	TokenAuthFile string
+	// AgentTokenTTL is how long the join token generated on first start
+	// (DataDir/agent-token) authenticates; 0: DefaultAgentTokenTTL (24 h,
+	// as kubeadm's), NoTokenExpiry: forever. `berth token create` makes
+	// further tokens.
+	AgentTokenTTL time.Duration
 	// AnonymousAuth lets requests without credentials through as
 	// system:anonymous (--anonymous-auth); RBAC then decides. Off: 401.
 	AnonymousAuth bool

@@ -42,7 +42,7 @@ func TestConfigValidateComponents(t *testing.T) {
 	}
 	bad := []Config{
 		{DataDir: "/x", Disable: []string{"apiserver"}},
-		{DataDir: "/x", Controllers: []string{"cronjob"}},
+		{DataDir: "/x", Controllers: []string{"no-such-controller"}},
 		{DataDir: "/x", NodeIPAM: nodeipam.Options{ClusterCIDR: "10.0.0.0"}},
 		{DataDir: "/x", LeaseDuration: time.Second, RenewDeadline: 2 * time.Second},
 	}

@@ -99,7 +99,7 @@ func (s *Server) Run(ctx context.Context) (err error) {
 	if len(cfg.EtcdServers) == 0 {
 		member, err = etcd.StartEmbedded(etcd.EmbeddedConfig{
 			Dir:      filepath.Join(cfg.DataDir, "etcd"),
-			CertFile: creds.Path(pki.EtcdCertFile), KeyFile: creds.Path(pki.EtcdKeyFile), CAFile: creds.Path(pki.CAFile),
+			CertFile: creds.Path(pki.EtcdCertFile), KeyFile: creds.Path(pki.EtcdKeyFile), CAFile: creds.Path(pki.EtcdCAFile),
 			Logger: log,
 		})
 		if err != nil {
@@ -107,7 +107,7 @@ func (s *Server) Run(ctx context.Context) (err error) {
 		}
 		defer member.Close()
 		clientCfg = etcd.ClientConfig{Endpoints: []string{member.Endpoint()},
-			CAFile: creds.Path(pki.CAFile), CertFile: creds.Path(pki.EtcdCertFile), KeyFile: creds.Path(pki.EtcdKeyFile)}
+			CAFile: creds.Path(pki.EtcdCAFile), CertFile: creds.Path(pki.EtcdClientCertFile), KeyFile: creds.Path(pki.EtcdClientKeyFile)}
 	}
 	client, err := etcd.NewClient(ctx, clientCfg)
 	if err != nil {

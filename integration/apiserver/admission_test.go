@@ -14,7 +14,9 @@ import (
 	"math/big"
 	"net"
 	"net/http"
+	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -179,12 +181,53 @@ func TestAdmissionPodSecurity(t *testing.T) {
 	}
 }
 
+// A Service updated from ClusterIP to NodePort is charged its node ports:
+// over the quota, the update is refused.
+func TestAdmissionResourceQuotaOnUpdate(t *testing.T) {
+	cs := shared.Client(t)
+	ctx := context.Background()
+	const ns = "adm-quota-update"
+	admissionNamespace(t, cs, ns, nil)
+	q := &corev1.ResourceQuota{
+		ObjectMeta: metav1.ObjectMeta{Name: "one-node-port"},
+		Spec:       corev1.ResourceQuotaSpec{Hard: corev1.ResourceList{corev1.ResourceServicesNodePorts: resource.MustParse("1")}},
+	}
+	if _, err := cs.CoreV1().ResourceQuotas(ns).Create(ctx, q, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("create quota: %v", err)
+	}
+	poll(t, "quota status computed", func() bool {
+		got, err := cs.CoreV1().ResourceQuotas(ns).Get(ctx, q.Name, metav1.GetOptions{})
+		return err == nil && got.Status.Used != nil
+	})
+	svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "web"}, Spec: corev1.ServiceSpec{
+		Selector: map[string]string{"app": "web"},
+		Ports:    []corev1.ServicePort{{Name: "http", Port: 80}, {Name: "https", Port: 443}}}}
+	created, err := cs.CoreV1().Services(ns).Create(ctx, svc, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatalf("create a ClusterIP service: %v", err)
+	}
+	created.Spec.Type = corev1.ServiceTypeNodePort
+	_, err = cs.CoreV1().Services(ns).Update(ctx, created, metav1.UpdateOptions{})
+	want := `services "web" is forbidden: exceeded quota: one-node-port, requested: services.nodeports=2, used: services.nodeports=0, limited: services.nodeports=1`
+	if !apierrors.IsForbidden(err) || !strings.Contains(err.Error(), want) {
+		t.Fatalf("ClusterIP -> NodePort with 2 ports: %v, want 403 %q", err, want)
+	}
+	if got, _ := cs.CoreV1().Services(ns).Get(ctx, "web", metav1.GetOptions{}); got.Spec.Type != corev1.ServiceTypeClusterIP {
+		t.Fatalf("the refused update was stored: type %s", got.Spec.Type)
+	}
+}
+
 // webhookServer is a TLS admission webhook server on 127.0.0.1: /inject
-// adds a sidecar container to pods, /fail answers 500.
+// adds a sidecar container to pods, /fail answers 500, /connect refuses
+// exec of "forbidden", attach with stdin and port-forward to port 22
+// (recording what it is asked).
 type webhookServer struct {
 	url      string
 	caPEM    []byte
 	injected atomic.Int32
+
+	mu       sync.Mutex
+	connects []*admissionv1.AdmissionRequest
 }
 
 func startWebhookServer(t *testing.T) *webhookServer {
@@ -239,6 +282,40 @@ func startWebhookServer(t *testing.T) *webhookServer {
 		}
 		review.Response = resp
 		review.Request = nil
+		_ = json.NewEncoder(w).Encode(review)
+	})
+	mux.HandleFunc("/connect", func(w http.ResponseWriter, r *http.Request) {
+		review := &admissionv1.AdmissionReview{}
+		if err := json.NewDecoder(r.Body).Decode(review); err != nil || review.Request == nil {
+			http.Error(w, "bad review", http.StatusBadRequest)
+			return
+		}
+		ws.mu.Lock()
+		ws.connects = append(ws.connects, review.Request)
+		ws.mu.Unlock()
+		var refusal string
+		switch review.Request.SubResource {
+		case "exec":
+			var opts corev1.PodExecOptions
+			if err := json.Unmarshal(review.Request.Object.Raw, &opts); err != nil || len(opts.Command) == 0 || opts.Command[0] == "forbidden" {
+				refusal = fmt.Sprintf("exec of %q refused", opts.Command)
+			}
+		case "attach":
+			var opts corev1.PodAttachOptions
+			if err := json.Unmarshal(review.Request.Object.Raw, &opts); err != nil || opts.Stdin {
+				refusal = "attach with stdin refused"
+			}
+		case "portforward":
+			var opts corev1.PodPortForwardOptions
+			if err := json.Unmarshal(review.Request.Object.Raw, &opts); err != nil || slices.Contains(opts.Ports, 22) {
+				refusal = "port-forward to 22 refused"
+			}
+		}
+		resp := &admissionv1.AdmissionResponse{UID: review.Request.UID, Allowed: refusal == ""}
+		if refusal != "" {
+			resp.Result = &metav1.Status{Message: refusal, Code: http.StatusForbidden}
+		}
+		review.Response, review.Request = resp, nil
 		_ = json.NewEncoder(w).Encode(review)
 	})
 	mux.HandleFunc("/fail", func(w http.ResponseWriter, r *http.Request) {
@@ -374,5 +451,98 @@ func podCreateRule() admissionregistrationv1.RuleWithOperations {
 	return admissionregistrationv1.RuleWithOperations{
 		Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Create},
 		Rule:       admissionregistrationv1.Rule{APIGroups: []string{""}, APIVersions: []string{"v1"}, Resources: []string{"pods"}},
+	}
+}
+
+// TestAdmissionConnectWebhookRefusesExec: pods/exec, attach and
+// portforward go through admission as CONNECT with their options object
+// (PodExecOptions, PodAttachOptions, PodPortForwardOptions), so a
+// ValidatingWebhook with CONNECT rules refuses them before the node is
+// reached; what it allows goes on to the node.
+func TestAdmissionConnectWebhookRefusesExec(t *testing.T) {
+	cs := shared.Client(t)
+	ctx := context.Background()
+	ws := startWebhookServer(t)
+	const ns = "adm-connect"
+	admissionNamespace(t, cs, ns, map[string]string{"adm-test": "connect"})
+	if _, err := cs.CoreV1().Pods(ns).Create(ctx, plainPod("target"), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	url := ws.url + "/connect"
+	none := admissionregistrationv1.SideEffectClassNone
+	fail := admissionregistrationv1.Fail
+	cfg := &admissionregistrationv1.ValidatingWebhookConfiguration{
+		ObjectMeta: metav1.ObjectMeta{Name: "adm-test-connect"},
+		Webhooks: []admissionregistrationv1.ValidatingWebhook{{
+			Name:         "connect.adm-test.berth.dev",
+			ClientConfig: admissionregistrationv1.WebhookClientConfig{URL: &url, CABundle: ws.caPEM},
+			Rules: []admissionregistrationv1.RuleWithOperations{{
+				Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Connect},
+				Rule: admissionregistrationv1.Rule{APIGroups: []string{""}, APIVersions: []string{"v1"},
+					Resources: []string{"pods/exec", "pods/attach", "pods/portforward"}},
+			}},
+			NamespaceSelector:       &metav1.LabelSelector{MatchLabels: map[string]string{"adm-test": "connect"}},
+			SideEffects:             &none,
+			FailurePolicy:           &fail,
+			AdmissionReviewVersions: []string{"v1"},
+		}},
+	}
+	if _, err := cs.AdmissionregistrationV1().ValidatingWebhookConfigurations().Create(ctx, cfg, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("create webhook configuration: %v", err)
+	}
+	t.Cleanup(func() {
+		_ = cs.AdmissionregistrationV1().ValidatingWebhookConfigurations().Delete(context.Background(), cfg.Name, metav1.DeleteOptions{})
+	})
+	connect := func(sub string, params ...string) error {
+		req := cs.CoreV1().RESTClient().Post().Namespace(ns).Resource("pods").Name("target").SubResource(sub)
+		for i := 0; i+1 < len(params); i += 2 {
+			req = req.Param(params[i], params[i+1])
+		}
+		return req.Do(ctx).Error()
+	}
+	// The configuration reaches the plugin through the server's informer.
+	var refused error
+	poll(t, "exec refused by the webhook", func() bool {
+		refused = connect("exec", "command", "forbidden", "command", "-x", "stdout", "true")
+		return apierrors.IsForbidden(refused)
+	})
+	want := `admission webhook "connect.adm-test.berth.dev" denied the request: exec of ["forbidden" "-x"] refused`
+	if !strings.Contains(refused.Error(), want) {
+		t.Fatalf("refusal %q, want %q", refused, want)
+	}
+	ws.mu.Lock()
+	got := ws.connects[len(ws.connects)-1]
+	ws.mu.Unlock()
+	var opts corev1.PodExecOptions
+	if err := json.Unmarshal(got.Object.Raw, &opts); err != nil {
+		t.Fatal(err)
+	}
+	if got.Operation != admissionv1.Connect || got.Kind != (metav1.GroupVersionKind{Version: "v1", Kind: "PodExecOptions"}) ||
+		got.Resource.Resource != "pods" || got.SubResource != "exec" || got.Name != "target" || got.Namespace != ns ||
+		!slices.Equal(opts.Command, []string{"forbidden", "-x"}) || !opts.Stdout || opts.Stdin || opts.Kind != "PodExecOptions" ||
+		got.UserInfo.Username == "" {
+		t.Fatalf("the webhook was asked %+v with %+v", got, opts)
+	}
+	// Allowed: admission passes, the request goes on (the pod has no node).
+	if err := connect("exec", "command", "date", "stdout", "true"); !apierrors.IsBadRequest(err) || !strings.Contains(err.Error(), "does not have a host assigned") {
+		t.Fatalf("an allowed exec: %v, want past admission to the node lookup", err)
+	}
+	for _, tc := range []struct {
+		sub    string
+		params []string
+		refuse string
+	}{
+		{"attach", []string{"stdin", "true", "stdout", "true"}, "attach with stdin refused"},
+		{"attach", []string{"stdout", "true"}, ""},
+		{"portforward", []string{"ports", "22"}, "port-forward to 22 refused"},
+		{"portforward", []string{"ports", "8080"}, ""},
+	} {
+		err := connect(tc.sub, tc.params...)
+		if tc.refuse != "" && (!apierrors.IsForbidden(err) || !strings.Contains(err.Error(), tc.refuse)) {
+			t.Errorf("%s %v: %v, want refused with %q", tc.sub, tc.params, err, tc.refuse)
+		}
+		if tc.refuse == "" && !apierrors.IsBadRequest(err) {
+			t.Errorf("%s %v: %v, want admitted (then 400: no host)", tc.sub, tc.params, err)
+		}
 	}
 }

@@ -127,6 +127,38 @@ func TestNodeCertificatesAreRenewedBeforeExpiry(t *testing.T) {
 // to notAfter.
 func issueNodeCert(t *testing.T, dataDir, base, node string, serving bool, notBefore, notAfter time.Time) *x509.Certificate {
 	t.Helper()
+	tmpl := &x509.Certificate{
+		Subject:   pkix.Name{CommonName: "system:node:" + node, Organization: []string{"system:nodes"}},
+		NotBefore: notBefore, NotAfter: notAfter,
+		KeyUsage:    x509.KeyUsageDigitalSignature,
+		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
+	}
+	if serving {
+		tmpl.ExtKeyUsage = []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}
+		tmpl.DNSNames, tmpl.IPAddresses = []string{node}, []net.IP{net.ParseIP("127.0.0.1")}
+	}
+	certPEM, keyPEM := signByClusterCA(t, dataDir, tmpl)
+	if err := os.MkdirAll(filepath.Dir(base), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(base+".key", keyPEM, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(base+".crt", certPEM, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	b, _ := pem.Decode(certPEM)
+	cert, err := x509.ParseCertificate(b.Bytes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cert
+}
+
+// signByClusterCA issues tmpl (a serial number is filled in) for a new key
+// with the cluster CA in dataDir: the certificate and key in PEM.
+func signByClusterCA(t *testing.T, dataDir string, tmpl *x509.Certificate) (certPEM, keyPEM []byte) {
+	t.Helper()
 	cas, err := certutil.CertsFromFile(filepath.Join(dataDir, "ca.crt"))
 	if err != nil {
 		t.Fatal(err)
@@ -139,20 +171,8 @@ func issueNodeCert(t *testing.T, dataDir, base, node string, serving bool, notBe
 	if err != nil {
 		t.Fatal(err)
 	}
-	serial, err := rand.Int(rand.Reader, new(big.Int).Lsh(big.NewInt(1), 127))
-	if err != nil {
+	if tmpl.SerialNumber, err = rand.Int(rand.Reader, new(big.Int).Lsh(big.NewInt(1), 127)); err != nil {
 		t.Fatal(err)
-	}
-	tmpl := &x509.Certificate{
-		SerialNumber: serial,
-		Subject:      pkix.Name{CommonName: "system:node:" + node, Organization: []string{"system:nodes"}},
-		NotBefore:    notBefore, NotAfter: notAfter,
-		KeyUsage:    x509.KeyUsageDigitalSignature,
-		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
-	}
-	if serving {
-		tmpl.ExtKeyUsage = []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}
-		tmpl.DNSNames, tmpl.IPAddresses = []string{node}, []net.IP{net.ParseIP("127.0.0.1")}
 	}
 	der, err := x509.CreateCertificate(rand.Reader, tmpl, cas[0], key.Public(), caKey.(crypto.Signer))
 	if err != nil {
@@ -162,18 +182,6 @@ func issueNodeCert(t *testing.T, dataDir, base, node string, serving bool, notBe
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := os.MkdirAll(filepath.Dir(base), 0o700); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(base+".key", pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER}), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(base+".crt", pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	cert, err := x509.ParseCertificate(der)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return cert
+	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}),
+		pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER})
 }

@@ -26,6 +26,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apiserver/pkg/authorization/authorizer"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/portforward"
 	"k8s.io/client-go/tools/remotecommand"
@@ -152,10 +153,17 @@ func startNode(t *testing.T) *node {
 		NodeName:     "node-a",
 		Addresses:    []net.IP{net.IPv4(127, 0, 0, 1)},
 		ClientCAFile: caFile,
-		Pods:         func() []v1.Pod { return []v1.Pod{pod} },
-		Locator:      kubeletapi.CRILocator{Runtime: client},
-		Runtime:      client,
-		PodLogDir:    logDir,
+		// The apiserver's identity may use nodes/proxy on this node.
+		Authorizer: authorizer.AuthorizerFunc(func(_ context.Context, a authorizer.Attributes) (authorizer.Decision, string, error) {
+			if a.GetUser().GetName() == "system:kube-apiserver" && a.GetName() == "node-a" && a.GetSubresource() == "proxy" {
+				return authorizer.DecisionAllow, "", nil
+			}
+			return authorizer.DecisionNoOpinion, "", nil
+		}),
+		Pods:      func() []v1.Pod { return []v1.Pod{pod} },
+		Locator:   kubeletapi.CRILocator{Runtime: client},
+		Runtime:   client,
+		PodLogDir: logDir,
 	})
 	if err != nil {
 		t.Fatal(err)

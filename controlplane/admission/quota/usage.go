@@ -69,6 +69,29 @@ func Usage(gr schema.GroupResource, obj runtime.Object) corev1.ResourceList {
 	return out
 }
 
+// ChargedOnUpdate reports whether an update of gr's objects can change
+// their usage, and is charged, as upstream's evaluators: Services (type,
+// ports) and PersistentVolumeClaims (a resize).
+func ChargedOnUpdate(gr schema.GroupResource) bool {
+	return gr.Group == "" && (gr.Resource == "services" || gr.Resource == "persistentvolumeclaims")
+}
+
+// SubtractNonNegative is a - b keeping only what stays above zero: what an
+// update adds beyond what the object already used.
+func SubtractNonNegative(a, b corev1.ResourceList) corev1.ResourceList {
+	out := corev1.ResourceList{}
+	for name, q := range a {
+		d := q.DeepCopy()
+		if old, ok := b[name]; ok {
+			d.Sub(old)
+		}
+		if d.Sign() > 0 {
+			out[name] = d
+		}
+	}
+	return out
+}
+
 // PodUsage is a pod's usage: nothing once it has terminated; otherwise one
 // pod, and its effective requests (init containers' peak, sidecars and
 // overhead counted as the scheduler does) and limits, under both the

@@ -48,6 +48,15 @@ const (
 // user of its client certificate), its ClusterRole and their binding.
 const IngressController = "system:berth-ingress-controller"
 
+// APIServerKubeletClientUser is the user of the apiserver's client
+// certificate towards node agents (pods/log, exec, attach, port-forward,
+// nodes/proxy); APIServerKubeletAPIAdminBinding grants it
+// system:kubelet-api-admin, as k3s and kubeadm-era clusters bind it.
+const (
+	APIServerKubeletClientUser      = "kube-apiserver-kubelet-client"
+	APIServerKubeletAPIAdminBinding = "berth:kube-apiserver-kubelet-api-admin"
+)
+
 var (
 	read      = []string{"get", "list", "watch"}
 	write     = []string{"create", "update", "patch", "delete", "deletecollection"}
@@ -213,9 +222,13 @@ func ClusterRoles() []*rbacv1.ClusterRole {
 			rule(v("create"), g("authentication.k8s.io"), "tokenreviews"),
 			rule(v("create"), g("authorization.k8s.io"), "subjectaccessreviews"),
 		),
+		// Full access to the agent API (upstream's, with the kubelet's
+		// fine-grained authorization on).
 		clusterRole("system:kubelet-api-admin", nil,
-			rule(v("get", "list", "watch", "proxy"), core, "nodes"),
-			rule(v("*"), core, "nodes/proxy", "nodes/log", "nodes/stats", "nodes/metrics", "nodes/spec", "nodes/configz", "nodes/healthz", "nodes/pods"),
+			rule(read, core, "nodes"),
+			rule(v("proxy"), core, "nodes"),
+			rule(v("*"), core, "nodes/proxy", "nodes/metrics", "nodes/stats", "nodes/log"),
+			rule(v("*"), core, "nodes/pods", "nodes/healthz", "nodes/configz"),
 		),
 		clusterRole("system:node-proxier", nil,
 			rule(v("list", "watch"), core, "services", "endpoints"),
@@ -323,6 +336,8 @@ func ClusterRoleBindings() []*rbacv1.ClusterRoleBinding {
 		clusterRoleBinding("system:kube-dns", "system:kube-dns",
 			rbacv1.Subject{Kind: rbacv1.ServiceAccountKind, Name: "kube-dns", Namespace: "kube-system"}),
 		clusterRoleBinding("system:kube-scheduler", "system:kube-scheduler", userSubject("system:kube-scheduler")),
+		// The apiserver reaches the agents' API with these rights only.
+		clusterRoleBinding(APIServerKubeletAPIAdminBinding, "system:kubelet-api-admin", userSubject(APIServerKubeletClientUser)),
 		clusterRoleBinding("system:kube-controller-manager", "system:kube-controller-manager",
 			userSubject("system:kube-controller-manager")),
 		clusterRoleBinding(IngressController, IngressController, userSubject(IngressController)),
