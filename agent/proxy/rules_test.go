@@ -2,6 +2,8 @@ package proxy
 
 import (
 	"context"
+	"fmt"
+	"math"
 	"net/netip"
 	"slices"
 	"strings"
@@ -110,7 +112,8 @@ func TestBuild(t *testing.T) {
 			}
 			want := []string{
 				"ip daddr 10.96.0.10 tcp dport 80 ip saddr != 10.244.0.0/24 jump mark-for-masquerade",
-				"numgen random mod 2 vmap { 0 : goto " + epA + " , 1 : goto " + epB + " }",
+				"numgen random mod 2 == 0 goto " + epA,
+				"goto " + epB,
 			}
 			if got := rules(tb, svcChain); !slices.Equal(got, want) {
 				t.Errorf("service chain rules:\n got %q\nwant %q", got, want)
@@ -254,7 +257,7 @@ func TestSessionAffinityClientIP(t *testing.T) {
 	}
 	svcRules := rules(tb, chainName("service", "ns/web/tcp/http"))
 	i := slices.Index(svcRules, "ip saddr @"+setA+" goto "+epA)
-	if i < 0 || !strings.HasPrefix(svcRules[len(svcRules)-1], "numgen") || i > len(svcRules)-2 {
+	if i < 0 || !strings.HasPrefix(svcRules[len(svcRules)-2], "numgen") || i > len(svcRules)-3 {
 		t.Errorf("service chain does not send known clients back before balancing: %q", svcRules)
 	}
 
@@ -307,5 +310,29 @@ func TestTransactionIsIncremental(t *testing.T) {
 	apply(t, full, second, nil)
 	if fake.Dump() != full.Dump() {
 		t.Errorf("incremental result differs from a full sync:\n%s\nfull:\n%s", fake.Dump(), full.Dump())
+	}
+}
+
+// The balance cascade picks each of n endpoints with probability 1/n.
+func TestBalanceRulesAreUniform(t *testing.T) {
+	for n := 1; n <= 12; n++ {
+		reach := 1.0 // probability a connection reaches the i-th rule
+		for i := range n {
+			rule := balanceRule(i, n, "ep")
+			p := 1.0
+			if i < n-1 {
+				var mod int
+				if _, err := fmt.Sscanf(rule, "numgen random mod %d == 0 goto ep", &mod); err != nil {
+					t.Fatalf("rule %d of %d: %q: %v", i, n, rule, err)
+				}
+				p = 1 / float64(mod)
+			} else if rule != "goto ep" {
+				t.Fatalf("last rule of %d: %q, want an unconditional goto", n, rule)
+			}
+			if got := reach * p; math.Abs(got-1/float64(n)) > 1e-9 {
+				t.Errorf("n=%d: endpoint %d chosen with probability %v, want %v", n, i, got, 1/float64(n))
+			}
+			reach *= 1 - p
+		}
 	}
 }
