@@ -35,6 +35,9 @@ type Config struct {
 	NodeIPs []netip.Addr
 	// PodCIDR is the node's pod subnet (see Params.PodCIDR); optional.
 	PodCIDR netip.Prefix
+	// NodeName is this node's (see Params.NodeName); without it the Local
+	// traffic policies find no local endpoint.
+	NodeName string
 	// MinSyncInterval coalesces changes: syncs are at least this far apart;
 	// zero is 100 ms.
 	MinSyncInterval time.Duration
@@ -211,7 +214,7 @@ func (p *Proxier) Sync(ctx context.Context) error {
 			slices = append(slices, s)
 		}
 	}
-	rs := Build(services, slices, Params{NodeIPs: p.cfg.NodeIPs, PodCIDR: p.cfg.PodCIDR})
+	rs := Build(services, slices, Params{NodeIPs: p.cfg.NodeIPs, PodCIDR: p.cfg.PodCIDR, NodeName: p.cfg.NodeName})
 	tx := p.nft.NewTransaction()
 	rs.Transaction(tx, p.current, "service rules of the berth agent")
 	if err := p.nft.Run(ctx, tx); err != nil {

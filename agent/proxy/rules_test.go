@@ -336,3 +336,114 @@ func TestBalanceRulesAreUniform(t *testing.T) {
 		}
 	}
 }
+
+// epOn is an endpoint on node with the given conditions.
+func epOn(ip, node string, ready, serving, terminating bool) discoveryv1.Endpoint {
+	return discoveryv1.Endpoint{Addresses: []string{ip}, NodeName: ptr.To(node),
+		Conditions: discoveryv1.EndpointConditions{Ready: ptr.To(ready), Serving: ptr.To(serving), Terminating: ptr.To(terminating)}}
+}
+
+func TestTrafficPolicies(t *testing.T) {
+	params := testParams
+	params.NodeName = "here"
+	local := epOn("10.244.0.5", "here", true, true, false)
+	remote := epOn("10.244.1.5", "there", true, true, false)
+	epLocal := chainName("endpoint", "ns/web/tcp/http__10.244.0.5/8080")
+	epRemote := chainName("endpoint", "ns/web/tcp/http__10.244.1.5/8080")
+	clusterChain := chainName("service", "ns/web/tcp/http")
+	localChain := chainName("local", "ns/web/tcp/http")
+	extChain := chainName("external", "ns/web/tcp/http")
+	internalLocal := func(s *v1.Service) {
+		s.Spec.InternalTrafficPolicy = ptr.To(v1.ServiceInternalTrafficPolicyLocal)
+	}
+	externalLocal := func(s *v1.Service) {
+		s.Spec.Type, s.Spec.Ports[0].NodePort = v1.ServiceTypeNodePort, 30080
+		s.Spec.ExternalTrafficPolicy = v1.ServiceExternalTrafficPolicyLocal
+	}
+	for _, tc := range []struct {
+		name   string
+		mutate func(*v1.Service)
+		eps    []discoveryv1.Endpoint
+		check  func(t *testing.T, tb *knftables.FakeTable)
+	}{{
+		name:   "internalTrafficPolicy Local: the ClusterIP reaches only this node's endpoints",
+		mutate: internalLocal, eps: []discoveryv1.Endpoint{local, remote},
+		check: func(t *testing.T, tb *knftables.FakeTable) {
+			if got := value(tb, serviceIPsMap, "10.96.0.10", "tcp", "80"); got != "goto "+localChain {
+				t.Errorf("service-ips = %q, want goto %s", got, localChain)
+			}
+			if got := rules(tb, localChain); !slices.Contains(got, "goto "+epLocal) || slices.Contains(got, "goto "+epRemote) {
+				t.Errorf("local chain %q, want only the local endpoint", got)
+			}
+			if tb.Chains[epRemote] != nil || tb.Chains[clusterChain] != nil {
+				t.Errorf("the remote endpoint or the cluster chain was programmed")
+			}
+		},
+	}, {
+		name:   "internalTrafficPolicy Local without a local endpoint drops",
+		mutate: internalLocal, eps: []discoveryv1.Endpoint{remote},
+		check: func(t *testing.T, tb *knftables.FakeTable) {
+			if got := value(tb, noEndpointSvcs, "10.96.0.10", "tcp", "80"); got != "drop" {
+				t.Errorf("no-endpoint-services = %q, want drop", got)
+			}
+			if got := value(tb, serviceIPsMap, "10.96.0.10", "tcp", "80"); got != "" {
+				t.Errorf("service-ips = %q, want none", got)
+			}
+		},
+	}, {
+		name:   "externalTrafficPolicy Local: NodePort to this node's endpoints unmasqueraded, the ClusterIP to all",
+		mutate: externalLocal, eps: []discoveryv1.Endpoint{local, remote},
+		check: func(t *testing.T, tb *knftables.FakeTable) {
+			if got := value(tb, serviceIPsMap, "10.96.0.10", "tcp", "80"); got != "goto "+clusterChain {
+				t.Errorf("service-ips = %q, want goto %s", got, clusterChain)
+			}
+			if got := value(tb, serviceNodePorts, "tcp", "30080"); got != "goto "+extChain {
+				t.Errorf("service-nodeports = %q, want goto %s", got, extChain)
+			}
+			want := []string{
+				"ip saddr 10.244.0.0/24 goto " + clusterChain,
+				"fib saddr type local jump " + markMasqChain,
+				"fib saddr type local goto " + clusterChain,
+				"goto " + localChain,
+			}
+			if got := rules(tb, extChain); !slices.Equal(got, want) {
+				t.Errorf("external chain:\n got %q\nwant %q", got, want)
+			}
+			if got := rules(tb, localChain); !slices.Equal(got, []string{"goto " + epLocal}) {
+				t.Errorf("local chain %q, want the local endpoint only", got)
+			}
+			if got := value(tb, noEndpointNPs, "tcp", "30080"); got != "" {
+				t.Errorf("no-endpoint-nodeports = %q, want none", got)
+			}
+		},
+	}, {
+		name:   "externalTrafficPolicy Local without a local endpoint: the NodePort drops",
+		mutate: externalLocal, eps: []discoveryv1.Endpoint{remote},
+		check: func(t *testing.T, tb *knftables.FakeTable) {
+			if got := value(tb, noEndpointNPs, "tcp", "30080"); got != "drop" {
+				t.Errorf("no-endpoint-nodeports = %q, want drop", got)
+			}
+			if got := rules(tb, extChain); slices.Contains(got, "goto "+localChain) {
+				t.Errorf("external chain %q goes to a local chain without endpoints", got)
+			}
+			if got := value(tb, serviceIPsMap, "10.96.0.10", "tcp", "80"); got != "goto "+clusterChain {
+				t.Errorf("the ClusterIP (Cluster policy) = %q, want goto %s", got, clusterChain)
+			}
+		},
+	}, {
+		name: "no ready endpoint: the serving terminating ones are used",
+		eps:  []discoveryv1.Endpoint{epOn("10.244.0.5", "here", false, true, true), epOn("10.244.1.5", "there", false, false, true)},
+		check: func(t *testing.T, tb *knftables.FakeTable) {
+			if got := rules(tb, clusterChain); !slices.Contains(got, "goto "+epLocal) || tb.Chains[epRemote] != nil {
+				t.Errorf("service chain %q, want the serving terminating endpoint only", got)
+			}
+		},
+	}} {
+		t.Run(tc.name, func(t *testing.T) {
+			sl := slice("web", "http", 8080)
+			sl.Endpoints = tc.eps
+			rs := Build([]*v1.Service{service("web", tc.mutate)}, []*discoveryv1.EndpointSlice{sl}, params)
+			tc.check(t, apply(t, knftables.NewFake(knftables.IPv4Family, "berth-test"), rs, nil))
+		})
+	}
+}
