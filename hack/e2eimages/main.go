@@ -57,6 +57,8 @@ type inputs struct {
 	// with the libraries ldd names; dnsutils are those of jessie-dnsutils
 	// (and agnhost's too: upstream's has Alpine's bind-tools).
 	tools, dnsutils []string
+	// netcat is OpenBSD's nc (Debian's netcat-openbsd), agnhost's nc.
+	netcat string
 }
 
 func main() {
@@ -71,6 +73,7 @@ func main() {
 	flag.StringVar(&in.sh, "sh", "", "static hack/e2eimages/sh, the images' /bin/sh (required)")
 	tools := flag.String("agnhost-tools", "/usr/bin/curl", "comma-separated dynamically linked programs added to agnhost with their libraries (upstream's has curl: the lifecycle-hook specs run it)")
 	dnsutils := flag.String("dnsutils", "/usr/bin/dig,/usr/bin/nslookup,/usr/bin/host,/usr/bin/getent", "comma-separated dynamically linked programs (Debian's bind9-dnsutils and getent) of jessie-dnsutils, added to agnhost too: the DNS specs run dig in both")
+	flag.StringVar(&in.netcat, "netcat", "/usr/bin/nc.openbsd", "OpenBSD's nc (Debian's netcat-openbsd), agnhost's /usr/bin/nc as in upstream's: the Service specs run nc -v -t/-u, which busybox's lacks")
 	flag.Parse()
 	if *tools != "" {
 		in.tools = strings.Split(*tools, ",")
@@ -215,11 +218,12 @@ func build(in inputs) (map[string]v1.Image, error) {
 	agnhostFiles = withAccounts(agnhostFiles,
 		"user-defined-in-image:x:1000:1000:Linux User,,,:/home/user-defined-in-image:/bin/sh\n",
 		"user-defined-in-image:x:1000:\ngroup-defined-in-image:x:50000:user-defined-in-image\n")
-	tools, err := withLibraries(append(append([]string(nil), in.tools...), in.dnsutils...))
+	tools, err := withLibraries(append(append([]string{in.netcat}, in.tools...), in.dnsutils...))
 	if err != nil {
 		return nil, err
 	}
-	agnhostFiles = append(append(agnhostFiles, tools...), nsswitch)
+	agnhostFiles = append(append(agnhostFiles, tools...), nsswitch,
+		testimages.File{Name: "usr/bin/nc", Link: in.netcat}) // before busybox's /bin/nc on PATH
 	agnhostFiles = append(agnhostFiles,
 		testimages.File{Name: "home", Mode: fs.ModeDir | 0o755},
 		testimages.File{Name: "home/user-defined-in-image", Mode: fs.ModeDir | 0o755, UID: 1000, GID: 1000})
