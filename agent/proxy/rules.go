@@ -88,6 +88,11 @@ type Ruleset struct {
 	// among Containers: they are filled from the packet path, so a sync
 	// keeps their elements.
 	AffinitySets map[string]bool
+	// HealthChecks are the health-check node ports to serve, by port.
+	HealthChecks map[int32]HealthCheck
+	// NoLocalInternal and NoLocalExternal count the service ports whose
+	// Local internal or external traffic policy finds no endpoint here.
+	NoLocalInternal, NoLocalExternal int
 }
 
 // elementID identifies an element by container and key.
@@ -101,7 +106,8 @@ const affinityPrefix = "affinity-"
 // Build computes the ruleset for services and their EndpointSlices. Only
 // IPv4 is programmed; ExternalName and headless Services have no rules.
 func Build(services []*v1.Service, slices []*discoveryv1.EndpointSlice, p Params) *Ruleset {
-	r := &Ruleset{Chains: map[string]bool{}, Rules: map[string][]string{}, Elements: map[string]*knftables.Element{}, AffinitySets: map[string]bool{}}
+	r := &Ruleset{Chains: map[string]bool{}, Rules: map[string][]string{}, Elements: map[string]*knftables.Element{},
+		AffinitySets: map[string]bool{}, HealthChecks: map[int32]HealthCheck{}}
 	r.fixed(p)
 	bySvc := map[string][]*discoveryv1.EndpointSlice{}
 	for _, s := range slices {
@@ -122,11 +128,31 @@ func Build(services []*v1.Service, slices []*discoveryv1.EndpointSlice, p Params
 		if len(ips) == 0 {
 			continue
 		}
+		svcSlices := bySvc[svc.Namespace+"/"+svc.Name]
 		for i := range svc.Spec.Ports {
-			r.servicePort(svc, &svc.Spec.Ports[i], ips, bySvc[svc.Namespace+"/"+svc.Name], p)
+			r.servicePort(svc, &svc.Spec.Ports[i], ips, svcSlices, p)
+		}
+		if port := svc.Spec.HealthCheckNodePort; port != 0 && svc.Spec.Type == v1.ServiceTypeLoadBalancer &&
+			svc.Spec.ExternalTrafficPolicy == v1.ServiceExternalTrafficPolicyLocal {
+			r.HealthChecks[port] = HealthCheck{Namespace: svc.Namespace, Name: svc.Name, LocalEndpoints: localReady(svc, svcSlices, p.NodeName)}
 		}
 	}
 	return r
+}
+
+// localReady counts the distinct addresses of the ready endpoints of svc's
+// ports on node.
+func localReady(svc *v1.Service, slices []*discoveryv1.EndpointSlice, node string) int {
+	ips := map[string]bool{}
+	for i := range svc.Spec.Ports {
+		sp := &svc.Spec.Ports[i]
+		for _, ep := range portEndpoints(slices, sp.Name, protocolOf(sp), node) {
+			if ep.local && ep.ready {
+				ips[ep.ip] = true
+			}
+		}
+	}
+	return len(ips)
 }
 
 func (r *Ruleset) add(objs ...knftables.Object) {
@@ -373,6 +399,7 @@ func (r *Ruleset) servicePort(svc *v1.Service, sp *v1.ServicePort, ips []string,
 	if !hasInternal {
 		// internalTrafficPolicy Local and no endpoint here.
 		reject("drop", true, false)
+		r.NoLocalInternal++
 	}
 	if !externallyAccessible {
 		return
@@ -409,6 +436,7 @@ func (r *Ruleset) servicePort(svc *v1.Service, sp *v1.ServicePort, ips []string,
 		// externalTrafficPolicy Local and no endpoint here: what the
 		// external chain does not short-circuit is dropped.
 		reject("drop", false, true)
+		r.NoLocalExternal++
 	}
 }
 
