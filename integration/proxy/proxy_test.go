@@ -13,7 +13,6 @@ import (
 	"net/netip"
 	"os"
 	"os/exec"
-	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -26,6 +25,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"berth/agent/proxy"
+	"berth/integration/harness"
 	"berth/internal/prereq"
 )
 
@@ -54,9 +54,8 @@ func TestMain(m *testing.M) {
 		serve()
 	case "node":
 		os.Exit(nodeSide())
-	case "bench":
-		n, _ := strconv.Atoi(os.Getenv(targetEnv))
-		if err := benchSide(n); err != nil {
+	case "proxier":
+		if err := runProxier(); err != nil {
 			fmt.Fprintln(os.Stderr, err)
 			os.Exit(1)
 		}
@@ -70,10 +69,11 @@ func TestMain(m *testing.M) {
 		fmt.Print(body)
 		os.Exit(0)
 	}
-	os.Exit(m.Run())
+	code := m.Run()
+	harness.RemoveBinary()
+	os.Exit(code)
 }
 
-func netipPrefix(s string) netip.Prefix { return netip.MustParsePrefix(s) }
 
 // serve answers every request with "hello from <addr> to <client>" on
 // podAddr:8080 and :8081 (two endpoints).
