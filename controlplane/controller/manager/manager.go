@@ -52,6 +52,7 @@ import (
 	"berth/controlplane/controller/deployment"
 	"berth/controlplane/controller/endpoints"
 	"berth/controlplane/controller/endpointslice"
+	"berth/controlplane/controller/endpointslicemirroring"
 	"berth/controlplane/controller/garbagecollector"
 	"berth/controlplane/controller/nodeipam"
 	"berth/controlplane/controller/nodelifecycle"
@@ -81,6 +82,7 @@ var Controllers = []string{
 	serviceaccount.Name, rootcacertpublisher.Name, nodeipam.Name, nodelifecycle.Name,
 	volume.Name, ephemeral.Name, storageprotection.PVCName, storageprotection.PVName,
 	endpointslice.Name, endpoints.Name,
+	endpointslicemirroring.Name,
 }
 
 // Config configures the manager.
@@ -331,6 +333,8 @@ func (m *Manager) build(name string, base controller.Config) (interface{ Run(con
 		return endpoints.New(endpoints.Config{Config: base})
 	case endpointslice.Name:
 		return endpointslice.New(endpointslice.Config{Config: base})
+	case endpointslicemirroring.Name:
+		return endpointslicemirroring.New(endpointslicemirroring.Config{Config: base})
 	case nodeipam.Name:
 		return nodeipam.New(nodeipam.Config{Config: base, Options: m.cfg.NodeIPAM})
 	case nodelifecycle.Name:
