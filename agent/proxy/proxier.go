@@ -300,7 +300,11 @@ func (p *Proxier) Sync(ctx context.Context) error {
 		p.triggerMu.Unlock()
 		return fmt.Errorf("applying %d operations to table %s: %w", tx.NumOperations(), p.cfg.Table, err)
 	}
+	previous := p.current
 	p.current = rs
+	if p.cfg.NFT == nil && (previous == nil || !previous.UDP.equal(rs.UDP)) {
+		p.cleanConntrack(rs)
+	}
 	p.health.updated(start)
 	p.metrics.lastSync.WithLabelValues(ipFamily).SetToCurrentTime()
 	for _, t := range triggers {
@@ -311,6 +315,27 @@ func (p *Proxier) Sync(ctx context.Context) error {
 	p.checks.sync(rs.HealthChecks)
 	p.cfg.Logger.Debug("synced the service proxy rules", "table", p.cfg.Table, "services", len(services), "took", time.Since(start))
 	return nil
+}
+
+// cleanConntrack deletes the conntrack entries of UDP flows to endpoints
+// the services no longer have (only with the real nftables: the proxier
+// then owns the kernel's service traffic).
+func (p *Proxier) cleanConntrack(rs *Ruleset) {
+	if len(rs.UDP) == 0 {
+		return
+	}
+	f := staleUDPFilter{targets: rs.UDP, nodeIPs: map[netip.Addr]bool{}}
+	for _, ip := range p.cfg.NodeIPs {
+		f.nodeIPs[ip.Unmap()] = true
+	}
+	n, err := deleteStaleUDPFlows(f)
+	if err != nil {
+		p.cfg.Logger.Error("deleting stale UDP conntrack entries failed", "err", err)
+		return
+	}
+	if n > 0 {
+		p.cfg.Logger.Debug("deleted stale UDP conntrack entries", "entries", n)
+	}
 }
 
 // cleanup deletes the proxier's table.

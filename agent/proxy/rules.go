@@ -7,6 +7,7 @@ import (
 	"crypto/sha256"
 	"encoding/base32"
 	"fmt"
+	"net"
 	"net/netip"
 	"slices"
 	"sort"
@@ -90,6 +91,9 @@ type Ruleset struct {
 	AffinitySets map[string]bool
 	// HealthChecks are the health-check node ports to serve, by port.
 	HealthChecks map[int32]HealthCheck
+	// UDP are the UDP services' destinations and the endpoints they lead
+	// to, for the conntrack cleanup of flows to gone endpoints.
+	UDP udpTargets
 	// NoLocalInternal and NoLocalExternal count the service ports whose
 	// Local internal or external traffic policy finds no endpoint here.
 	NoLocalInternal, NoLocalExternal int
@@ -107,7 +111,7 @@ const affinityPrefix = "affinity-"
 // IPv4 is programmed; ExternalName and headless Services have no rules.
 func Build(services []*v1.Service, slices []*discoveryv1.EndpointSlice, p Params) *Ruleset {
 	r := &Ruleset{Chains: map[string]bool{}, Rules: map[string][]string{}, Elements: map[string]*knftables.Element{},
-		AffinitySets: map[string]bool{}, HealthChecks: map[int32]HealthCheck{}}
+		AffinitySets: map[string]bool{}, HealthChecks: map[int32]HealthCheck{}, UDP: udpTargets{}}
 	r.fixed(p)
 	bySvc := map[string][]*discoveryv1.EndpointSlice{}
 	for _, s := range slices {
@@ -340,6 +344,15 @@ func (r *Ruleset) servicePort(svc *v1.Service, sp *v1.ServicePort, ips []string,
 		localEps = usable(all, true)
 	}
 	hasEndpoints := len(usable(all, false)) > 0
+	if proto == "udp" {
+		reachable := append(append([]endpoint(nil), clusterEps...), localEps...)
+		for _, ip := range append(append([]string(nil), ips...), external...) {
+			r.UDP.add(net.JoinHostPort(ip, port), reachable)
+		}
+		if nodePort != "" {
+			r.UDP.add("nodeport:"+nodePort, reachable)
+		}
+	}
 	reject := func(verdict string, withClusterIPs, withExternal bool) {
 		if withClusterIPs {
 			for _, ip := range ips {
