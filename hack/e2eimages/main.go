@@ -224,6 +224,14 @@ func build(in inputs) (map[string]v1.Image, error) {
 	}
 	agnhostFiles = append(append(agnhostFiles, tools...), nsswitch,
 		testimages.File{Name: "usr/bin/nc", Link: in.netcat}) // before busybox's /bin/nc on PATH
+	// bash (in POSIX mode) is agnhost's /bin/sh: Debian's busybox ash runs
+	// its own applets before PATH, so `sh -c "nc -v …"` would get busybox's
+	// nc, not OpenBSD's (Alpine's ash, upstream's, goes by PATH).
+	for i, f := range agnhostFiles {
+		if f.Name == "bin/sh" {
+			agnhostFiles[i] = testimages.File{Name: "bin/sh", Link: "bash"}
+		}
+	}
 	agnhostFiles = append(agnhostFiles,
 		testimages.File{Name: "home", Mode: fs.ModeDir | 0o755},
 		testimages.File{Name: "home/user-defined-in-image", Mode: fs.ModeDir | 0o755, UID: 1000, GID: 1000})
