@@ -125,6 +125,10 @@ type Config struct {
 	// "berth-proxy", or "berth-proxy-<CNIBridge>" with a non-default bridge,
 	// so agents sharing a host (each with its own bridge) never share a table.
 	ProxyTable string
+	// ProxyCleanupOnExit deletes the service proxy's table when the agent
+	// stops; false (kube-proxy's way) leaves it, so Services keep working
+	// while the agent restarts and the next run resyncs it in place.
+	ProxyCleanupOnExit bool
 	// ProxyHealthzBindAddress is where the service proxy serves
 	// kube-proxy's /healthz and /livez (host:port); empty: not served.
 	ProxyHealthzBindAddress string

@@ -54,6 +54,11 @@ type Config struct {
 	// served (host:port); empty: not served. A failure to listen is
 	// logged, as kube-proxy's, and the proxy goes on.
 	HealthzBindAddress string
+	// KeepTableOnStop leaves the table in the kernel when Run returns (as
+	// kube-proxy, which never removes its rules on exit): Services keep
+	// working while the agent restarts, and the next Run resyncs the table
+	// in place. False: Run deletes the table.
+	KeepTableOnStop bool
 	// NFT overrides the nftables interface (unit tests pass knftables'
 	// fake); nil runs the nft binary on Table.
 	NFT knftables.Interface
@@ -170,7 +175,7 @@ func (p *Proxier) kick() {
 }
 
 // Run watches Services and EndpointSlices and keeps the table current until
-// ctx ends, then deletes the table. The first sync replaces whatever the
+// ctx ends, then deletes the table (unless cfg.KeepTableOnStop). The first sync replaces whatever the
 // table held (a previous run's rules), atomically: established connections
 // keep their conntrack entries across agent restarts.
 func (p *Proxier) Run(ctx context.Context) error {
@@ -338,8 +343,12 @@ func (p *Proxier) cleanConntrack(rs *Ruleset) {
 	}
 }
 
-// cleanup deletes the proxier's table.
+// cleanup deletes the proxier's table, unless cfg.KeepTableOnStop.
 func (p *Proxier) cleanup(log *slog.Logger) {
+	if p.cfg.KeepTableOnStop {
+		log.Info("leaving the service proxy table for the next run", "table", p.cfg.Table)
+		return
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	if err := DeleteTable(ctx, p.nft); err != nil {

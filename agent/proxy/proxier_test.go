@@ -209,3 +209,33 @@ func TestHealthCheckNodePort(t *testing.T) {
 		t.Errorf("the health-check node port still answers %d after Run returned", code)
 	}
 }
+
+// With KeepTableOnStop the table outlives Run, and the next Run resyncs it
+// in place (a restart).
+func TestProxierKeepsItsTableAcrossRestarts(t *testing.T) {
+	client := fake.NewClientset(service("web", nil), slice("web", "http", 8080, ep{ip: "10.244.0.5"}))
+	nft := knftables.NewFake(knftables.IPv4Family, "berth-test")
+	for run := range 2 {
+		p, err := New(Config{Client: client, Table: "berth-test", NFT: nft, KeepTableOnStop: true, MinSyncInterval: time.Millisecond})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, stop := context.WithCancel(context.Background())
+		done := make(chan error, 1)
+		go func() { done <- p.Run(ctx) }()
+		waitFor(t, nft, "the service's dispatch", func(tb *knftables.FakeTable) bool {
+			return tb != nil && value(tb, serviceIPsMap, "10.96.0.10", "tcp", "80") != ""
+		})
+		waitForMetric(t, "this run's first sync", func() bool { return testutil.ToFloat64(p.metrics.lastSync.WithLabelValues(ipFamily)) > 0 })
+		stop()
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+		nft.RLock()
+		kept := nft.Table != nil && value(nft.Table, serviceIPsMap, "10.96.0.10", "tcp", "80") != ""
+		nft.RUnlock()
+		if !kept {
+			t.Fatalf("run %d: the table is gone after Run returned", run)
+		}
+	}
+}
