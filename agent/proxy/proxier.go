@@ -75,6 +75,7 @@ type Proxier struct {
 	slices   cache.SharedIndexInformer
 	changed  chan struct{}
 	current  *Ruleset // the table's chains and affinity sets after the last sync; nil: unknown
+	builder  Builder
 	metrics  *metrics
 	health   *health
 	checks   *healthChecks
@@ -294,7 +295,7 @@ func (p *Proxier) Sync(ctx context.Context) error {
 			slices = append(slices, s)
 		}
 	}
-	rs := Build(services, slices, Params{NodeIPs: p.cfg.NodeIPs, PodCIDR: p.cfg.PodCIDR, NodeName: p.cfg.NodeName})
+	rs := p.builder.Build(services, slices, Params{NodeIPs: p.cfg.NodeIPs, PodCIDR: p.cfg.PodCIDR, NodeName: p.cfg.NodeName})
 	tx := p.nft.NewTransaction()
 	rs.Transaction(tx, p.current, "service rules of the berth agent")
 	if err := p.nft.Run(ctx, tx); err != nil {

@@ -110,11 +110,43 @@ const affinityPrefix = "affinity-"
 // Build computes the ruleset for services and their EndpointSlices. Only
 // IPv4 is programmed; ExternalName and headless Services have no rules.
 func Build(services []*v1.Service, slices []*discoveryv1.EndpointSlice, p Params) *Ruleset {
-	r := &Ruleset{Chains: map[string]bool{}, Rules: map[string][]string{}, Elements: map[string]*knftables.Element{},
+	return (&Builder{}).Build(services, slices, p)
+}
+
+// Builder is Build with a memory: a Service whose object and slices are the
+// same (by resourceVersion) as at the previous Build reuses its rules, so
+// a sync after a change computes only the changed services'. Not safe for
+// concurrent use.
+type Builder struct {
+	params Params
+	cache  map[string]*fragment // by namespace/name
+	// chains and elements are the sizes of the last ruleset, to size the
+	// next one's maps.
+	chains, elements int
+}
+
+// fragment is one Service's part of a ruleset and what it was built from.
+type fragment struct {
+	key   string
+	rules *Ruleset
+}
+
+func newRuleset() *Ruleset {
+	return &Ruleset{Chains: map[string]bool{}, Rules: map[string][]string{}, Elements: map[string]*knftables.Element{},
 		AffinitySets: map[string]bool{}, HealthChecks: map[int32]HealthCheck{}, UDP: udpTargets{}}
+}
+
+// Build is the package's Build, reusing the unchanged services' rules.
+func (b *Builder) Build(services []*v1.Service, endpointSlices []*discoveryv1.EndpointSlice, p Params) *Ruleset {
+	if b.cache == nil || !slices.Equal(b.params.NodeIPs, p.NodeIPs) || b.params.PodCIDR != p.PodCIDR || b.params.NodeName != p.NodeName {
+		b.cache, b.params = map[string]*fragment{}, p
+	}
+	r := newRuleset()
+	r.Chains, r.Rules = make(map[string]bool, b.chains), make(map[string][]string, b.chains)
+	r.chains, r.Elements = make([]*knftables.Chain, 0, b.chains), make(map[string]*knftables.Element, b.elements)
 	r.fixed(p)
 	bySvc := map[string][]*discoveryv1.EndpointSlice{}
-	for _, s := range slices {
+	for _, s := range endpointSlices {
 		if s.AddressType != discoveryv1.AddressTypeIPv4 {
 			continue
 		}
@@ -127,21 +159,80 @@ func Build(services []*v1.Service, slices []*discoveryv1.EndpointSlice, p Params
 	sort.Slice(sorted, func(i, j int) bool {
 		return sorted[i].Namespace+"/"+sorted[i].Name < sorted[j].Namespace+"/"+sorted[j].Name
 	})
+	next := map[string]*fragment{}
 	for _, svc := range sorted {
-		ips := serviceIPs(svc)
-		if len(ips) == 0 {
-			continue
+		name := svc.Namespace + "/" + svc.Name
+		svcSlices := bySvc[name]
+		key := fragmentKey(svc, svcSlices)
+		f := b.cache[name]
+		if f == nil || key == "" || f.key != key {
+			f = &fragment{key: key, rules: buildService(svc, svcSlices, p)}
 		}
-		svcSlices := bySvc[svc.Namespace+"/"+svc.Name]
-		for i := range svc.Spec.Ports {
-			r.servicePort(svc, &svc.Spec.Ports[i], ips, svcSlices, p)
+		if key != "" {
+			next[name] = f
 		}
-		if port := svc.Spec.HealthCheckNodePort; port != 0 && svc.Spec.Type == v1.ServiceTypeLoadBalancer &&
-			svc.Spec.ExternalTrafficPolicy == v1.ServiceExternalTrafficPolicyLocal {
-			r.HealthChecks[port] = HealthCheck{Namespace: svc.Namespace, Name: svc.Name, LocalEndpoints: localReady(svc, svcSlices, p.NodeName)}
+		r.merge(f.rules)
+	}
+	b.cache, b.chains, b.elements = next, len(r.chains), len(r.Elements)
+	return r
+}
+
+// fragmentKey identifies a Service's object and slices by UID and
+// resourceVersion; "" (not cached) when one has no resourceVersion.
+func fragmentKey(svc *v1.Service, slices []*discoveryv1.EndpointSlice) string {
+	if svc.ResourceVersion == "" {
+		return ""
+	}
+	parts := []string{string(svc.UID) + "@" + svc.ResourceVersion}
+	for _, s := range slices {
+		if s.ResourceVersion == "" {
+			return ""
 		}
+		parts = append(parts, s.Name+"/"+string(s.UID)+"@"+s.ResourceVersion)
+	}
+	sort.Strings(parts[1:])
+	return strings.Join(parts, " ")
+}
+
+// buildService is one Service's rules.
+func buildService(svc *v1.Service, svcSlices []*discoveryv1.EndpointSlice, p Params) *Ruleset {
+	r := newRuleset()
+	ips := serviceIPs(svc)
+	if len(ips) == 0 {
+		return r
+	}
+	for i := range svc.Spec.Ports {
+		r.servicePort(svc, &svc.Spec.Ports[i], ips, svcSlices, p)
+	}
+	if port := svc.Spec.HealthCheckNodePort; port != 0 && svc.Spec.Type == v1.ServiceTypeLoadBalancer &&
+		svc.Spec.ExternalTrafficPolicy == v1.ServiceExternalTrafficPolicyLocal {
+		r.HealthChecks[port] = HealthCheck{Namespace: svc.Namespace, Name: svc.Name, LocalEndpoints: localReady(svc, svcSlices, p.NodeName)}
 	}
 	return r
+}
+
+// merge adds a Service's rules f to r.
+func (r *Ruleset) merge(f *Ruleset) {
+	r.Containers = append(r.Containers, f.Containers...)
+	for _, c := range f.chains {
+		r.Chains[c.Name] = true
+		r.chains = append(r.chains, c)
+		r.Rules[c.Name] = f.Rules[c.Name]
+	}
+	for id, e := range f.Elements {
+		r.Elements[id] = e
+	}
+	for s := range f.AffinitySets {
+		r.AffinitySets[s] = true
+	}
+	for port, hc := range f.HealthChecks {
+		r.HealthChecks[port] = hc
+	}
+	for t, eps := range f.UDP {
+		r.UDP[t] = eps
+	}
+	r.NoLocalInternal += f.NoLocalInternal
+	r.NoLocalExternal += f.NoLocalExternal
 }
 
 // localReady counts the distinct addresses of the ready endpoints of svc's
