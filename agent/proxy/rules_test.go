@@ -528,3 +528,23 @@ func TestBuilderReusesOnlyUnchangedServices(t *testing.T) {
 		t.Errorf("the builder remembers %d services, want the 2 left", len(b.cache))
 	}
 }
+
+// A first sync into a table known to be empty flushes no chain; one over a
+// table of unknown content flushes every chain it writes.
+func TestFirstSyncFlushesOnlyExistingChains(t *testing.T) {
+	rs := Build([]*v1.Service{service("web", nil)}, []*discoveryv1.EndpointSlice{slice("web", "http", 8080, ep{ip: "10.244.0.5"})}, testParams)
+	fake := knftables.NewFake(knftables.IPv4Family, "berth-test")
+	tx := fake.NewTransaction()
+	rs.Transaction(tx, &Ruleset{Chains: map[string]bool{servicesChain: true}}, "test")
+	if err := fake.Run(context.Background(), tx); err != nil {
+		t.Fatal(err)
+	}
+	if flushes := strings.Count(tx.String(), "flush chain"); flushes != 1 {
+		t.Errorf("%d chains flushed over a table holding only %s, want 1:\n%s", flushes, servicesChain, tx)
+	}
+	tx = fake.NewTransaction()
+	rs.Transaction(tx, nil, "test")
+	if flushes := strings.Count(tx.String(), "flush chain"); flushes != len(rs.Chains) {
+		t.Errorf("%d chains flushed over an unknown table, want all %d", flushes, len(rs.Chains))
+	}
+}
