@@ -47,8 +47,9 @@ test: deps build vet kubectls conformance-bin
 unit: build
 	BERTH_BIN=$(BERTH) go test -count=1 -short ./...
 
-## bench: benchmarks, printed as tables
+## bench: benchmarks, printed as tables (with upstream kube-proxy built for integration/proxy's baseline)
 bench: deps build
+	./hack/conformance/build.sh proxy
 	BERTH_BIN=$(BERTH) go test -run '^$$' -bench . -benchtime 1x ./...
 
 ## up: a single-node cluster on this machine (embedded etcd, real containerd); Ctrl-C stops it

@@ -137,6 +137,13 @@ type Config struct {
 	// "berth-proxy", or "berth-proxy-<CNIBridge>" with a non-default bridge,
 	// so agents sharing a host (each with its own bridge) never share a table.
 	ProxyTable string
+	// ProxyCleanupOnExit deletes the service proxy's table when the agent
+	// stops; false (kube-proxy's way) leaves it, so Services keep working
+	// while the agent restarts and the next run resyncs it in place.
+	ProxyCleanupOnExit bool
+	// ProxyHealthzBindAddress is where the service proxy serves
+	// kube-proxy's /healthz and /livez (host:port); empty: not served.
+	ProxyHealthzBindAddress string
 
 	// Logger receives the agent's logs; nil discards them.
 	Logger *slog.Logger
@@ -225,6 +232,11 @@ func (c *Config) validate() error {
 		c.ProxyTable = proxy.DefaultTable
 		if c.CNIBridge != DefaultCNIBridge {
 			c.ProxyTable += "-" + c.CNIBridge
+		}
+	}
+	if a := c.ProxyHealthzBindAddress; a != "" {
+		if _, _, err := net.SplitHostPort(a); err != nil {
+			return bad("ProxyHealthzBindAddress (--proxy-healthz-bind-address)", "%q is not host:port: %v", a, err)
 		}
 	}
 	if c.ReadOnlyPort < 0 || c.ReadOnlyPort > 65535 {

@@ -67,6 +67,7 @@ func TestConfigErrorsNameTheField(t *testing.T) {
 		{"server without token", func(c *Config) { c.Server = "https://127.0.0.1:6443" }, "--token-file"},
 		{"cert without key", func(c *Config) { c.TLSCertFile = "/c" }, "--tls-cert-file"},
 		{"bad kubelet port", func(c *Config) { c.KubeletPort = -1 }, "--kubelet-port"},
+		{"bad proxy healthz address", func(c *Config) { c.ProxyHealthzBindAddress = "10256" }, "--proxy-healthz-bind-address"},
 		{"sysctl not namespaced", func(c *Config) { c.AllowedUnsafeSysctls = []string{"vm.swappiness"} }, "--allowed-unsafe-sysctls"},
 		{"bad sysctl pattern", func(c *Config) { c.AllowedUnsafeSysctls = []string{"kernel.*.x"} }, "--allowed-unsafe-sysctls"},
 		{"bad back-off", func(c *Config) {

@@ -14,7 +14,8 @@ import (
 // agent's client, owning cfg.ProxyTable.
 func (a *Agent) serviceProxy(kube kubernetes.Interface, podCIDR string, reg prometheus.Registerer) (*proxy.Proxier, error) {
 	cfg := &a.cfg
-	pcfg := proxy.Config{Client: kube, Table: cfg.ProxyTable, Registerer: reg, Logger: cfg.Logger.With("component", "service-proxy")}
+	pcfg := proxy.Config{Client: kube, Table: cfg.ProxyTable, NodeName: cfg.NodeName, Registerer: reg, HealthzBindAddress: cfg.ProxyHealthzBindAddress,
+		KeepTableOnStop: !cfg.ProxyCleanupOnExit, Logger: cfg.Logger.With("component", "service-proxy")}
 	if ip, err := netip.ParseAddr(cfg.NodeIP); err == nil {
 		pcfg.NodeIPs = []netip.Addr{ip.Unmap()}
 	}

@@ -10,6 +10,8 @@ wanted=(
   "containernetworking-plugins:/usr/lib/cni/bridge"
   "busybox-static:/bin/busybox"
   "bash-static:/bin/bash-static" # /bin/sh of the e2e test images (make conformance)
+  "bind9-dnsutils:/usr/bin/dig" # dig and nslookup of the e2e test images jessie-dnsutils and agnhost (make conformance)
+  "netcat-openbsd:/usr/bin/nc.openbsd" # nc of the e2e test image agnhost (make conformance)
   "iptables:/usr/sbin/iptables"
   "iproute2:/usr/sbin/ip"
   "nftables:/usr/sbin/nft" # the agent's service proxy (agent/proxy, through knftables)

@@ -7,6 +7,7 @@ import (
 	"crypto/sha256"
 	"encoding/base32"
 	"fmt"
+	"net"
 	"net/netip"
 	"slices"
 	"sort"
@@ -68,6 +69,9 @@ type Params struct {
 	// PodCIDR is the node's pod subnet: traffic to a ClusterIP from
 	// outside it is masqueraded. Invalid (zero): none is.
 	PodCIDR netip.Prefix
+	// NodeName is this node's: the endpoints whose nodeName it is are the
+	// local ones of the Local traffic policies.
+	NodeName string
 }
 
 // Ruleset is the desired content of the proxy's table.
@@ -85,6 +89,14 @@ type Ruleset struct {
 	// among Containers: they are filled from the packet path, so a sync
 	// keeps their elements.
 	AffinitySets map[string]bool
+	// HealthChecks are the health-check node ports to serve, by port.
+	HealthChecks map[int32]HealthCheck
+	// UDP are the UDP services' destinations and the endpoints they lead
+	// to, for the conntrack cleanup of flows to gone endpoints.
+	UDP udpTargets
+	// NoLocalInternal and NoLocalExternal count the service ports whose
+	// Local internal or external traffic policy finds no endpoint here.
+	NoLocalInternal, NoLocalExternal int
 }
 
 // elementID identifies an element by container and key.
@@ -98,10 +110,43 @@ const affinityPrefix = "affinity-"
 // Build computes the ruleset for services and their EndpointSlices. Only
 // IPv4 is programmed; ExternalName and headless Services have no rules.
 func Build(services []*v1.Service, slices []*discoveryv1.EndpointSlice, p Params) *Ruleset {
-	r := &Ruleset{Chains: map[string]bool{}, Rules: map[string][]string{}, Elements: map[string]*knftables.Element{}, AffinitySets: map[string]bool{}}
+	return (&Builder{}).Build(services, slices, p)
+}
+
+// Builder is Build with a memory: a Service whose object and slices are the
+// same (by resourceVersion) as at the previous Build reuses its rules, so
+// a sync after a change computes only the changed services'. Not safe for
+// concurrent use.
+type Builder struct {
+	params Params
+	cache  map[string]*fragment // by namespace/name
+	// chains and elements are the sizes of the last ruleset, to size the
+	// next one's maps.
+	chains, elements int
+}
+
+// fragment is one Service's part of a ruleset and what it was built from.
+type fragment struct {
+	key   string
+	rules *Ruleset
+}
+
+func newRuleset() *Ruleset {
+	return &Ruleset{Chains: map[string]bool{}, Rules: map[string][]string{}, Elements: map[string]*knftables.Element{},
+		AffinitySets: map[string]bool{}, HealthChecks: map[int32]HealthCheck{}, UDP: udpTargets{}}
+}
+
+// Build is the package's Build, reusing the unchanged services' rules.
+func (b *Builder) Build(services []*v1.Service, endpointSlices []*discoveryv1.EndpointSlice, p Params) *Ruleset {
+	if b.cache == nil || !slices.Equal(b.params.NodeIPs, p.NodeIPs) || b.params.PodCIDR != p.PodCIDR || b.params.NodeName != p.NodeName {
+		b.cache, b.params = map[string]*fragment{}, p
+	}
+	r := newRuleset()
+	r.Chains, r.Rules = make(map[string]bool, b.chains), make(map[string][]string, b.chains)
+	r.chains, r.Elements = make([]*knftables.Chain, 0, b.chains), make(map[string]*knftables.Element, b.elements)
 	r.fixed(p)
 	bySvc := map[string][]*discoveryv1.EndpointSlice{}
-	for _, s := range slices {
+	for _, s := range endpointSlices {
 		if s.AddressType != discoveryv1.AddressTypeIPv4 {
 			continue
 		}
@@ -114,16 +159,95 @@ func Build(services []*v1.Service, slices []*discoveryv1.EndpointSlice, p Params
 	sort.Slice(sorted, func(i, j int) bool {
 		return sorted[i].Namespace+"/"+sorted[i].Name < sorted[j].Namespace+"/"+sorted[j].Name
 	})
+	next := map[string]*fragment{}
 	for _, svc := range sorted {
-		ips := serviceIPs(svc)
-		if len(ips) == 0 {
-			continue
+		name := svc.Namespace + "/" + svc.Name
+		svcSlices := bySvc[name]
+		key := fragmentKey(svc, svcSlices)
+		f := b.cache[name]
+		if f == nil || key == "" || f.key != key {
+			f = &fragment{key: key, rules: buildService(svc, svcSlices, p)}
 		}
-		for i := range svc.Spec.Ports {
-			r.servicePort(svc, &svc.Spec.Ports[i], ips, bySvc[svc.Namespace+"/"+svc.Name], p)
+		if key != "" {
+			next[name] = f
 		}
+		r.merge(f.rules)
+	}
+	b.cache, b.chains, b.elements = next, len(r.chains), len(r.Elements)
+	return r
+}
+
+// fragmentKey identifies a Service's object and slices by UID and
+// resourceVersion; "" (not cached) when one has no resourceVersion.
+func fragmentKey(svc *v1.Service, slices []*discoveryv1.EndpointSlice) string {
+	if svc.ResourceVersion == "" {
+		return ""
+	}
+	parts := []string{string(svc.UID) + "@" + svc.ResourceVersion}
+	for _, s := range slices {
+		if s.ResourceVersion == "" {
+			return ""
+		}
+		parts = append(parts, s.Name+"/"+string(s.UID)+"@"+s.ResourceVersion)
+	}
+	sort.Strings(parts[1:])
+	return strings.Join(parts, " ")
+}
+
+// buildService is one Service's rules.
+func buildService(svc *v1.Service, svcSlices []*discoveryv1.EndpointSlice, p Params) *Ruleset {
+	r := newRuleset()
+	ips := serviceIPs(svc)
+	if len(ips) == 0 {
+		return r
+	}
+	for i := range svc.Spec.Ports {
+		r.servicePort(svc, &svc.Spec.Ports[i], ips, svcSlices, p)
+	}
+	if port := svc.Spec.HealthCheckNodePort; port != 0 && svc.Spec.Type == v1.ServiceTypeLoadBalancer &&
+		svc.Spec.ExternalTrafficPolicy == v1.ServiceExternalTrafficPolicyLocal {
+		r.HealthChecks[port] = HealthCheck{Namespace: svc.Namespace, Name: svc.Name, LocalEndpoints: localReady(svc, svcSlices, p.NodeName)}
 	}
 	return r
+}
+
+// merge adds a Service's rules f to r.
+func (r *Ruleset) merge(f *Ruleset) {
+	r.Containers = append(r.Containers, f.Containers...)
+	for _, c := range f.chains {
+		r.Chains[c.Name] = true
+		r.chains = append(r.chains, c)
+		r.Rules[c.Name] = f.Rules[c.Name]
+	}
+	for id, e := range f.Elements {
+		r.Elements[id] = e
+	}
+	for s := range f.AffinitySets {
+		r.AffinitySets[s] = true
+	}
+	for port, hc := range f.HealthChecks {
+		r.HealthChecks[port] = hc
+	}
+	for t, eps := range f.UDP {
+		r.UDP[t] = eps
+	}
+	r.NoLocalInternal += f.NoLocalInternal
+	r.NoLocalExternal += f.NoLocalExternal
+}
+
+// localReady counts the distinct addresses of the ready endpoints of svc's
+// ports on node.
+func localReady(svc *v1.Service, slices []*discoveryv1.EndpointSlice, node string) int {
+	ips := map[string]bool{}
+	for i := range svc.Spec.Ports {
+		sp := &svc.Spec.Ports[i]
+		for _, ep := range portEndpoints(slices, sp.Name, protocolOf(sp), node) {
+			if ep.local && ep.ready {
+				ips[ep.ip] = true
+			}
+		}
+	}
+	return len(ips)
 }
 
 func (r *Ruleset) add(objs ...knftables.Object) {
@@ -196,16 +320,21 @@ func serviceIPs(svc *v1.Service) []string {
 	return out
 }
 
-// endpoint is one ready backend of a service port.
+// endpoint is one backend of a service port.
 type endpoint struct {
 	ip   string
 	port int32
+	// ready, serving and terminating are its conditions; local: it runs on
+	// this node.
+	ready, serving, terminating, local bool
 }
 
-// readyEndpoints are the distinct ready IPv4 endpoints of the slices for
-// the service port named name with protocol proto, sorted.
-func readyEndpoints(slices []*discoveryv1.EndpointSlice, name string, proto v1.Protocol) []endpoint {
-	seen := map[endpoint]bool{}
+// portEndpoints are the distinct IPv4 endpoints of the slices for the
+// service port named name with protocol proto, sorted, with their
+// conditions (nil ready or serving means true, nil terminating false, as
+// upstream) and whether they are on node.
+func portEndpoints(slices []*discoveryv1.EndpointSlice, name string, proto v1.Protocol, node string) []endpoint {
+	seen := map[[2]string]bool{}
 	var out []endpoint
 	for _, s := range slices {
 		for _, port := range s.Ports {
@@ -213,16 +342,19 @@ func readyEndpoints(slices []*discoveryv1.EndpointSlice, name string, proto v1.P
 				continue
 			}
 			for _, ep := range s.Endpoints {
-				// A nil ready condition means ready, as upstream.
-				if !ptr.Deref(ep.Conditions.Ready, true) {
-					continue
-				}
 				for _, a := range ep.Addresses {
-					e := endpoint{ip: a, port: *port.Port}
-					if !seen[e] {
-						seen[e] = true
-						out = append(out, e)
+					key := [2]string{a, strconv.Itoa(int(*port.Port))}
+					if seen[key] {
+						continue
 					}
+					seen[key] = true
+					out = append(out, endpoint{
+						ip: a, port: *port.Port,
+						ready:       ptr.Deref(ep.Conditions.Ready, true),
+						serving:     ptr.Deref(ep.Conditions.Serving, ptr.Deref(ep.Conditions.Ready, true)),
+						terminating: ptr.Deref(ep.Conditions.Terminating, false),
+						local:       node != "" && ptr.Deref(ep.NodeName, "") == node,
+					})
 				}
 			}
 		}
@@ -236,6 +368,26 @@ func readyEndpoints(slices []*discoveryv1.EndpointSlice, name string, proto v1.P
 	return out
 }
 
+// usable are the endpoints traffic may go to among eps (only the local
+// ones when local): the ready ones, or when there is none the serving
+// terminating ones, as kube-proxy's CategorizeEndpoints.
+func usable(eps []endpoint, local bool) []endpoint {
+	var ready, terminating []endpoint
+	for _, ep := range eps {
+		switch {
+		case local && !ep.local:
+		case ep.ready:
+			ready = append(ready, ep)
+		case ep.serving && ep.terminating:
+			terminating = append(terminating, ep)
+		}
+	}
+	if len(ready) > 0 {
+		return ready
+	}
+	return terminating
+}
+
 // chainName names a per-service chain: a short hash keeps names unique
 // whatever the service's names, the readable rest helps whoever reads nft
 // list ruleset.
@@ -244,6 +396,14 @@ func chainName(prefix, id string) string {
 	return prefix + "-" + strings.ToUpper(base32.StdEncoding.EncodeToString(h[:])[:8]) + "-" + id
 }
 
+// servicePort adds the rules of one port of a service, as kube-proxy's
+// nftables mode: new connections to the ClusterIP go to the internal
+// policy's endpoints (all the usable ones, or with internalTrafficPolicy
+// Local this node's), those to an ExternalIP or NodePort through the
+// external chain to the external policy's (all, masqueraded; or with
+// externalTrafficPolicy Local this node's, keeping the client's address).
+// A service with no usable endpoint anywhere rejects; one whose policy
+// leaves no endpoint on this node drops.
 func (r *Ruleset) servicePort(svc *v1.Service, sp *v1.ServicePort, ips []string, slices []*discoveryv1.EndpointSlice, p Params) {
 	proto := strings.ToLower(string(sp.Protocol))
 	if proto == "" {
@@ -251,45 +411,155 @@ func (r *Ruleset) servicePort(svc *v1.Service, sp *v1.ServicePort, ips []string,
 	}
 	port := strconv.Itoa(int(sp.Port))
 	id := fmt.Sprintf("%s/%s/%s/%s", svc.Namespace, svc.Name, proto, sp.Name)
-	eps := readyEndpoints(slices, sp.Name, protocolOf(sp))
-	external := append([]string(nil), svc.Spec.ExternalIPs...)
+	var external []string
+	for _, ip := range svc.Spec.ExternalIPs {
+		if a, err := netip.ParseAddr(ip); err == nil && a.Is4() {
+			external = append(external, a.String())
+		}
+	}
 	nodePort := ""
 	if sp.NodePort != 0 && (svc.Spec.Type == v1.ServiceTypeNodePort || svc.Spec.Type == v1.ServiceTypeLoadBalancer) {
 		nodePort = strconv.Itoa(int(sp.NodePort))
 	}
-	if len(eps) == 0 {
-		// No ready endpoint: new connections are rejected.
-		for _, ip := range ips {
-			r.add(&knftables.Element{Map: noEndpointSvcs, Key: []string{ip, proto, port}, Value: []string{"goto " + rejectChain}})
-		}
-		for _, ip := range external {
-			if a, err := netip.ParseAddr(ip); err == nil && a.Is4() {
-				r.add(&knftables.Element{Map: noEndpointSvcs, Key: []string{a.String(), proto, port}, Value: []string{"goto " + rejectChain}})
-			}
+	externallyAccessible := len(external) > 0 || nodePort != ""
+	internalLocal := ptr.Deref(svc.Spec.InternalTrafficPolicy, v1.ServiceInternalTrafficPolicyCluster) == v1.ServiceInternalTrafficPolicyLocal
+	externalLocal := externallyAccessible && (svc.Spec.Type == v1.ServiceTypeNodePort || svc.Spec.Type == v1.ServiceTypeLoadBalancer) &&
+		svc.Spec.ExternalTrafficPolicy == v1.ServiceExternalTrafficPolicyLocal
+
+	all := portEndpoints(slices, sp.Name, protocolOf(sp), p.NodeName)
+	var clusterEps, localEps []endpoint
+	if !internalLocal || (externallyAccessible && !externalLocal) {
+		clusterEps = usable(all, false)
+	}
+	if internalLocal || externalLocal {
+		localEps = usable(all, true)
+	}
+	hasEndpoints := len(usable(all, false)) > 0
+	if proto == "udp" {
+		reachable := append(append([]endpoint(nil), clusterEps...), localEps...)
+		for _, ip := range append(append([]string(nil), ips...), external...) {
+			r.UDP.add(net.JoinHostPort(ip, port), reachable)
 		}
 		if nodePort != "" {
-			r.add(&knftables.Element{Map: noEndpointNPs, Key: []string{proto, nodePort}, Value: []string{"goto " + rejectChain}})
+			r.UDP.add("nodeport:"+nodePort, reachable)
 		}
+	}
+	reject := func(verdict string, withClusterIPs, withExternal bool) {
+		if withClusterIPs {
+			for _, ip := range ips {
+				r.add(&knftables.Element{Map: noEndpointSvcs, Key: []string{ip, proto, port}, Value: []string{verdict}})
+			}
+		}
+		if withExternal {
+			for _, ip := range external {
+				r.add(&knftables.Element{Map: noEndpointSvcs, Key: []string{ip, proto, port}, Value: []string{verdict}})
+			}
+			if nodePort != "" {
+				r.add(&knftables.Element{Map: noEndpointNPs, Key: []string{proto, nodePort}, Value: []string{verdict}})
+			}
+		}
+	}
+	if !hasEndpoints {
+		// No usable endpoint anywhere: new connections are rejected.
+		reject("goto "+rejectChain, true, true)
 		return
 	}
 
-	svcChain := chainName("service", id)
-	var rules []string
+	affinity := affinityTimeout(svc)
+	clusterChain := chainName("service", id)
+	localChain := chainName("local", id)
+	var masqOutside []string
 	if p.PodCIDR.IsValid() {
 		for _, ip := range ips {
 			// Traffic to the ClusterIP from outside the pod network (the
 			// node itself, other hosts) is masqueraded so replies come back.
-			rules = append(rules, fmt.Sprintf("ip daddr %s %s dport %s ip saddr != %s jump %s", ip, proto, port, p.PodCIDR.Masked(), markMasqChain))
+			masqOutside = append(masqOutside, fmt.Sprintf("ip daddr %s %s dport %s ip saddr != %s jump %s", ip, proto, port, p.PodCIDR.Masked(), markMasqChain))
 		}
 	}
-	var affinity time.Duration
-	if svc.Spec.SessionAffinity == v1.ServiceAffinityClientIP {
-		affinity = time.Duration(v1.DefaultClientIPServiceAffinitySeconds) * time.Second
-		if c := svc.Spec.SessionAffinityConfig; c != nil && c.ClientIP != nil && c.ClientIP.TimeoutSeconds != nil {
-			affinity = time.Duration(*c.ClientIP.TimeoutSeconds) * time.Second
+	if len(clusterEps) > 0 {
+		var pre []string
+		if !internalLocal {
+			pre = masqOutside
+		}
+		r.policyChain(clusterChain, id, proto, clusterEps, affinity, pre)
+	}
+	if len(localEps) > 0 {
+		var pre []string
+		if internalLocal {
+			pre = masqOutside
+		}
+		r.policyChain(localChain, id, proto, localEps, affinity, pre)
+	}
+
+	internalChain, hasInternal := clusterChain, len(clusterEps) > 0
+	if internalLocal {
+		internalChain, hasInternal = localChain, len(localEps) > 0
+	}
+	for _, ip := range ips {
+		if hasInternal {
+			r.add(&knftables.Element{Map: serviceIPsMap, Key: []string{ip, proto, port}, Value: []string{"goto " + internalChain}})
 		}
 	}
-	verdicts := make([]string, len(eps))
+	if !hasInternal {
+		// internalTrafficPolicy Local and no endpoint here.
+		reject("drop", true, false)
+		r.NoLocalInternal++
+	}
+	if !externallyAccessible {
+		return
+	}
+	extChain := chainName("external", id)
+	var extRules []string
+	hasExternal := len(clusterEps) > 0
+	if !externalLocal {
+		// Cluster policy: masqueraded, as the endpoint may be elsewhere.
+		extRules = []string{"jump " + markMasqChain, "goto " + clusterChain}
+	} else {
+		hasExternal = len(localEps) > 0
+		if len(clusterEps) > 0 {
+			if p.PodCIDR.IsValid() {
+				// A pod reaching a NodePort or ExternalIP is not subject to
+				// the policy (as if it went out and came back in).
+				extRules = append(extRules, fmt.Sprintf("ip saddr %s goto %s", p.PodCIDR.Masked(), clusterChain))
+			}
+			// The node itself: its address is the source, masqueraded.
+			extRules = append(extRules, "fib saddr type local jump "+markMasqChain, "fib saddr type local goto "+clusterChain)
+		}
+		if hasExternal {
+			extRules = append(extRules, "goto "+localChain)
+		}
+	}
+	r.chain(extChain, extRules...)
+	for _, ip := range external {
+		r.add(&knftables.Element{Map: serviceIPsMap, Key: []string{ip, proto, port}, Value: []string{"goto " + extChain}})
+	}
+	if nodePort != "" {
+		r.add(&knftables.Element{Map: serviceNodePorts, Key: []string{proto, nodePort}, Value: []string{"goto " + extChain}})
+	}
+	if !hasExternal {
+		// externalTrafficPolicy Local and no endpoint here: what the
+		// external chain does not short-circuit is dropped.
+		reject("drop", false, true)
+		r.NoLocalExternal++
+	}
+}
+
+// affinityTimeout is the sessionAffinity ClientIP timeout; zero: none.
+func affinityTimeout(svc *v1.Service) time.Duration {
+	if svc.Spec.SessionAffinity != v1.ServiceAffinityClientIP {
+		return 0
+	}
+	if c := svc.Spec.SessionAffinityConfig; c != nil && c.ClientIP != nil && c.ClientIP.TimeoutSeconds != nil {
+		return time.Duration(*c.ClientIP.TimeoutSeconds) * time.Second
+	}
+	return time.Duration(v1.DefaultClientIPServiceAffinitySeconds) * time.Second
+}
+
+// policyChain adds chain balancing over eps (after the rules pre), and the
+// endpoints' chains.
+func (r *Ruleset) policyChain(chain, id, proto string, eps []endpoint, affinity time.Duration, pre []string) {
+	rules := append([]string(nil), pre...)
+	balance := make([]string, len(eps))
 	for i, ep := range eps {
 		epID := fmt.Sprintf("%s__%s/%d", id, ep.ip, ep.port)
 		epChain := chainName("endpoint", epID)
@@ -301,36 +571,34 @@ func (r *Ruleset) servicePort(svc *v1.Service, sp *v1.ServicePort, ips []string,
 			// clients for the timeout (part of the set's name: a new
 			// timeout is a new set); they return to it before balancing.
 			set := chainName("affinity", fmt.Sprintf("%s/%ds", epID, affinity/time.Second))
-			r.AffinitySets[set] = true
-			r.add(&knftables.Set{Name: set, Type: "ipv4_addr", Flags: []knftables.SetFlag{knftables.DynamicFlag, knftables.TimeoutFlag}, Timeout: ptr.To(affinity)})
+			if !r.AffinitySets[set] {
+				r.AffinitySets[set] = true
+				r.add(&knftables.Set{Name: set, Type: "ipv4_addr", Flags: []knftables.SetFlag{knftables.DynamicFlag, knftables.TimeoutFlag}, Timeout: ptr.To(affinity)})
+			}
 			epRules = append(epRules, fmt.Sprintf("update @%s { ip saddr }", set))
 			rules = append(rules, fmt.Sprintf("ip saddr @%s goto %s", set, epChain))
 		}
 		epRules = append(epRules, fmt.Sprintf("meta l4proto %s dnat to %s:%d", proto, ep.ip, ep.port))
-		r.chain(epChain, epRules...)
-		verdicts[i] = fmt.Sprintf("%d : goto %s", i, epChain)
-	}
-	// Random balancing over the ready endpoints, as kube-proxy's nftables mode.
-	rules = append(rules, fmt.Sprintf("numgen random mod %d vmap { %s }", len(eps), strings.Join(verdicts, " , ")))
-	r.chain(svcChain, rules...)
-	for _, ip := range ips {
-		r.add(&knftables.Element{Map: serviceIPsMap, Key: []string{ip, proto, port}, Value: []string{"goto " + svcChain}})
-	}
-	if len(external) == 0 && nodePort == "" {
-		return
-	}
-	// Traffic from outside (ExternalIPs, NodePorts) is always masqueraded
-	// (externalTrafficPolicy Cluster).
-	extChain := chainName("external", id)
-	r.chain(extChain, "jump "+markMasqChain, "goto "+svcChain)
-	for _, ip := range external {
-		if a, err := netip.ParseAddr(ip); err == nil && a.Is4() {
-			r.add(&knftables.Element{Map: serviceIPsMap, Key: []string{a.String(), proto, port}, Value: []string{"goto " + extChain}})
+		if !r.Chains[epChain] {
+			r.chain(epChain, epRules...)
 		}
+		balance[i] = balanceRule(i, len(eps), epChain)
 	}
-	if nodePort != "" {
-		r.add(&knftables.Element{Map: serviceNodePorts, Key: []string{proto, nodePort}, Value: []string{"goto " + extChain}})
+	r.chain(chain, append(rules, balance...)...)
+}
+
+// balanceRule is the rule sending a new connection to the i-th of n
+// endpoints with probability 1/(n-i) when none of the earlier ones took it:
+// uniformly random over the n, as iptables' statistic cascade. Not one
+// anonymous verdict map per service (kube-proxy's nftables mode): the kernel
+// names each anonymous set by scanning every set of the table, so a full
+// sync of thousands of services costs it quadratic time (measured here: 16 s
+// of kernel time at 3000 services × 10 endpoints, 1.3 s with these rules).
+func balanceRule(i, n int, chain string) string {
+	if left := n - i; left > 1 {
+		return fmt.Sprintf("numgen random mod %d == 0 goto %s", left, chain)
 	}
+	return "goto " + chain
 }
 
 func protocolOf(sp *v1.ServicePort) v1.Protocol {
@@ -382,7 +650,11 @@ func (r *Ruleset) Transaction(tx *knftables.Transaction, previous *Ruleset, comm
 	// All changed chains exist before any rule jumps to one.
 	for _, c := range changed {
 		tx.Add(c)
-		tx.Flush(&knftables.Chain{Name: c.Name})
+		// A chain the table does not have yet has no rules to flush
+		// (most of them on a first sync: a sixth of its operations).
+		if previous == nil || previous.Chains[c.Name] {
+			tx.Flush(&knftables.Chain{Name: c.Name})
+		}
 	}
 	for _, c := range changed {
 		for _, rule := range r.Rules[c.Name] {

@@ -2,6 +2,8 @@ package proxy
 
 import (
 	"context"
+	"fmt"
+	"math"
 	"net/netip"
 	"slices"
 	"strings"
@@ -11,6 +13,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/knftables"
 )
@@ -110,7 +113,8 @@ func TestBuild(t *testing.T) {
 			}
 			want := []string{
 				"ip daddr 10.96.0.10 tcp dport 80 ip saddr != 10.244.0.0/24 jump mark-for-masquerade",
-				"numgen random mod 2 vmap { 0 : goto " + epA + " , 1 : goto " + epB + " }",
+				"numgen random mod 2 == 0 goto " + epA,
+				"goto " + epB,
 			}
 			if got := rules(tb, svcChain); !slices.Equal(got, want) {
 				t.Errorf("service chain rules:\n got %q\nwant %q", got, want)
@@ -254,7 +258,7 @@ func TestSessionAffinityClientIP(t *testing.T) {
 	}
 	svcRules := rules(tb, chainName("service", "ns/web/tcp/http"))
 	i := slices.Index(svcRules, "ip saddr @"+setA+" goto "+epA)
-	if i < 0 || !strings.HasPrefix(svcRules[len(svcRules)-1], "numgen") || i > len(svcRules)-2 {
+	if i < 0 || !strings.HasPrefix(svcRules[len(svcRules)-2], "numgen") || i > len(svcRules)-3 {
 		t.Errorf("service chain does not send known clients back before balancing: %q", svcRules)
 	}
 
@@ -307,5 +311,240 @@ func TestTransactionIsIncremental(t *testing.T) {
 	apply(t, full, second, nil)
 	if fake.Dump() != full.Dump() {
 		t.Errorf("incremental result differs from a full sync:\n%s\nfull:\n%s", fake.Dump(), full.Dump())
+	}
+}
+
+// The balance cascade picks each of n endpoints with probability 1/n.
+func TestBalanceRulesAreUniform(t *testing.T) {
+	for n := 1; n <= 12; n++ {
+		reach := 1.0 // probability a connection reaches the i-th rule
+		for i := range n {
+			rule := balanceRule(i, n, "ep")
+			p := 1.0
+			if i < n-1 {
+				var mod int
+				if _, err := fmt.Sscanf(rule, "numgen random mod %d == 0 goto ep", &mod); err != nil {
+					t.Fatalf("rule %d of %d: %q: %v", i, n, rule, err)
+				}
+				p = 1 / float64(mod)
+			} else if rule != "goto ep" {
+				t.Fatalf("last rule of %d: %q, want an unconditional goto", n, rule)
+			}
+			if got := reach * p; math.Abs(got-1/float64(n)) > 1e-9 {
+				t.Errorf("n=%d: endpoint %d chosen with probability %v, want %v", n, i, got, 1/float64(n))
+			}
+			reach *= 1 - p
+		}
+	}
+}
+
+// epOn is an endpoint on node with the given conditions.
+func epOn(ip, node string, ready, serving, terminating bool) discoveryv1.Endpoint {
+	return discoveryv1.Endpoint{Addresses: []string{ip}, NodeName: ptr.To(node),
+		Conditions: discoveryv1.EndpointConditions{Ready: ptr.To(ready), Serving: ptr.To(serving), Terminating: ptr.To(terminating)}}
+}
+
+func TestTrafficPolicies(t *testing.T) {
+	params := testParams
+	params.NodeName = "here"
+	local := epOn("10.244.0.5", "here", true, true, false)
+	remote := epOn("10.244.1.5", "there", true, true, false)
+	epLocal := chainName("endpoint", "ns/web/tcp/http__10.244.0.5/8080")
+	epRemote := chainName("endpoint", "ns/web/tcp/http__10.244.1.5/8080")
+	clusterChain := chainName("service", "ns/web/tcp/http")
+	localChain := chainName("local", "ns/web/tcp/http")
+	extChain := chainName("external", "ns/web/tcp/http")
+	internalLocal := func(s *v1.Service) {
+		s.Spec.InternalTrafficPolicy = ptr.To(v1.ServiceInternalTrafficPolicyLocal)
+	}
+	externalLocal := func(s *v1.Service) {
+		s.Spec.Type, s.Spec.Ports[0].NodePort = v1.ServiceTypeNodePort, 30080
+		s.Spec.ExternalTrafficPolicy = v1.ServiceExternalTrafficPolicyLocal
+	}
+	for _, tc := range []struct {
+		name   string
+		mutate func(*v1.Service)
+		eps    []discoveryv1.Endpoint
+		check  func(t *testing.T, tb *knftables.FakeTable)
+	}{{
+		name:   "internalTrafficPolicy Local: the ClusterIP reaches only this node's endpoints",
+		mutate: internalLocal, eps: []discoveryv1.Endpoint{local, remote},
+		check: func(t *testing.T, tb *knftables.FakeTable) {
+			if got := value(tb, serviceIPsMap, "10.96.0.10", "tcp", "80"); got != "goto "+localChain {
+				t.Errorf("service-ips = %q, want goto %s", got, localChain)
+			}
+			if got := rules(tb, localChain); !slices.Contains(got, "goto "+epLocal) || slices.Contains(got, "goto "+epRemote) {
+				t.Errorf("local chain %q, want only the local endpoint", got)
+			}
+			if tb.Chains[epRemote] != nil || tb.Chains[clusterChain] != nil {
+				t.Errorf("the remote endpoint or the cluster chain was programmed")
+			}
+		},
+	}, {
+		name:   "internalTrafficPolicy Local without a local endpoint drops",
+		mutate: internalLocal, eps: []discoveryv1.Endpoint{remote},
+		check: func(t *testing.T, tb *knftables.FakeTable) {
+			if got := value(tb, noEndpointSvcs, "10.96.0.10", "tcp", "80"); got != "drop" {
+				t.Errorf("no-endpoint-services = %q, want drop", got)
+			}
+			if got := value(tb, serviceIPsMap, "10.96.0.10", "tcp", "80"); got != "" {
+				t.Errorf("service-ips = %q, want none", got)
+			}
+		},
+	}, {
+		name:   "externalTrafficPolicy Local: NodePort to this node's endpoints unmasqueraded, the ClusterIP to all",
+		mutate: externalLocal, eps: []discoveryv1.Endpoint{local, remote},
+		check: func(t *testing.T, tb *knftables.FakeTable) {
+			if got := value(tb, serviceIPsMap, "10.96.0.10", "tcp", "80"); got != "goto "+clusterChain {
+				t.Errorf("service-ips = %q, want goto %s", got, clusterChain)
+			}
+			if got := value(tb, serviceNodePorts, "tcp", "30080"); got != "goto "+extChain {
+				t.Errorf("service-nodeports = %q, want goto %s", got, extChain)
+			}
+			want := []string{
+				"ip saddr 10.244.0.0/24 goto " + clusterChain,
+				"fib saddr type local jump " + markMasqChain,
+				"fib saddr type local goto " + clusterChain,
+				"goto " + localChain,
+			}
+			if got := rules(tb, extChain); !slices.Equal(got, want) {
+				t.Errorf("external chain:\n got %q\nwant %q", got, want)
+			}
+			if got := rules(tb, localChain); !slices.Equal(got, []string{"goto " + epLocal}) {
+				t.Errorf("local chain %q, want the local endpoint only", got)
+			}
+			if got := value(tb, noEndpointNPs, "tcp", "30080"); got != "" {
+				t.Errorf("no-endpoint-nodeports = %q, want none", got)
+			}
+		},
+	}, {
+		name:   "externalTrafficPolicy Local without a local endpoint: the NodePort drops",
+		mutate: externalLocal, eps: []discoveryv1.Endpoint{remote},
+		check: func(t *testing.T, tb *knftables.FakeTable) {
+			if got := value(tb, noEndpointNPs, "tcp", "30080"); got != "drop" {
+				t.Errorf("no-endpoint-nodeports = %q, want drop", got)
+			}
+			if got := rules(tb, extChain); slices.Contains(got, "goto "+localChain) {
+				t.Errorf("external chain %q goes to a local chain without endpoints", got)
+			}
+			if got := value(tb, serviceIPsMap, "10.96.0.10", "tcp", "80"); got != "goto "+clusterChain {
+				t.Errorf("the ClusterIP (Cluster policy) = %q, want goto %s", got, clusterChain)
+			}
+		},
+	}, {
+		name: "no ready endpoint: the serving terminating ones are used",
+		eps:  []discoveryv1.Endpoint{epOn("10.244.0.5", "here", false, true, true), epOn("10.244.1.5", "there", false, false, true)},
+		check: func(t *testing.T, tb *knftables.FakeTable) {
+			if got := rules(tb, clusterChain); !slices.Contains(got, "goto "+epLocal) || tb.Chains[epRemote] != nil {
+				t.Errorf("service chain %q, want the serving terminating endpoint only", got)
+			}
+		},
+	}} {
+		t.Run(tc.name, func(t *testing.T) {
+			sl := slice("web", "http", 8080)
+			sl.Endpoints = tc.eps
+			rs := Build([]*v1.Service{service("web", tc.mutate)}, []*discoveryv1.EndpointSlice{sl}, params)
+			tc.check(t, apply(t, knftables.NewFake(knftables.IPv4Family, "berth-test"), rs, nil))
+		})
+	}
+}
+
+// benchObjects are n Services of one port with a slice of 10 endpoints.
+func benchObjects(n int) ([]*v1.Service, []*discoveryv1.EndpointSlice) {
+	var svcs []*v1.Service
+	var sls []*discoveryv1.EndpointSlice
+	for i := range n {
+		name := fmt.Sprintf("svc-%d", i)
+		ip := fmt.Sprintf("10.96.%d.%d", i/250, i%250+1)
+		svcs = append(svcs, service(name, func(s *v1.Service) { s.Spec.ClusterIP, s.Spec.ClusterIPs = ip, []string{ip} }))
+		var eps []ep
+		for j := range 10 {
+			k := i*10 + j
+			eps = append(eps, ep{ip: fmt.Sprintf("10.%d.%d.%d", 100+k>>16, k>>8&255, k&255)})
+		}
+		s := slice(name, "http", 8080, eps...)
+		s.Name, s.UID, s.ResourceVersion = name+"-1", types.UID(name+"-1"), "1"
+		svcs[len(svcs)-1].UID, svcs[len(svcs)-1].ResourceVersion = types.UID(name), "1"
+		sls = append(sls, s)
+	}
+	return svcs, sls
+}
+
+// BenchmarkBuildAndDiff: the Go side of a sync of 5000 Services × 10
+// endpoints after one endpoint changed (Build, then the transaction of the
+// difference), from scratch and with the Builder's memory of the services
+// that did not change.
+func BenchmarkBuildAndDiff(b *testing.B) {
+	for _, cached := range []bool{false, true} {
+		b.Run(map[bool]string{false: "uncached", true: "cached"}[cached], func(b *testing.B) {
+			svcs, sls := benchObjects(5000)
+			var builder Builder
+			prev := builder.Build(svcs, sls, testParams)
+			fake := knftables.NewFake(knftables.IPv4Family, "bench")
+			changed := sls[2500].DeepCopy()
+			changed.Endpoints[0].Addresses = []string{"10.200.0.1"}
+			changed.ResourceVersion = "2"
+			sls[2500] = changed
+			for b.Loop() {
+				if !cached {
+					builder = Builder{}
+				}
+				b.StopTimer()
+				if cached {
+					builder.Build(svcs, append(append([]*discoveryv1.EndpointSlice(nil), sls[:2500]...), slice("svc-2500", "http", 8080)), testParams)
+				}
+				b.StartTimer()
+				rs := builder.Build(svcs, sls, testParams)
+				tx := fake.NewTransaction()
+				rs.Transaction(tx, prev, "bench")
+				if tx.NumOperations() > 40 { // the two endpoint chains and the service chain
+					b.Fatalf("%d operations for one endpoint change", tx.NumOperations())
+				}
+			}
+		})
+	}
+}
+
+// A Builder reuses the rules of unchanged services only: after changes its
+// result equals a fresh Build's.
+func TestBuilderReusesOnlyUnchangedServices(t *testing.T) {
+	svcs, sls := benchObjects(3)
+	var b Builder
+	b.Build(svcs, sls, testParams)
+	// A new endpoint (new resourceVersion), a service changed, one gone.
+	sls[0] = sls[0].DeepCopy()
+	sls[0].Endpoints = sls[0].Endpoints[:1]
+	sls[0].ResourceVersion = "2"
+	svcs[1] = svcs[1].DeepCopy()
+	svcs[1].Spec.SessionAffinity, svcs[1].ResourceVersion = v1.ServiceAffinityClientIP, "2"
+	svcs = svcs[:2]
+	got, want := knftables.NewFake(knftables.IPv4Family, "t"), knftables.NewFake(knftables.IPv4Family, "t")
+	apply(t, got, b.Build(svcs, sls, testParams), nil)
+	apply(t, want, Build(svcs, sls, testParams), nil)
+	if got.Dump() != want.Dump() {
+		t.Errorf("cached build differs from a fresh one:\n%s\nfresh:\n%s", got.Dump(), want.Dump())
+	}
+	if len(b.cache) != 2 {
+		t.Errorf("the builder remembers %d services, want the 2 left", len(b.cache))
+	}
+}
+
+// A first sync into a table known to be empty flushes no chain; one over a
+// table of unknown content flushes every chain it writes.
+func TestFirstSyncFlushesOnlyExistingChains(t *testing.T) {
+	rs := Build([]*v1.Service{service("web", nil)}, []*discoveryv1.EndpointSlice{slice("web", "http", 8080, ep{ip: "10.244.0.5"})}, testParams)
+	fake := knftables.NewFake(knftables.IPv4Family, "berth-test")
+	tx := fake.NewTransaction()
+	rs.Transaction(tx, &Ruleset{Chains: map[string]bool{servicesChain: true}}, "test")
+	if err := fake.Run(context.Background(), tx); err != nil {
+		t.Fatal(err)
+	}
+	if flushes := strings.Count(tx.String(), "flush chain"); flushes != 1 {
+		t.Errorf("%d chains flushed over a table holding only %s, want 1:\n%s", flushes, servicesChain, tx)
+	}
+	tx = fake.NewTransaction()
+	rs.Transaction(tx, nil, "test")
+	if flushes := strings.Count(tx.String(), "flush chain"); flushes != len(rs.Chains) {
+		t.Errorf("%d chains flushed over an unknown table, want all %d", flushes, len(rs.Chains))
 	}
 }

@@ -7,7 +7,9 @@
 #
 #   build.sh [SET...]   SET: e2e (default: e2e.test, ginkgo, kubectl, agnhost,
 #                       nnp), upstream-control-plane (kube-apiserver,
-#                       kube-controller-manager, kube-scheduler, etcd), all
+#                       kube-controller-manager, kube-scheduler, etcd), proxy
+#                       (kube-proxy, the baseline of integration/proxy's
+#                       BenchmarkSync), all
 #
 # Kubernetes binaries are stamped with the module's release (v1.34.4 for
 # k8s.io/kubernetes v1.34.4), as upstream's own build does. Cold, on 2 cores:
@@ -53,6 +55,18 @@ build() {
   echo "build: $name built in $((SECONDS - start)) s"
 }
 
+# build_in_copy NAME KIND PKG: build in a copy of this module that may add
+# go.sum entries: kube-proxy's dependencies (knftables, netlink, ipvs) are
+# not in go.sum, and adding them here would restamp, so rebuild, every
+# binary above.
+build_in_copy() {
+  local tmp
+  tmp=$(mktemp -d)
+  cp go.mod go.sum "$tmp/"
+  (cd "$tmp" && build "$@" GOFLAGS=-mod=mod)
+  rm -rf "$tmp"
+}
+
 sets=("$@")
 [ ${#sets[@]} -gt 0 ] || sets=(e2e)
 for set in "${sets[@]}"; do
@@ -71,9 +85,12 @@ for set in "${sets[@]}"; do
     build kube-scheduler build k8s.io/kubernetes/cmd/kube-scheduler
     build etcd build go.etcd.io/etcd/server/v3
     ;;
-  all) "$0" e2e upstream-control-plane ;;
+  proxy)
+    build_in_copy kube-proxy build k8s.io/kubernetes/cmd/kube-proxy
+    ;;
+  all) "$0" e2e upstream-control-plane proxy ;;
   *)
-    echo "build: unknown set $set (want e2e, upstream-control-plane or all)" >&2
+    echo "build: unknown set $set (want e2e, upstream-control-plane, proxy or all)" >&2
     exit 2
     ;;
   esac

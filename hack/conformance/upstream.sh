@@ -201,7 +201,8 @@ start berth-agent "$BERTH" agent --kubeconfig "$WORK/node.kubeconfig" \
   --container-runtime-endpoint "unix://$WORK/containerd/containerd.sock" --root-dir "$WORK/agent" \
   --cni-conf-dir "$WORK/cni/net.d" --cni-bin-dir /usr/lib/cni --cni-bridge "$BRIDGE" \
   --node-name "$node_name" --node-ip "$node_ip" --read-only-port 0 --kubelet-port "$KUBELET_PORT" \
-  --tls-cert-file "$pki/kubelet.crt" --tls-private-key-file "$pki/kubelet.key" --client-ca-file "$pki/ca.crt"
+  --tls-cert-file "$pki/kubelet.crt" --tls-private-key-file "$pki/kubelet.key" --client-ca-file "$pki/ca.crt" \
+  --proxy-cleanup-on-exit
 wait_for "the node to register" 120 "$BIN/kubectl" --kubeconfig "$WORK/admin.kubeconfig" get node "$node_name"
 echo "upstream: etcd :$etcd_port, kube-apiserver :$api_port, node $node_name ($node_ip), pod CIDR $POD_CIDR, services $SERVICE_CIDR"
 touch "$WORK/ready"

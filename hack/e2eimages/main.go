@@ -10,7 +10,9 @@
 // bash-static when the environment holds names that are not shell
 // identifiers: busybox 1.35's ash drops them, upstream's 1.37 keeps them,
 // and the envFrom specs read them back), berth's pause for pause, and busybox httpd
-// serving on port 80 in place of Apache httpd and nginx. Names, tags,
+// serving on port 80 in place of Apache httpd and nginx, Debian's dig,
+// nslookup, host and getent (bind9-dnsutils, libc-bin) with their libraries
+// for jessie-dnsutils and in agnhost. Names, tags,
 // entrypoints, users and ports follow test/utils/image/manifest.go and the
 // Dockerfiles under test/images.
 //
@@ -52,8 +54,11 @@ const (
 type inputs struct {
 	agnhost, agnhostDir, nnp, pause, busybox, bash, sh string
 	// tools are dynamically linked programs (Debian's) added to agnhost
-	// with the libraries ldd names.
-	tools []string
+	// with the libraries ldd names; dnsutils are those of jessie-dnsutils
+	// (and agnhost's too: upstream's has Alpine's bind-tools).
+	tools, dnsutils []string
+	// netcat is OpenBSD's nc (Debian's netcat-openbsd), agnhost's nc.
+	netcat string
 }
 
 func main() {
@@ -67,9 +72,14 @@ func main() {
 	flag.StringVar(&in.bash, "bash", "/bin/bash-static", "static bash (Debian's bash-static), the images' /bin/bash")
 	flag.StringVar(&in.sh, "sh", "", "static hack/e2eimages/sh, the images' /bin/sh (required)")
 	tools := flag.String("agnhost-tools", "/usr/bin/curl", "comma-separated dynamically linked programs added to agnhost with their libraries (upstream's has curl: the lifecycle-hook specs run it)")
+	dnsutils := flag.String("dnsutils", "/usr/bin/dig,/usr/bin/nslookup,/usr/bin/host,/usr/bin/getent", "comma-separated dynamically linked programs (Debian's bind9-dnsutils and getent) of jessie-dnsutils, added to agnhost too: the DNS specs run dig in both")
+	flag.StringVar(&in.netcat, "netcat", "/usr/bin/nc.openbsd", "OpenBSD's nc (Debian's netcat-openbsd), agnhost's /usr/bin/nc as in upstream's: the Service specs run nc -v -t/-u, which busybox's lacks")
 	flag.Parse()
 	if *tools != "" {
 		in.tools = strings.Split(*tools, ",")
+	}
+	if *dnsutils != "" {
+		in.dnsutils = strings.Split(*dnsutils, ",")
 	}
 	if err := run(*dir, in); err != nil {
 		fmt.Fprintln(os.Stderr, "e2eimages:", err)
@@ -161,6 +171,9 @@ func build(in inputs) (map[string]v1.Image, error) {
 		return append(append([]testimages.File(nil), shell...), extra...)
 	}
 	env := []string{"PATH=" + testimages.DefaultPath}
+	// getent looks in /etc/hosts before DNS, as on Debian and Alpine
+	// (glibc's default without nsswitch.conf asks only DNS when it answers).
+	nsswitch := testimages.File{Name: "etc/nsswitch.conf", Mode: 0o644, Data: []byte("hosts: files dns\n")}
 	out := map[string]v1.Image{}
 	add := func(repoTag string, files []testimages.File, cfg v1.Config) error {
 		img, err := testimages.Image(files, cfg)
@@ -205,11 +218,20 @@ func build(in inputs) (map[string]v1.Image, error) {
 	agnhostFiles = withAccounts(agnhostFiles,
 		"user-defined-in-image:x:1000:1000:Linux User,,,:/home/user-defined-in-image:/bin/sh\n",
 		"user-defined-in-image:x:1000:\ngroup-defined-in-image:x:50000:user-defined-in-image\n")
-	tools, err := withLibraries(in.tools)
+	tools, err := withLibraries(append(append([]string{in.netcat}, in.tools...), in.dnsutils...))
 	if err != nil {
 		return nil, err
 	}
-	agnhostFiles = append(agnhostFiles, tools...)
+	agnhostFiles = append(append(agnhostFiles, tools...), nsswitch,
+		testimages.File{Name: "usr/bin/nc", Link: in.netcat}) // before busybox's /bin/nc on PATH
+	// bash (in POSIX mode) is agnhost's /bin/sh: Debian's busybox ash runs
+	// its own applets before PATH, so `sh -c "nc -v …"` would get busybox's
+	// nc, not OpenBSD's (Alpine's ash, upstream's, goes by PATH).
+	for i, f := range agnhostFiles {
+		if f.Name == "bin/sh" {
+			agnhostFiles[i] = testimages.File{Name: "bin/sh", Link: "bash"}
+		}
+	}
 	agnhostFiles = append(agnhostFiles,
 		testimages.File{Name: "home", Mode: fs.ModeDir | 0o755},
 		testimages.File{Name: "home/user-defined-in-image", Mode: fs.ModeDir | 0o755, UID: 1000, GID: 1000})
@@ -217,6 +239,17 @@ func build(in inputs) (map[string]v1.Image, error) {
 		Entrypoint: []string{"/agnhost"}, Cmd: []string{"pause"}, Env: env, WorkingDir: "/",
 		ExposedPorts: ports(80, 8080, 8081, 9376, 5000),
 	}); err != nil {
+		return nil, err
+	}
+
+	// jessie-dnsutils:1.7 (test/images/jessie-dnsutils: Debian with
+	// dnsutils): the userland with Debian's dig, nslookup, host and getent.
+	dnsFiles, err := withLibraries(in.dnsutils)
+	if err != nil {
+		return nil, err
+	}
+	dnsFiles = append(dnsFiles, nsswitch)
+	if err := add(e2eRepo+"jessie-dnsutils:1.7", with(dnsFiles...), v1.Config{Cmd: []string{"sh"}, Env: env, WorkingDir: "/"}); err != nil {
 		return nil, err
 	}
 

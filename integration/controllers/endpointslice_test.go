@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 
 	"berth/controlplane/controller/endpointslice"
+	"berth/controlplane/controller/endpointslicemirroring"
 )
 
 // setPodStatus plays the agent: running with ip, ready or not.
@@ -147,4 +148,77 @@ func TestEndpointSlices(t *testing.T) {
 		l, err := env.client.DiscoveryV1().EndpointSlices(ns).List(ctx, metav1.ListOptions{})
 		return err == nil && len(l.Items) == 0, err
 	})
+}
+
+// mirroredState renders the mirrored slices of svc: "IP ready" sorted.
+func mirroredState(ns, svc string) (string, error) {
+	l, err := env.client.DiscoveryV1().EndpointSlices(ns).List(context.Background(), metav1.ListOptions{
+		LabelSelector: discoveryv1.LabelServiceName + "=" + svc + "," + discoveryv1.LabelManagedBy + "=" + endpointslicemirroring.ManagedBy})
+	if err != nil {
+		return "", err
+	}
+	var out []string
+	for _, s := range l.Items {
+		for _, e := range s.Endpoints {
+			out = append(out, fmt.Sprintf("%s:%d %v", e.Addresses[0], *s.Ports[0].Port, *e.Conditions.Ready))
+		}
+	}
+	slices.Sort(out)
+	return strings.Join(out, ","), nil
+}
+
+// TestEndpointSliceMirroring: the Endpoints a user writes for a Service
+// without a selector are mirrored into EndpointSlices through create,
+// update and delete, and the endpoints controller leaves them alone
+// (regression: it deleted a user's Endpoints on their first update).
+func TestEndpointSliceMirroring(t *testing.T) {
+	ctx := context.Background()
+	ns := namespace(t)
+	svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "ext"}, Spec: corev1.ServiceSpec{
+		Ports: []corev1.ServicePort{{Name: "http", Port: 80}}}}
+	if _, err := env.client.CoreV1().Services(ns).Create(ctx, svc, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	ep := &corev1.Endpoints{ObjectMeta: metav1.ObjectMeta{Name: "ext", Labels: map[string]string{"user": "set"}}, Subsets: []corev1.EndpointSubset{{
+		Ports: []corev1.EndpointPort{{Name: "http", Port: 8080}}, Addresses: []corev1.EndpointAddress{{IP: "10.1.2.3"}}}}}
+	created, err := env.client.CoreV1().Endpoints(ns).Create(ctx, ep, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	wait := func(want string) {
+		t.Helper()
+		eventually(t, "mirrored slices "+want, func() (bool, error) {
+			got, err := mirroredState(ns, "ext")
+			if err != nil {
+				return false, err
+			}
+			return got == want, fmt.Errorf("mirrored %q", got)
+		})
+	}
+	wait("10.1.2.3:8080 true")
+	// Endpoints without any Service are the user's too: an update keeps
+	// them (the conformance spec "should test the lifecycle of an Endpoint").
+	orphan, err := env.client.CoreV1().Endpoints(ns).Create(ctx, &corev1.Endpoints{ObjectMeta: metav1.ObjectMeta{Name: "orphan"}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	orphan.Labels = map[string]string{"updated": "yes"}
+	if _, err := env.client.CoreV1().Endpoints(ns).Update(ctx, orphan, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	created.Subsets[0].Addresses = []corev1.EndpointAddress{{IP: "10.2.3.4"}}
+	created.Subsets[0].NotReadyAddresses = []corev1.EndpointAddress{{IP: "10.2.3.5"}}
+	if _, err := env.client.CoreV1().Endpoints(ns).Update(ctx, created, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	wait("10.2.3.4:8080 true,10.2.3.5:8080 false")
+	for _, name := range []string{"ext", "orphan"} {
+		if _, err := env.client.CoreV1().Endpoints(ns).Get(ctx, name, metav1.GetOptions{}); err != nil {
+			t.Fatalf("the user's Endpoints %s after an update: %v", name, err)
+		}
+	}
+	if err := env.client.CoreV1().Endpoints(ns).Delete(ctx, "ext", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	wait("")
 }

@@ -142,7 +142,10 @@ func (c *Cluster) StartAgent(tb testing.TB, env *nodeenv.Env, node, rootDir, cgr
 		"--cgroup-root", cgroupRoot, "--node-name", node, "--node-ip", "127.0.0.1",
 		"--read-only-port", "0", "--kubelet-address", "127.0.0.1", "--kubelet-port", strconv.Itoa(port),
 		"--image-backoff-initial", "1s", "--image-backoff-max", "4s", "--container-backoff-initial", "1s", "--container-backoff-max", "2s",
-		"--log-level", "debug"}, servingFlags...)
+		"--log-level", "debug",
+		// Tests leave no table behind; a test of restarts keeps it with
+		// --proxy-cleanup-on-exit=false in extra.
+		"--proxy-cleanup-on-exit"}, servingFlags...)
 	return Start(tb, "berth agent "+node, append(args, extra...)...), port
 }
 

@@ -13,7 +13,6 @@ import (
 	"net/netip"
 	"os"
 	"os/exec"
-	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -26,6 +25,8 @@ import (
 	"k8s.io/utils/ptr"
 
 	"berth/agent/proxy"
+	"berth/integration/harness"
+	"berth/internal/containerd"
 	"berth/internal/prereq"
 )
 
@@ -36,6 +37,7 @@ const (
 	emptyIP   = "10.96.0.11" // a Service without endpoints
 	twoIP     = "10.96.0.12" // a Service of two endpoints
 	stickyIP  = "10.96.0.13" // the same with sessionAffinity ClientIP
+	udpIP     = "10.96.0.14" // a UDP Service
 	nodePort  = 30080
 	table     = "berth-proxy-itest"
 
@@ -54,9 +56,8 @@ func TestMain(m *testing.M) {
 		serve()
 	case "node":
 		os.Exit(nodeSide())
-	case "bench":
-		n, _ := strconv.Atoi(os.Getenv(targetEnv))
-		if err := benchSide(n); err != nil {
+	case "proxier":
+		if err := runProxier(); err != nil {
 			fmt.Fprintln(os.Stderr, err)
 			os.Exit(1)
 		}
@@ -70,15 +71,36 @@ func TestMain(m *testing.M) {
 		fmt.Print(body)
 		os.Exit(0)
 	}
-	os.Exit(m.Run())
+	code := m.Run()
+	harness.RemoveBinary()
+	os.Exit(code)
 }
 
-func netipPrefix(s string) netip.Prefix { return netip.MustParsePrefix(s) }
 
 // serve answers every request with "hello from <addr> to <client>" on
-// podAddr:8080 and :8081 (two endpoints).
+// podAddr:8080 and :8081 (two endpoints), and every UDP datagram with
+// "udp from <addr>" on podAddr:9053 and :9054.
 func serve() {
 	errs := make(chan error)
+	for _, port := range []string{"9053", "9054"} {
+		addr := net.JoinHostPort(podAddr, port)
+		conn, err := net.ListenPacket("udp", addr)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		go func() {
+			buf := make([]byte, 512)
+			for {
+				_, from, err := conn.ReadFrom(buf)
+				if err != nil {
+					errs <- err
+					return
+				}
+				_, _ = conn.WriteTo([]byte("udp from "+addr), from)
+			}
+		}()
+	}
 	for _, port := range []string{"8080", "8081"} {
 		addr := net.JoinHostPort(podAddr, port)
 		go func() {
@@ -111,6 +133,11 @@ func TestClusterIPInNetns(t *testing.T) {
 		if _, err := exec.LookPath(bin); err != nil {
 			prereq.Missing(t, "%s not found (hack/deps.sh installs it)", bin)
 		}
+	}
+	// As containerd's pods do: a later `ip netns add` must not strand
+	// their namespaces' mounts.
+	if err := containerd.EnsureNetnsMount(); err != nil {
+		t.Fatal(err)
 	}
 	suffix := fmt.Sprint(os.Getpid())
 	nodeNS, podNS := "berth-px-node-"+suffix, "berth-px-pod-"+suffix
@@ -196,8 +223,12 @@ func checkNode() error {
 	}
 	sticky := svc("sticky", stickyIP, v1.ServiceTypeClusterIP)
 	sticky.Spec.SessionAffinity = v1.ServiceAffinityClientIP
+	udp := svc("udp", udpIP, v1.ServiceTypeClusterIP)
+	udp.Spec.Ports[0].Protocol = v1.ProtocolUDP
+	udpSlice := two("udp")
+	udpSlice.Ports[0].Protocol, udpSlice.Ports[0].Port = ptr.To(v1.ProtocolUDP), ptr.To[int32](9053)
 	client := fake.NewClientset(svc("web", clusterIP, v1.ServiceTypeNodePort), svc("empty", emptyIP, v1.ServiceTypeClusterIP), slice,
-		svc("two", twoIP, v1.ServiceTypeClusterIP), two("two"), two2("two"), sticky, two("sticky"), two2("sticky"))
+		svc("two", twoIP, v1.ServiceTypeClusterIP), two("two"), two2("two"), sticky, two("sticky"), two2("sticky"), udp, udpSlice)
 	p, err := proxy.New(proxy.Config{
 		Client: client, Table: table, MinSyncInterval: 10 * time.Millisecond,
 		NodeIPs: []netip.Addr{netip.MustParseAddr(nodeAddr)}, PodCIDR: netip.MustParsePrefix("10.250.0.0/24"), // the pod is inside: only hairpin masquerades it
@@ -258,6 +289,41 @@ func checkNode() error {
 		return fmt.Errorf("hairpin GET answered %q, want it from the node's address %s", body, nodeAddr)
 	}
 	fmt.Printf("hairpin GET %s from the pod: %s\n", clusterIP, body)
+	// UDP: a client keeps sending from one port; when its endpoint goes,
+	// the flow's conntrack entry is deleted and the next datagram reaches
+	// the new endpoint (else it would go on reaching the old one).
+	conn, err := net.ListenUDP("udp", &net.UDPAddr{IP: net.ParseIP(nodeAddr), Port: 40053})
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	udpGet := func() (string, error) {
+		if _, err := conn.WriteTo([]byte("hi"), &net.UDPAddr{IP: net.ParseIP(udpIP), Port: 80}); err != nil {
+			return "", err
+		}
+		buf := make([]byte, 512)
+		_ = conn.SetReadDeadline(time.Now().Add(500 * time.Millisecond))
+		n, _, err := conn.ReadFrom(buf)
+		return string(buf[:n]), err
+	}
+	if body, err := eventually(udpGet); err != nil || body != "udp from "+podAddr+":9053" {
+		return fmt.Errorf("UDP to the service: %q, %v", body, err)
+	}
+	udpSlice.Ports[0].Port = ptr.To[int32](9054)
+	if _, err := client.DiscoveryV1().EndpointSlices("default").Update(ctx, udpSlice, metav1.UpdateOptions{}); err != nil {
+		return err
+	}
+	if _, err := eventually(func() (string, error) {
+		body, err := udpGet()
+		if err == nil && body != "udp from "+podAddr+":9054" {
+			err = fmt.Errorf("answered %q", body)
+		}
+		return body, err
+	}); err != nil {
+		return fmt.Errorf("UDP after the endpoint moved to :9054: %w", err)
+	}
+	fmt.Println("UDP flow moved to the new endpoint after its old one went")
+
 	// No endpoints: refused at once, not a time-out.
 	if _, err := get(net.JoinHostPort(emptyIP, "80")); !errors.Is(err, syscall.ECONNREFUSED) {
 		return fmt.Errorf("GET the service without endpoints: %v, want connection refused", err)

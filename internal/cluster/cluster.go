@@ -139,7 +139,9 @@ func (c *Cluster) Run(ctx context.Context) (err error) {
 		NodeName:        cfg.NodeName,
 		ReadOnlyAddress: cfg.ReadOnlyAddress,
 		ReadOnlyPort:    cfg.ReadOnlyPort,
-		Logger:          log.With("component", "agent"),
+		// berth up stops the whole node: nothing of it stays in nftables.
+		ProxyCleanupOnExit: true,
+		Logger:             log.With("component", "agent"),
 	})
 	if err != nil {
 		return err

@@ -52,6 +52,13 @@ func New(cfg Config) (*Controller, error) {
 			c.queue.Add(key)
 		}
 	}
+	enqueueOfService := func(obj any) {
+		if ep, ok := obj.(*corev1.Endpoints); ok {
+			if _, err := svcInf.Lister().Services(ep.Namespace).Get(ep.Name); err == nil {
+				enqueue(obj)
+			}
+		}
+	}
 	podChanged := func(obj any) {
 		if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
 			obj = tomb.Obj
@@ -70,8 +77,10 @@ func New(cfg Config) (*Controller, error) {
 	for inf, h := range map[cache.SharedIndexInformer]cache.ResourceEventHandler{
 		svcInf.Informer(): cache.ResourceEventHandlerFuncs{AddFunc: enqueue, UpdateFunc: func(_, cur any) { enqueue(cur) }, DeleteFunc: enqueue},
 		podInf.Informer(): cache.ResourceEventHandlerFuncs{AddFunc: podChanged, UpdateFunc: func(old, cur any) { podChanged(old); podChanged(cur) }, DeleteFunc: podChanged},
-		// An edited or deleted Endpoints object is put back.
-		epInf.Informer(): cache.ResourceEventHandlerFuncs{UpdateFunc: func(_, cur any) { enqueue(cur) }, DeleteFunc: enqueue},
+		// An edited or deleted Endpoints object of a Service is put back;
+		// one without a Service is the user's (the mirroring controller
+		// copies it into EndpointSlices when its Service comes).
+		epInf.Informer(): cache.ResourceEventHandlerFuncs{UpdateFunc: func(_, cur any) { enqueueOfService(cur) }, DeleteFunc: enqueue},
 	} {
 		if _, err := inf.AddEventHandler(h); err != nil {
 			return nil, fmt.Errorf("%s controller: %w", Name, err)

@@ -54,6 +54,7 @@ import (
 	"berth/controlplane/controller/deployment"
 	"berth/controlplane/controller/endpoints"
 	"berth/controlplane/controller/endpointslice"
+	"berth/controlplane/controller/endpointslicemirroring"
 	"berth/controlplane/controller/garbagecollector"
 	"berth/controlplane/controller/job"
 	"berth/controlplane/controller/nodeipam"
@@ -88,6 +89,7 @@ var Controllers = []string{
 	replicaset.ReplicationName,
 	daemonset.Name,
 	job.Name, ttlafterfinished.Name, cronjob.Name,
+	endpointslicemirroring.Name,
 }
 
 // Config configures the manager.
@@ -342,6 +344,8 @@ func (m *Manager) build(name string, base controller.Config) (interface{ Run(con
 		return endpoints.New(endpoints.Config{Config: base})
 	case endpointslice.Name:
 		return endpointslice.New(endpointslice.Config{Config: base})
+	case endpointslicemirroring.Name:
+		return endpointslicemirroring.New(endpointslicemirroring.Config{Config: base})
 	case nodeipam.Name:
 		return nodeipam.New(nodeipam.Config{Config: base, Options: m.cfg.NodeIPAM})
 	case nodelifecycle.Name:

@@ -1,0 +1,124 @@
+package endpointslicemirroring
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	discoveryv1 "k8s.io/api/discovery/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	corelisters "k8s.io/client-go/listers/core/v1"
+	discoverylisters "k8s.io/client-go/listers/discovery/v1"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/util/workqueue"
+
+	"berth/controlplane/controller"
+)
+
+// Name is the controller's name (kube-controller-manager's).
+const Name = "endpointslice-mirroring"
+
+// Config configures the controller.
+type Config struct {
+	controller.Config
+}
+
+// Controller mirrors the Endpoints of Services without selectors.
+type Controller struct {
+	cfg       Config
+	services  corelisters.ServiceLister
+	endpoints corelisters.EndpointsLister
+	slices    discoverylisters.EndpointSliceLister
+	synced    []cache.InformerSynced
+	queue     workqueue.TypedRateLimitingInterface[string]
+}
+
+// New validates cfg and registers the Service, Endpoints and EndpointSlice
+// informers; every event queues the Service's namespace/name.
+func New(cfg Config) (*Controller, error) {
+	if err := cfg.Validate(Name, 5); err != nil {
+		return nil, err
+	}
+	inf := cfg.Informers
+	svcInf, epInf, sliceInf := inf.Core().V1().Services(), inf.Core().V1().Endpoints(), inf.Discovery().V1().EndpointSlices()
+	c := &Controller{
+		cfg: cfg, services: svcInf.Lister(), endpoints: epInf.Lister(), slices: sliceInf.Lister(),
+		synced: []cache.InformerSynced{svcInf.Informer().HasSynced, epInf.Informer().HasSynced, sliceInf.Informer().HasSynced},
+		queue:  controller.NewQueue(Name, cfg.Clock),
+	}
+	enqueue := func(obj any) {
+		if key, ok := controller.KeyFunc(obj); ok {
+			c.queue.Add(key)
+		}
+	}
+	enqueueSlice := func(obj any) {
+		if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+			obj = tomb.Obj
+		}
+		if s, ok := obj.(*discoveryv1.EndpointSlice); ok && s.Labels[discoveryv1.LabelManagedBy] == ManagedBy && s.Labels[discoveryv1.LabelServiceName] != "" {
+			c.queue.Add(s.Namespace + "/" + s.Labels[discoveryv1.LabelServiceName])
+		}
+	}
+	for inf, h := range map[cache.SharedIndexInformer]cache.ResourceEventHandler{
+		svcInf.Informer():   cache.ResourceEventHandlerFuncs{AddFunc: enqueue, UpdateFunc: func(_, cur any) { enqueue(cur) }, DeleteFunc: enqueue},
+		epInf.Informer():    cache.ResourceEventHandlerFuncs{AddFunc: enqueue, UpdateFunc: func(_, cur any) { enqueue(cur) }, DeleteFunc: enqueue},
+		sliceInf.Informer(): cache.ResourceEventHandlerFuncs{AddFunc: enqueueSlice, UpdateFunc: func(_, cur any) { enqueueSlice(cur) }, DeleteFunc: enqueueSlice},
+	} {
+		if _, err := inf.AddEventHandler(h); err != nil {
+			return nil, fmt.Errorf("%s controller: %w", Name, err)
+		}
+	}
+	return c, nil
+}
+
+// Run syncs until ctx ends.
+func (c *Controller) Run(ctx context.Context) error {
+	return controller.Loop(ctx, &c.cfg.Config, c.queue, c.synced, c.sync)
+}
+
+// sync mirrors the Endpoints of the Service key into its slices: creates,
+// then updates, then deletes.
+func (c *Controller) sync(ctx context.Context, key string) error {
+	ns, name, err := cache.SplitMetaNamespaceKey(key)
+	if err != nil {
+		return nil
+	}
+	existing, err := c.slices.EndpointSlices(ns).List(labels.SelectorFromSet(labels.Set{
+		discoveryv1.LabelServiceName: name, discoveryv1.LabelManagedBy: ManagedBy}))
+	if err != nil {
+		return err
+	}
+	svc, err := c.services.Services(ns).Get(name)
+	if err != nil && !apierrors.IsNotFound(err) {
+		return err
+	}
+	ep, err := c.endpoints.Endpoints(ns).Get(name)
+	if err != nil && !apierrors.IsNotFound(err) {
+		return err
+	}
+	var desired []*discoveryv1.EndpointSlice
+	if Mirrored(svc, ep) {
+		desired = Desired(svc, ep)
+	}
+	plan := Plan(desired, existing)
+	var errs []error
+	slices := c.cfg.Client.DiscoveryV1().EndpointSlices(ns)
+	for _, s := range plan.Create {
+		if _, err := slices.Create(ctx, s, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+			errs = append(errs, err)
+		}
+	}
+	for _, s := range plan.Update {
+		if _, err := slices.Update(ctx, s, metav1.UpdateOptions{}); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	for _, s := range plan.Delete {
+		if err := slices.Delete(ctx, s.Name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
