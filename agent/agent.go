@@ -244,7 +244,7 @@ func (a *Agent) Run(ctx context.Context) error {
 	}
 	statuses := status.NewManager()
 	crashBackOff := backoff.New(cfg.ContainerBackOff)
-	reader := podruntime.New(client)
+	cache := podruntime.NewCache(podruntime.New(client))
 	nodeIP := net.ParseIP(cfg.NodeIP)
 	probeHTTP := probes.NewHTTPGetter() // shared by probes and hooks
 	prober, err := probes.New(probes.Config{Exec: client, HTTP: probeHTTP, Recorder: recorder, Registerer: registry, Logger: log})
@@ -269,7 +269,7 @@ func (a *Agent) Run(ctx context.Context) error {
 		runtimeHandler = classes.Handler
 	}
 	workers, err := podworker.New(podworker.Config{
-		CRI: client, Reader: reader, Status: statuses, BackOff: crashBackOff,
+		CRI: client, Cache: cache, Status: statuses, BackOff: crashBackOff,
 		Images: puller, Volumes: vols, Probes: prober, Hooks: hooks,
 		SandboxOptions: sandboxconfig.Options{PodLogDir: cfg.PodLogDir, CgroupRoot: cfg.CgroupRoot, DNS: dns.Options{
 			ClusterDNS: cfg.ClusterDNS, ClusterDomain: cfg.ClusterDomain, ResolvConf: cfg.ResolvConf, NodeIPs: []net.IP{nodeIP},
@@ -362,7 +362,7 @@ func (a *Agent) Run(ctx context.Context) error {
 	var lastVolumeGC time.Time
 	var suspects map[types.UID]bool
 	detector, err := pleg.New(pleg.Config{
-		Reader: reader, CRI: client, Period: cfg.RelistPeriod, Metrics: met, Logger: log,
+		Cache: cache, CRI: client, Period: cfg.RelistPeriod, Metrics: met, Logger: log,
 		Changed: workers.Wake,
 		Relisted: func(pods map[types.UID]*podstate.Pod) {
 			select {

@@ -1,9 +1,12 @@
-// Package podruntime reads what the container runtime holds for pods, over
-// CRI, into podstate values: sandboxes and containers grouped by the pod UID
-// label the kubelet conventions put on them, with the details only the
-// status calls give (exit codes, reasons, IPs) and the termination message
-// read from the file the container wrote. Status answers are cached per
-// container ID and state, since a container in a given state does not change.
+// Package podruntime is the agent's runtime cache: what the container
+// runtime holds for pods, read over CRI into podstate values — sandboxes and
+// containers grouped by the pod UID label the kubelet conventions put on
+// them, with the details only the status calls give (exit codes, reasons,
+// IPs) and the termination message read from the file the container wrote —
+// and kept with the time of the relist that saw it (Cache), so the PLEG
+// lists the runtime once and the pod workers read from it. Status answers
+// are cached per container ID and state, since a container in a given state
+// does not change.
 package podruntime
 
 import (
@@ -53,28 +56,6 @@ type cachedContainer struct {
 // New returns a reader over client.
 func New(client *cri.Client) *Reader {
 	return &Reader{cri: client, sandboxes: map[string]cachedSandbox{}, ctrs: map[string]cachedContainer{}}
-}
-
-// Pod reads one pod's sandboxes and containers, newest first. A pod the
-// runtime holds nothing of gives an empty Pod.
-func (r *Reader) Pod(ctx context.Context, uid types.UID) (*podstate.Pod, error) {
-	sel := map[string]string{cri.LabelPodUID: string(uid)}
-	sbs, err := r.cri.ListPodSandbox(ctx, &runtimeapi.PodSandboxFilter{LabelSelector: sel})
-	if err != nil {
-		return nil, err
-	}
-	ctrs, err := r.cri.ListContainers(ctx, &runtimeapi.ContainerFilter{LabelSelector: sel})
-	if err != nil {
-		return nil, err
-	}
-	pods, err := r.build(ctx, sbs, ctrs)
-	if err != nil {
-		return nil, err
-	}
-	if p := pods[uid]; p != nil {
-		return p, nil
-	}
-	return &podstate.Pod{UID: uid}, nil
 }
 
 // All reads every pod the runtime holds that carries a pod UID label.

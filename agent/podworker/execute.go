@@ -89,7 +89,7 @@ func (w *worker) execute(ctx context.Context, log *slog.Logger, pod *v1.Pod, rt 
 			w.podEvent(pod, v1.EventTypeWarning, ReasonFailedCreatePodSandBox, "Failed to create pod sandbox: "+err.Error())
 		}
 		for _, c := range pod.Spec.Containers {
-			w.failures[c.Name] = status.Failure{Reason: ReasonCreateContainerConfigError, Message: err.Error()}
+			w.fail(c.Name, status.Failure{Reason: ReasonCreateContainerConfigError, Message: err.Error()})
 		}
 		return time.Time{}
 	}
@@ -225,7 +225,7 @@ func (w *worker) startContainer(ctx context.Context, log *slog.Logger, pod *v1.P
 		}
 		log.Warn("image not available", "image", c.Image, "reason", ie.Reason, "message", ie.Message)
 		w.failedEvent(pod, c.Name, ie.Reason)
-		w.failures[c.Name] = status.Failure{Reason: ie.Reason, Message: ie.Message}
+		w.fail(c.Name, status.Failure{Reason: ie.Reason, Message: ie.Message})
 		// Look again when the pull back-off ends; after a failed pull, at
 		// once (a second later), to show the back-off that now runs.
 		return cfg.Clock.Now().Add(max(ie.RetryAfter, time.Second))
@@ -250,7 +250,7 @@ func (w *worker) startContainer(ctx context.Context, log *slog.Logger, pod *v1.P
 			// A missing ConfigMap, Secret or key may appear: look again.
 			log.Warn("the container's environment cannot be resolved", "err", err)
 			w.failedEvent(pod, c.Name, err.Error())
-			w.failures[c.Name] = status.Failure{Reason: ReasonCreateContainerConfigError, Message: err.Error()}
+			w.fail(c.Name, status.Failure{Reason: ReasonCreateContainerConfigError, Message: err.Error()})
 			return cfg.Clock.Now().Add(envRetry)
 		}
 	}
@@ -267,14 +267,14 @@ func (w *worker) startContainer(ctx context.Context, log *slog.Logger, pod *v1.P
 	if err != nil {
 		log.Error("the container's config cannot be built", "err", err)
 		w.failedEvent(pod, c.Name, statusMessage(err))
-		w.failures[c.Name] = status.Failure{Reason: ReasonCreateContainerConfigError, Message: err.Error()}
+		w.fail(c.Name, status.Failure{Reason: ReasonCreateContainerConfigError, Message: err.Error()})
 		return time.Time{}
 	}
 	id, err := cfg.CRI.CreateContainer(ctx, sandboxID, ccfg, sandboxCfg)
 	if err != nil {
 		log.Error("creating the container failed", "err", err)
 		w.failedEvent(pod, c.Name, statusMessage(err))
-		w.failures[c.Name] = status.Failure{Reason: ReasonCreateContainerError, Message: err.Error()}
+		w.fail(c.Name, status.Failure{Reason: ReasonCreateContainerError, Message: err.Error()})
 		return cfg.Clock.Now().Add(time.Second)
 	}
 	w.event(pod, c.Name, v1.EventTypeNormal, ReasonCreated, "Created container: "+c.Name)
@@ -292,14 +292,14 @@ func (w *worker) startContainer(ctx context.Context, log *slog.Logger, pod *v1.P
 	if err := cfg.CRI.StartContainer(ctx, id); err != nil {
 		log.Error("starting the container failed", "id", id, "err", err)
 		w.failedEvent(pod, c.Name, statusMessage(err))
-		w.failures[c.Name] = status.Failure{Reason: ReasonRunContainerError, Message: err.Error()}
+		w.fail(c.Name, status.Failure{Reason: ReasonRunContainerError, Message: err.Error()})
 		return time.Time{}
 	}
 	// As the kubelet: Started is recorded when the runtime started the
 	// container, before its postStart hook runs.
 	w.event(pod, c.Name, v1.EventTypeNormal, ReasonStarted, "Started container "+c.Name)
 	if msg, ok := w.postStart(ctx, log, pod, c, id, podIPs); !ok {
-		w.failures[c.Name] = status.Failure{Reason: ReasonPostStartHookError, Message: msg}
+		w.fail(c.Name, status.Failure{Reason: ReasonPostStartHookError, Message: msg})
 		return time.Time{}
 	}
 	delete(w.failures, c.Name)

@@ -59,11 +59,13 @@ const (
 	ReasonRunContainerError          = "RunContainerError"
 )
 
-// Config configures a Manager. CRI, Reader, Status, BackOff, Images,
+// Config configures a Manager. CRI, Cache, Status, BackOff, Images,
 // SandboxOptions.PodLogDir and RootDir are required.
 type Config struct {
-	CRI     *cri.Client
-	Reader  *podruntime.Reader
+	CRI *cri.Client
+	// Cache is the runtime cache the PLEG fills (agent/podruntime): the
+	// workers read their pods' state from it, never listing the runtime.
+	Cache   *podruntime.Cache
 	Status  *status.Manager
 	BackOff *backoff.Tracker
 
@@ -156,7 +158,7 @@ func (c *Config) validate() error {
 		name string
 		ok   bool
 	}{
-		{"CRI", c.CRI != nil}, {"Reader", c.Reader != nil}, {"Status", c.Status != nil}, {"BackOff", c.BackOff != nil},
+		{"CRI", c.CRI != nil}, {"Cache", c.Cache != nil}, {"Status", c.Status != nil}, {"BackOff", c.BackOff != nil},
 		{"Images", c.Images != nil}, {"SandboxOptions.PodLogDir", c.SandboxOptions.PodLogDir != ""}, {"RootDir", c.RootDir != ""},
 	} {
 		if !f.ok {
@@ -340,7 +342,7 @@ func (m *Manager) worker(uid types.UID, create bool) *worker {
 	if !create || m.ctx.Err() != nil {
 		return nil
 	}
-	w := &worker{m: m, uid: uid, wake: make(chan struct{}, 1), failures: map[string]status.Failure{}, firstSeen: m.cfg.Clock.Now()}
+	w := &worker{m: m, uid: uid, wake: make(chan struct{}, 1), failures: map[string]status.Failure{}, unpublished: map[string]bool{}, firstSeen: m.cfg.Clock.Now()}
 	m.workers[uid] = w
 	m.wg.Add(1)
 	go func() {

@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"time"
 
 	v1 "k8s.io/api/core/v1"
 
@@ -25,7 +26,7 @@ func (w *worker) terminate(ctx context.Context, pod *v1.Pod) bool {
 	if pod != nil {
 		log = log.With("pod", pod.Namespace+"/"+pod.Name)
 	}
-	rt, err := cfg.Reader.Pod(ctx, w.uid)
+	rt, err := cfg.Cache.GetNewerThan(ctx, w.uid, w.lastWrite)
 	if err != nil {
 		log.Warn("reading the pod's runtime state failed", "err", err)
 		return false
@@ -37,7 +38,9 @@ func (w *worker) terminate(ctx context.Context, pod *v1.Pod) bool {
 	if len(rt.Running()) > 0 {
 		log.Info("stopping pod", "gracePeriod", grace)
 	}
-	if err := w.killPod(ctx, pod, rt, grace); err != nil {
+	err = w.killPod(ctx, pod, rt, grace)
+	w.lastWrite = time.Now() // whatever of it succeeded changed the runtime
+	if err != nil {
 		log.Warn("stopping the pod failed", "err", err)
 		w.podEvent(pod, v1.EventTypeWarning, ReasonFailedKillPod, "error killing pod: "+err.Error())
 		return false
@@ -49,11 +52,12 @@ func (w *worker) terminate(ctx context.Context, pod *v1.Pod) bool {
 	for _, sb := range rt.Sandboxes {
 		errs = append(errs, cfg.CRI.RemovePodSandbox(ctx, sb.ID))
 	}
+	w.lastWrite = time.Now()
 	if err := errors.Join(errs...); err != nil {
 		log.Warn("removing the pod's containers failed", "err", err)
 		return false
 	}
-	cfg.Reader.Forget(rt)
+	cfg.Cache.Forget(rt)
 	name, ns := rt.Name, rt.Namespace
 	if pod != nil {
 		name, ns = pod.Name, pod.Namespace

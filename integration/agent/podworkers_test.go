@@ -32,7 +32,7 @@ func (n *node) podWorkers(t *testing.T, configure func(*podworker.Config)) (*pod
 	}
 	statuses := status.NewManager()
 	cfg := podworker.Config{
-		CRI: n.cri, Reader: podruntime.New(n.cri), Status: statuses, BackOff: backoff.New(backoff.Policy{Initial: time.Second, Max: time.Second, ResetAfter: time.Minute}),
+		CRI: n.cri, Cache: podruntime.NewCache(podruntime.New(n.cri)), Status: statuses, BackOff: backoff.New(backoff.Policy{Initial: time.Second, Max: time.Second, ResetAfter: time.Minute}),
 		Images:           puller,
 		SandboxOptions:   sandboxconfig.Options{PodLogDir: n.logs, CgroupRoot: n.cgroupRoot},
 		ContainerOptions: containerconfig.Options{NodeName: "n1", MemoryCapacity: 1 << 30},
