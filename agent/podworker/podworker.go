@@ -195,9 +195,14 @@ func (c *Config) validate() error {
 // Manager owns the pod workers.
 type Manager struct {
 	cfg   Config
-	gate  *startGate
-	ctx   context.Context
-	ready chan struct{}
+	hooks []any // the pod hooks (podhooks.go), in order
+	// termination and etcHosts are the hooks whose files each container's
+	// creation needs.
+	termination *terminationMessagesHook
+	etcHosts    *etcHostsHook
+	gate        *startGate
+	ctx         context.Context
+	ready       chan struct{}
 
 	mu      sync.Mutex
 	workers map[types.UID]*worker
@@ -209,7 +214,12 @@ func New(cfg Config) (*Manager, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
-	return &Manager{cfg: cfg, gate: newStartGate(cfg.MaxStarts), ready: make(chan struct{}), workers: map[types.UID]*worker{}}, nil
+	m := &Manager{cfg: cfg, gate: newStartGate(cfg.MaxStarts), ready: make(chan struct{}), workers: map[types.UID]*worker{},
+		termination: &terminationMessagesHook{root: cfg.RootDir},
+		etcHosts:    &etcHostsHook{root: cfg.RootDir, nodeHosts: cfg.NodeHostsFile, clusterDomain: cfg.SandboxOptions.DNS.ClusterDomain},
+	}
+	m.hooks = newHooks(&cfg, m.termination, m.etcHosts)
+	return m, nil
 }
 
 // Run serves until ctx ends, then waits for the workers to stop. Stopping
