@@ -13,6 +13,7 @@ import (
 	clocktesting "k8s.io/utils/clock/testing"
 
 	"berth/agent/metrics"
+	"berth/cri"
 	"berth/cri/critest"
 	"berth/probes"
 )
@@ -59,7 +60,7 @@ func TestReadinessFlipUpdatesStatusWithoutListing(t *testing.T) {
 	exec.set("ready", func(context.Context, string) int32 { return exit.Load() })
 	ph := &probeHarness{clock: clocktesting.NewFakeClock(time.Now()), events: &eventLog{rec: record.NewFakeRecorder(1000)}}
 	ph.harness = newRelistHarness(t, srv, time.Hour, func(cfg *Config) {
-		prober, err := probes.New(probes.Config{Exec: cfg.CRI, Clock: ph.clock, Recorder: ph.events.rec, Jitter: func() float64 { return 0 }})
+		prober, err := probes.New(probes.Config{Exec: cfg.CRI.(*cri.Client), Clock: ph.clock, Recorder: ph.events.rec, Jitter: func() float64 { return 0 }})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -47,7 +47,6 @@ import (
 	"berth/agent/sandboxconfig"
 	"berth/agent/status"
 	"berth/agent/volumes"
-	"berth/cri"
 	"berth/internal/errdefs"
 	"berth/probes"
 )
@@ -62,7 +61,8 @@ const (
 // Config configures a Manager. CRI, Cache, Status, BackOff, Images,
 // SandboxOptions.PodLogDir and RootDir are required.
 type Config struct {
-	CRI *cri.Client
+	// CRI is the runtime the workers act on.
+	CRI Runtime
 	// Cache is the runtime cache the PLEG fills (agent/podruntime): the
 	// workers read their pods' state from it, never listing the runtime.
 	Cache   *podruntime.Cache
