@@ -346,7 +346,6 @@ func (a *Agent) Run(ctx context.Context) error {
 		run.Go("volume resync", func(ctx context.Context) error {
 			return vols.RunResync(ctx, volumes.DefaultResyncPeriod, volumes.ListedPods(apiSrc.Lister()))
 		})
-		run.Go("graceful deletion", handler.finishDeletions)
 	}
 	run.Go("sources synced", func(ctx context.Context) error {
 		for range sources {

@@ -12,7 +12,6 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
@@ -184,10 +183,9 @@ func pullCredentials(client kubernetes.Interface, log *slog.Logger) func(ctx con
 // mirrorAnnotation marks mirror pods.
 const mirrorAnnotation = "kubernetes.io/config.mirror"
 
-// apiPods hands the apiserver's pods to the pod workers and completes
-// graceful deletion: a pod with a deletionTimestamp is stopped with its
-// deletion grace period, then deleted with grace 0 (precondition: its UID)
-// once its worker has removed everything.
+// apiPods hands the apiserver's pods to the pod workers: a pod with a
+// deletionTimestamp is stopped with its deletion grace period (the status
+// sync deletes it with grace 0 once its worker has removed everything).
 type apiPods struct {
 	workers *podworker.Manager
 	client  kubernetes.Interface
@@ -230,38 +228,4 @@ func (p *apiPods) Remove(pod *v1.Pod) {
 	delete(p.deleting, pod.UID)
 	p.mu.Unlock()
 	p.workers.Remove(pod.UID)
-}
-
-// finishDeletions deletes, with grace 0, every terminating pod whose worker
-// is done, until ctx ends.
-func (p *apiPods) finishDeletions(ctx context.Context) error {
-	t := time.NewTicker(200 * time.Millisecond)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-t.C:
-		}
-		p.mu.Lock()
-		var done []*v1.Pod
-		for uid, pod := range p.deleting {
-			if !p.workers.Known(uid) {
-				done = append(done, pod)
-			}
-		}
-		p.mu.Unlock()
-		for _, pod := range done {
-			uid := pod.UID
-			err := p.client.CoreV1().Pods(pod.Namespace).Delete(ctx, pod.Name, metav1.DeleteOptions{
-				GracePeriodSeconds: new(int64), Preconditions: &metav1.Preconditions{UID: &uid}})
-			if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
-				p.log.Warn("deleting a stopped pod failed; retrying", "pod", pod.Namespace+"/"+pod.Name, "err", err)
-				continue
-			}
-			p.mu.Lock()
-			delete(p.deleting, uid)
-			p.mu.Unlock()
-		}
-	}
 }

@@ -57,7 +57,11 @@ func (w *worker) terminate(ctx context.Context, pod *v1.Pod) bool {
 		log.Warn("cleaning up after the pod failed", "err", err)
 		return false
 	}
-	cfg.Status.Delete(w.uid)
+	if pod != nil {
+		cfg.Status.Terminate(pod) // a pod deleted in the apiserver: the status sync deletes it
+	} else {
+		cfg.Status.Delete(w.uid)
+	}
 	log.Info("pod removed")
 	return true
 }
