@@ -11,6 +11,7 @@ import (
 	"berth/agent/lifecycle"
 	"berth/agent/metrics"
 	"berth/agent/podstate"
+	"berth/agent/source"
 	"berth/agent/status"
 )
 
@@ -132,7 +133,7 @@ func (w *worker) finishTermination() bool {
 		w.dead = true
 		return false
 	}
-	w.m.cfg.Metrics.PodRestarted(isStatic(w.readd))
+	w.m.cfg.Metrics.PodRestarted(source.IsStatic(w.readd))
 	w.pod, w.readd, w.terminating = w.readd, nil, false
 	w.failures, w.rejected, w.admitted, w.holdUntil = map[string]status.Failure{}, nil, false, time.Time{}
 	clear(w.unpublished)
@@ -193,8 +194,7 @@ func (w *worker) sync(ctx context.Context, pod *v1.Pod) time.Duration {
 	next := cfg.Resync
 	for name, wait := range plan.Waiting {
 		if w.unpublished[name] {
-			next = 0 // the last attempt's failure is shown first
-			continue
+			continue // the last attempt's failure is shown until the next sync
 		}
 		w.failures[name] = status.Failure{Reason: wait.Reason, Message: wait.Message}
 		if wait.Reason == lifecycle.ReasonCrashLoopBackOff {
@@ -279,11 +279,4 @@ func (w *worker) publish(pod *v1.Pod, rt *podstate.Pod) {
 	}
 	w.seq++
 	cfg.Status.Set(pod, st, w.seq)
-}
-
-// isStatic reports a static pod: one whose config source (the kubelet's
-// kubernetes.io/config.source annotation) is not the apiserver.
-func isStatic(pod *v1.Pod) bool {
-	src, ok := pod.Annotations["kubernetes.io/config.source"]
-	return ok && src != "api"
 }

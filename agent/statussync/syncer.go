@@ -36,6 +36,7 @@ import (
 	corelisters "k8s.io/client-go/listers/core/v1"
 
 	"berth/agent/metrics"
+	"berth/agent/source"
 	"berth/agent/status"
 	"berth/internal/errdefs"
 )
@@ -229,6 +230,6 @@ func Merge(old, st v1.PodStatus) v1.PodStatus {
 // isMirrorOf reports whether remote is the mirror pod of the static pod
 // local (its kubernetes.io/config.mirror annotation is local's config hash).
 func isMirrorOf(remote, local *v1.Pod) bool {
-	hash, ok := remote.Annotations["kubernetes.io/config.mirror"]
-	return ok && hash != "" && hash == local.Annotations["kubernetes.io/config.hash"]
+	hash, ok := remote.Annotations[source.AnnotationMirror]
+	return ok && hash != "" && hash == local.Annotations[source.AnnotationConfigHash]
 }
