@@ -1,9 +1,11 @@
 // Package podworker runs pods: one worker goroutine per pod, so each pod is
 // handled serially and pods in parallel. A worker syncs its pod whenever it
-// is told something changed (a new spec, the PLEG, a back-off expiring): it
-// reads what the runtime holds for the pod, asks agent/lifecycle for a plan,
-// executes it over CRI, garbage-collects the pod's dead containers and
-// sandboxes, and hands the pod's status to the status manager. A pod that is
+// is told something changed (a new spec, the PLEG, a probe result, a
+// back-off expiring): it reads the pod's state from the runtime cache the
+// PLEG fills (agent/podruntime), asks agent/lifecycle for a plan, hands the
+// pod's status to the status manager, executes the plan through Runtime and
+// the pod hooks (podhooks.go), and garbage-collects the pod's dead
+// containers and sandboxes. A pod that is
 // removed is terminated — containers stopped within the grace period, then
 // removed with the sandbox, logs and per-pod files — and its worker ends.
 //
@@ -206,6 +208,7 @@ type Manager struct {
 
 	mu      sync.Mutex
 	workers map[types.UID]*worker
+	stopped bool // Run is waiting for the workers: no new one may start
 	wg      sync.WaitGroup
 }
 
@@ -243,6 +246,10 @@ func (m *Manager) Run(ctx context.Context) error {
 		}()
 	}
 	<-ctx.Done()
+	// No worker is added (wg.Add, under mu) once Wait may run.
+	m.mu.Lock()
+	m.stopped = true
+	m.mu.Unlock()
 	m.wg.Wait()
 	return nil
 }
@@ -349,7 +356,7 @@ func (m *Manager) worker(uid types.UID, create bool) *worker {
 	if w, ok := m.workers[uid]; ok {
 		return w
 	}
-	if !create || m.ctx.Err() != nil {
+	if !create || m.stopped || m.ctx.Err() != nil {
 		return nil
 	}
 	w := &worker{m: m, uid: uid, wake: make(chan struct{}, 1), failures: map[string]status.Failure{}, unpublished: map[string]bool{}, firstSeen: m.cfg.Clock.Now()}
