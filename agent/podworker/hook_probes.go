@@ -5,14 +5,12 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-
-	"berth/probes"
 )
 
 // probesHook ends the pod's probes: liveness and startup as it starts
 // stopping (a container being stopped is not restarted for failing them),
 // every probe worker and result once it is gone. Sync adds the pod's probes.
-type probesHook struct{ probes *probes.Manager }
+type probesHook struct{ probes Prober }
 
 var (
 	_ StopHook     = (*probesHook)(nil)

@@ -2,15 +2,13 @@ package podworker
 
 import (
 	"context"
-
-	"berth/agent/volumes"
 )
 
 // volumesHook tears the pod's volumes down (agent/volumes unmounts and
 // removes them, never deleting across a mount). Their set-up is a step of
 // execute: it yields the mounts the containers are created with and
 // retries on the volume manager's back-off.
-type volumesHook struct{ vols *volumes.Manager }
+type volumesHook struct{ vols Volumes }
 
 var _ TeardownHook = (*volumesHook)(nil)
 

@@ -42,13 +42,11 @@ import (
 
 	"berth/agent/backoff"
 	"berth/agent/containerconfig"
-	"berth/agent/images"
 	"berth/agent/metrics"
 	"berth/agent/podruntime"
 	"berth/agent/podstate"
 	"berth/agent/sandboxconfig"
 	"berth/agent/status"
-	"berth/agent/volumes"
 	"berth/internal/errdefs"
 	"berth/probes"
 )
@@ -72,7 +70,7 @@ type Config struct {
 	BackOff *backoff.Tracker
 
 	// Images makes container images present (pull policy, back-off).
-	Images *images.Puller
+	Images ImagePuller
 	// SandboxOptions are the node's settings for sandbox configs
 	// (agent/sandboxconfig); the worker sets Attempt.
 	SandboxOptions sandboxconfig.Options
@@ -94,7 +92,7 @@ type Config struct {
 	// Volumes sets up and tears down the pods' volumes (agent/volumes); nil
 	// runs pods without their volumes set up (a pod declaring volume mounts
 	// then fails with CreateContainerConfigError).
-	Volumes *volumes.Manager
+	Volumes Volumes
 
 	// NetworkReady reports why pod networking cannot be set up yet (nil:
 	// ready); pods that are not host-network wait for it. Nil means ready.
@@ -109,9 +107,9 @@ type Config struct {
 	// containers' started and ready from it, restarts containers whose
 	// liveness or startup probe failed, and wakes a pod's worker on each
 	// result change. Nil: no probes (containers are ready while running).
-	Probes *probes.Manager
+	Probes Prober
 	// Hooks runs postStart and preStop handlers; nil: hooks are not run.
-	Hooks *probes.HookRunner
+	Hooks LifecycleHooks
 	// Recorder receives the events the kubelet records for its pods
 	// (events.go: image, Created, Started, Failed, BackOff, Killing,
 	// SandboxChanged, FailedCreatePodSandBox, NetworkNotReady, DNS
