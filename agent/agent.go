@@ -451,7 +451,7 @@ func (a *Agent) pleg(ctx context.Context, n *conn, p *pods, sources []source.Pod
 	var suspects map[types.UID]bool
 	return pleg.New(pleg.Config{
 		Cache: p.cache, CRI: n.client, Period: a.cfg.RelistPeriod, Metrics: n.metrics, Logger: a.cfg.Logger,
-		Changed: p.workers.Wake,
+		Changed: p.workers.Observed,
 		Relisted: func(running map[types.UID]*podstate.Pod) {
 			if !synced(sources) {
 				return // until every source delivered its pods, every pod may be wanted

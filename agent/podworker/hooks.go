@@ -43,7 +43,7 @@ func (m *Manager) forwardProbeUpdates(ctx context.Context, updates <-chan probes
 		case <-ctx.Done():
 			return
 		case u := <-updates:
-			m.Wake(u.PodUID)
+			m.Observed(u.PodUID)
 		}
 	}
 }

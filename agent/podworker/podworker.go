@@ -320,8 +320,20 @@ func (m *Manager) RemoveOrphan(uid types.UID) {
 	}
 }
 
-// Wake asks the pod's worker to sync (the runtime changed).
+// Wake asks the pod's worker to sync because the runtime changed: the sync
+// reads the pod's state from a relist begun after the call.
 func (m *Manager) Wake(uid types.UID) {
+	if w := m.worker(uid, false); w != nil {
+		w.mu.Lock()
+		w.freshAfter = time.Now()
+		w.mu.Unlock()
+		w.poke()
+	}
+}
+
+// Observed asks the pod's worker to sync from the runtime cache as it is:
+// the PLEG's relist saw the pod change, or a probe result changed.
+func (m *Manager) Observed(uid types.UID) {
 	if w := m.worker(uid, false); w != nil {
 		w.poke()
 	}

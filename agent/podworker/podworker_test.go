@@ -108,7 +108,7 @@ func (h *harness) start() {
 		h.t.Fatal(err)
 	}
 	// The PLEG fills the runtime cache the workers read, as the agent wires it.
-	detector, err := pleg.New(pleg.Config{Cache: cfg.Cache, CRI: h.cri, Period: h.relist, Changed: m.Wake})
+	detector, err := pleg.New(pleg.Config{Cache: cfg.Cache, CRI: h.cri, Period: h.relist, Changed: m.Observed})
 	if err != nil {
 		h.t.Fatal(err)
 	}

@@ -19,7 +19,7 @@ func (w *worker) terminate(ctx context.Context, pod *v1.Pod) bool {
 	if pod != nil {
 		log = log.With("pod", pod.Namespace+"/"+pod.Name)
 	}
-	rt, err := cfg.Cache.GetNewerThan(ctx, w.uid, w.lastWrite)
+	rt, err := cfg.Cache.GetNewerThan(ctx, w.uid, w.readAfter())
 	if err != nil {
 		log.Warn("reading the pod's runtime state failed", "err", err)
 		return false

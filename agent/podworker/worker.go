@@ -29,6 +29,7 @@ type worker struct {
 	readd       *v1.Pod            // re-added while terminating
 	dead        bool               // the worker ended; callers must make a new one
 	cancelSync  context.CancelFunc // ends the sync in flight (the pod is removed)
+	freshAfter  time.Time          // Wake: the next read must come from a relist begun after it
 
 	failures     map[string]status.Failure // last start failure per container
 	failureCount int                       // start failures recorded (fail): did acting fail?
@@ -170,7 +171,7 @@ func (w *worker) syncCancellable(ctx context.Context, pod *v1.Pod) time.Duration
 func (w *worker) sync(ctx context.Context, pod *v1.Pod) time.Duration {
 	cfg := &w.m.cfg
 	log := cfg.Logger.With("pod", pod.Namespace+"/"+pod.Name, "uid", pod.UID)
-	rt, err := cfg.Cache.GetNewerThan(ctx, pod.UID, w.lastWrite)
+	rt, err := cfg.Cache.GetNewerThan(ctx, pod.UID, w.readAfter())
 	if err != nil {
 		log.Warn("reading the pod's runtime state failed", "err", err)
 		return time.Second
@@ -230,6 +231,17 @@ func (w *worker) sync(ctx context.Context, pod *v1.Pod) time.Duration {
 		w.lastWrite = time.Now()
 	}
 	return next
+}
+
+// readAfter is the time the pod's state must be newer than: the worker's
+// last change to the runtime, or a Wake since.
+func (w *worker) readAfter() time.Time {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.freshAfter.After(w.lastWrite) {
+		return w.freshAfter
+	}
+	return w.lastWrite
 }
 
 // fail records why container name could not be started, for its status.

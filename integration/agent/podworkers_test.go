@@ -48,7 +48,7 @@ func (n *node) podWorkers(t *testing.T, configure func(*podworker.Config)) (*pod
 		t.Fatal(err)
 	}
 	// The PLEG fills the cache the workers read, as the agent wires it.
-	detector, err := pleg.New(pleg.Config{Cache: cache, CRI: n.cri, Changed: m.Wake})
+	detector, err := pleg.New(pleg.Config{Cache: cache, CRI: n.cri, Changed: m.Observed})
 	if err != nil {
 		t.Fatal(err)
 	}
