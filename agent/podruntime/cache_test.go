@@ -9,6 +9,7 @@ import (
 
 	"google.golang.org/grpc/codes"
 	grpcstatus "google.golang.org/grpc/status"
+	"k8s.io/apimachinery/pkg/types"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"berth/cri"
@@ -28,7 +29,7 @@ func newTestCache(t *testing.T) (*critest.Server, *cri.Client, *Cache) {
 }
 
 // A read that needs nothing newer than the cache holds costs no CRI call;
-// one that needs newer relists once.
+// one that needs newer reads the pod once.
 func TestCacheListsOnlyWhenTheCacheIsOlder(t *testing.T) {
 	srv, c, cache := newTestCache(t)
 	ctx := context.Background()
@@ -66,8 +67,8 @@ func TestCacheListsOnlyWhenTheCacheIsOlder(t *testing.T) {
 	}
 }
 
-// Readers waiting at once share relists instead of each listing.
-func TestCacheSharesARelistBetweenWaitingReaders(t *testing.T) {
+// Readers of a pod waiting at once share one read instead of each listing.
+func TestCacheSharesAReadBetweenWaitingReaders(t *testing.T) {
 	srv, _, cache := newTestCache(t)
 	release := make(chan struct{})
 	arrived := srv.Delay("ListPodSandbox", release)
@@ -82,7 +83,7 @@ func TestCacheSharesARelistBetweenWaitingReaders(t *testing.T) {
 			errs <- err
 		}()
 	}
-	<-arrived // one relist under way, begun after min: every reader waits on it
+	<-arrived // one read under way, begun after min: every reader waits on it
 	close(release)
 	wg.Wait()
 	close(errs)
@@ -92,25 +93,25 @@ func TestCacheSharesARelistBetweenWaitingReaders(t *testing.T) {
 		}
 	}
 	if got := srv.Calls("ListPodSandbox"); got != 1 {
-		t.Fatalf("20 readers made %d relists, want 1", got)
+		t.Fatalf("20 readers made %d reads, want 1", got)
 	}
 }
 
-// A failed relist fails the reads that waited for it, with the runtime's
-// error; the next read relists again.
+// A failed read fails the readers that waited for it, with the runtime's
+// error; the next read lists again.
 func TestCacheReportsAFailedRelist(t *testing.T) {
 	srv, _, cache := newTestCache(t)
 	srv.InjectN("ListContainers", grpcstatus.Error(codes.Unavailable, "runtime busy"), 1)
 	_, err := cache.GetNewerThan(context.Background(), "u1", time.Now())
 	if !errors.Is(err, errdefs.ErrUnavailable) {
-		t.Fatalf("read during a failed relist: %v, want ErrUnavailable", err)
+		t.Fatalf("read during a failed listing: %v, want ErrUnavailable", err)
 	}
 	if _, err := cache.GetNewerThan(context.Background(), "u1", time.Now()); err != nil {
 		t.Fatalf("read after the failure: %v", err)
 	}
 }
 
-// A reader whose context ends stops waiting; the relist it started still
+// A reader whose context ends stops waiting; the read it started still
 // serves the others.
 func TestCacheReaderContextEnds(t *testing.T) {
 	srv, _, cache := newTestCache(t)
@@ -130,6 +131,46 @@ func TestCacheReaderContextEnds(t *testing.T) {
 		t.Fatal(err)
 	}
 	if got := srv.Calls("ListPodSandbox"); got != 1 {
-		t.Fatalf("%d relists, want the one the cancelled reader started", got)
+		t.Fatalf("%d reads, want the one the cancelled reader started", got)
+	}
+}
+
+// A relist keeps a read of a pod that began after it, and serves every pod
+// from then on without listing.
+func TestCacheRelistKeepsNewerReads(t *testing.T) {
+	srv, c, cache := newTestCache(t)
+	ctx := context.Background()
+	if _, err := cache.Relist(ctx); err != nil {
+		t.Fatal(err)
+	}
+	labels := map[string]string{cri.LabelPodUID: "u1", cri.LabelPodName: "web", cri.LabelPodNamespace: "ns"}
+	if _, err := c.RunPodSandbox(ctx, &runtimeapi.PodSandboxConfig{Metadata: &runtimeapi.PodSandboxMetadata{Name: "web", Namespace: "ns", Uid: "u1"}, Labels: labels}, ""); err != nil {
+		t.Fatal(err)
+	}
+	wrote := time.Now()
+	if p, err := cache.GetNewerThan(ctx, "u1", wrote); err != nil || len(p.Sandboxes) != 1 {
+		t.Fatalf("read after the write: %+v %v", p, err)
+	}
+	lists := srv.Calls("ListPodSandbox")
+	for _, uid := range []string{"u1", "u2"} {
+		if _, err := cache.GetNewerThan(ctx, types.UID(uid), wrote); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := srv.Calls("ListPodSandbox"); got != lists+1 {
+		t.Fatalf("u1 read again or u2 not read: %d list calls, want 1", got-lists)
+	}
+	if _, err := cache.Relist(ctx); err != nil {
+		t.Fatal(err)
+	}
+	lists = srv.Calls("ListPodSandbox")
+	if p, _ := cache.GetNewerThan(ctx, "u3", wrote); p.UID != "u3" || len(p.Sandboxes) != 0 {
+		t.Fatalf("a pod the relist did not see: %+v", p)
+	}
+	if p, _ := cache.GetNewerThan(ctx, "u1", wrote); len(p.Sandboxes) != 1 {
+		t.Fatalf("u1 after the relist: %+v", p)
+	}
+	if got := srv.Calls("ListPodSandbox"); got != lists {
+		t.Fatalf("reads older than the relist listed %d times", got-lists)
 	}
 }

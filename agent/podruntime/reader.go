@@ -58,6 +58,28 @@ func New(client *cri.Client) *Reader {
 	return &Reader{cri: client, sandboxes: map[string]cachedSandbox{}, ctrs: map[string]cachedContainer{}}
 }
 
+// Pod reads one pod's sandboxes and containers, newest first. A pod the
+// runtime holds nothing of gives an empty Pod.
+func (r *Reader) Pod(ctx context.Context, uid types.UID) (*podstate.Pod, error) {
+	sel := map[string]string{cri.LabelPodUID: string(uid)}
+	sbs, err := r.cri.ListPodSandbox(ctx, &runtimeapi.PodSandboxFilter{LabelSelector: sel})
+	if err != nil {
+		return nil, err
+	}
+	ctrs, err := r.cri.ListContainers(ctx, &runtimeapi.ContainerFilter{LabelSelector: sel})
+	if err != nil {
+		return nil, err
+	}
+	pods, err := r.build(ctx, sbs, ctrs)
+	if err != nil {
+		return nil, err
+	}
+	if p := pods[uid]; p != nil {
+		return p, nil
+	}
+	return &podstate.Pod{UID: uid}, nil
+}
+
 // All reads every pod the runtime holds that carries a pod UID label.
 func (r *Reader) All(ctx context.Context) (map[types.UID]*podstate.Pod, error) {
 	sbs, err := r.cri.ListPodSandbox(ctx, nil)
