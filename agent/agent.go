@@ -5,8 +5,10 @@
 //
 //	manifest source ──┐                            ┌──▶ status manager ──▶ GET /pods
 //	apiserver source ─┴─ADD/REMOVE──▶ pod workers ─┤         │
-//	 (spec.nodeName)                   ▲    │      │         └──▶ status sync ──▶ pods/status
-//	                   PLEG (relist) ──┘    CRI    └──▶ Events (client-go recorder)
+//	 (agent/source)            read ▲   ▲ │ act    │         └──▶ status sync ──▶ pods/status, deletion
+//	             runtime cache ─────┘   │ ▼ (hooks)└──▶ Events (client-go recorder)
+//	               ▲ relist      wake   │ CRI
+//	               └──── PLEG ──────────┘
 //
 // At start it connects to the runtime; joined, it registers its Node (lease,
 // status) and, without Config.PodCIDR, waits for the Node's spec.podCIDR;
@@ -14,7 +16,8 @@
 // already running (by their kubelet labels), and removes the ones no source
 // asks for any more once every source delivered its first list. Joined, it
 // also keeps mirror pods for its static pods, completes graceful deletions
-// (stop with the pod's grace, then delete with grace 0, precondition UID),
+// (stop with the pod's grace, then the status sync deletes with grace 0,
+// precondition UID),
 // pulls with the pods' imagePullSecrets, reads configMaps and secrets for
 // volumes from the apiserver, and serves the authenticated agent API
 // (kubeletapi) on Config.KubeletPort. Its kubelet-compatible metrics
