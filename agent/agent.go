@@ -284,11 +284,15 @@ func (a *Agent) wire(ctx context.Context, run *supervisor, n *conn) (*pods, erro
 		runtimeHandler = classes.Handler
 		envCfg.Services = services
 	}
-	var err error
-	if p.vols, envCfg.Objects, err = a.volumes(run, n, p.recorder); err != nil {
+	// Unset limits read as the node's allocatable in the downward API.
+	allocatable, err := node.MachineAllocatable(cfg.RootDir)
+	if err != nil {
+		return nil, fmt.Errorf("agent: %w", err)
+	}
+	if p.vols, envCfg.Objects, err = a.volumes(run, n, p.recorder, allocatable); err != nil {
 		return nil, err
 	}
-	wcfg, err := a.workerConfig(n, p, pullCreds)
+	wcfg, err := a.workerConfig(n, p, pullCreds, allocatable)
 	if err != nil {
 		return nil, err
 	}
@@ -302,13 +306,8 @@ func (a *Agent) wire(ctx context.Context, run *supervisor, n *conn) (*pods, erro
 // volumes makes the volume manager (with the CSI plugins, run by run) and,
 // joined, the apiserver client volumes and container environments read
 // ConfigMaps and Secrets with (nil standalone).
-func (a *Agent) volumes(run *supervisor, n *conn, recorder probes.EventRecorder) (*volumes.Manager, envsource.Objects, error) {
+func (a *Agent) volumes(run *supervisor, n *conn, recorder probes.EventRecorder, allocatable v1.ResourceList) (*volumes.Manager, envsource.Objects, error) {
 	cfg := &a.cfg
-	// Unset limits read as the node's allocatable in the downward API.
-	allocatable, err := node.MachineAllocatable(cfg.RootDir)
-	if err != nil {
-		return nil, nil, fmt.Errorf("agent: %w", err)
-	}
 	volCfg := volumes.Config{RootDir: cfg.RootDir, Logger: cfg.Logger, NodeAllocatable: allocatable}
 	var objects envsource.Objects
 	if n.kube != nil {
@@ -337,13 +336,9 @@ func (a *Agent) volumes(run *supervisor, n *conn, recorder probes.EventRecorder)
 
 // workerConfig is the pod workers' Config on n, with p's managers, the
 // image puller, the prober and the hook runner it makes.
-func (a *Agent) workerConfig(n *conn, p *pods, pullCreds func(context.Context, *v1.Pod, string) []*runtimeapi.AuthConfig) (podworker.Config, error) {
+func (a *Agent) workerConfig(n *conn, p *pods, pullCreds func(context.Context, *v1.Pod, string) []*runtimeapi.AuthConfig, allocatable v1.ResourceList) (podworker.Config, error) {
 	cfg := &a.cfg
 	memory, err := memoryCapacity()
-	if err != nil {
-		return podworker.Config{}, fmt.Errorf("agent: %w", err)
-	}
-	allocatable, err := node.MachineAllocatable(cfg.RootDir)
 	if err != nil {
 		return podworker.Config{}, fmt.Errorf("agent: %w", err)
 	}
