@@ -5,8 +5,10 @@
 //
 //	manifest source ──┐                            ┌──▶ status manager ──▶ GET /pods
 //	apiserver source ─┴─ADD/REMOVE──▶ pod workers ─┤         │
-//	 (spec.nodeName)                   ▲    │      │         └──▶ status sync ──▶ pods/status
-//	                   PLEG (relist) ──┘    CRI    └──▶ Events (client-go recorder)
+//	 (agent/source)            read ▲   ▲ │ act    │         └──▶ status sync ──▶ pods/status, deletion
+//	             runtime cache ─────┘   │ ▼ (hooks)└──▶ Events (client-go recorder)
+//	               ▲ relist      wake   │ CRI
+//	               └──── PLEG ──────────┘
 //
 // At start it connects to the runtime; joined, it registers its Node (lease,
 // status) and, without Config.PodCIDR, waits for the Node's spec.podCIDR;
@@ -14,7 +16,8 @@
 // already running (by their kubelet labels), and removes the ones no source
 // asks for any more once every source delivered its first list. Joined, it
 // also keeps mirror pods for its static pods, completes graceful deletions
-// (stop with the pod's grace, then delete with grace 0, precondition UID),
+// (stop with the pod's grace, then the status sync deletes with grace 0,
+// precondition UID),
 // pulls with the pods' imagePullSecrets, reads configMaps and secrets for
 // volumes from the apiserver, and serves the authenticated agent API
 // (kubeletapi) on Config.KubeletPort. Its kubelet-compatible metrics
@@ -69,6 +72,7 @@ import (
 	"berth/agent/runtimeclass"
 	"berth/agent/sandboxconfig"
 	"berth/agent/server"
+	"berth/agent/source"
 	apisource "berth/agent/source/apiserver"
 	"berth/agent/source/manifest"
 	"berth/agent/stats"
@@ -106,173 +110,291 @@ func (a *Agent) Config() Config { return a.cfg }
 // the pods running; the next run adopts them.
 func (a *Agent) Run(ctx context.Context) error {
 	cfg := &a.cfg
-	log := cfg.Logger
 	for _, dir := range []string{cfg.RootDir, cfg.PodLogDir} {
 		if err := os.MkdirAll(dir, 0o755); err != nil {
 			return fmt.Errorf("agent: %w", err)
 		}
 	}
+	run := newSupervisor(ctx)
+	defer run.Stop() // on an early return
+	n, err := a.connect(ctx)
+	if err != nil {
+		return err
+	}
+	defer n.client.Close()
+	if cfg.Joined() {
+		if err := a.join(ctx, run, n); err != nil {
+			return err
+		}
+		if n.podCIDR == "" {
+			return run.Wait() // ctx ended while waiting for the Node's podCIDR
+		}
+	}
+	if n.kube != nil && !cfg.DisableServiceProxy {
+		proxier, err := a.serviceProxy(n.kube, n.podCIDR, n.registry)
+		if err != nil {
+			return err
+		}
+		cfg.Logger.Info("running the service proxy", "table", cfg.ProxyTable)
+		run.Go("service proxy", proxier.Run)
+	}
+	if err := a.podNetwork(ctx, n); err != nil {
+		return err
+	}
+	p, err := a.wire(ctx, run, n)
+	if err != nil {
+		return err
+	}
+	defer p.close()
+	if err := a.runPods(run, n, p); err != nil {
+		return err
+	}
+	return a.serve(run, n, p)
+}
+
+// conn is what the agent connected to: the runtime, and, joined, the
+// apiserver; podCIDR is the node's pod range.
+type conn struct {
+	registry *prometheus.Registry
+	metrics  *metrics.Metrics
+	client   *cri.Client
+	version  *runtimeapi.VersionResponse
+	kube     kubernetes.Interface // nil: standalone
+	restCfg  *rest.Config
+	podCIDR  string
+}
+
+// connect makes the metrics registry and connects to the runtime.
+func (a *Agent) connect(ctx context.Context) (*conn, error) {
 	// One registry for everything that records metrics, served on the
 	// read-only port's and the agent API's /metrics.
 	registry := prometheus.NewRegistry()
 	registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	met, err := metrics.New(registry, cfg.NodeName)
+	met, err := metrics.New(registry, a.cfg.NodeName)
 	if err != nil {
-		return fmt.Errorf("agent: %w", err)
+		return nil, fmt.Errorf("agent: %w", err)
 	}
-	client, err := cri.New(ctx, cri.Config{Endpoint: cfg.RuntimeEndpoint, UnaryInterceptors: []grpc.UnaryClientInterceptor{met.RuntimeInterceptor()}})
+	client, err := cri.New(ctx, cri.Config{Endpoint: a.cfg.RuntimeEndpoint, UnaryInterceptors: []grpc.UnaryClientInterceptor{met.RuntimeInterceptor()}})
 	if err != nil {
-		return fmt.Errorf("agent: %w", err)
+		return nil, fmt.Errorf("agent: %w", err)
 	}
-	defer client.Close()
 	version := client.RuntimeVersion()
-	log.Info("connected to the container runtime", "runtime", version.GetRuntimeName(), "version", version.GetRuntimeVersion())
+	a.cfg.Logger.Info("connected to the container runtime", "runtime", version.GetRuntimeName(), "version", version.GetRuntimeVersion())
+	return &conn{registry: registry, metrics: met, client: client, version: version, podCIDR: a.cfg.PodCIDR}, nil
+}
 
-	run := newSupervisor(ctx)
-	defer run.Stop() // on an early return
-	var kube kubernetes.Interface
-	var restCfg *rest.Config
-	podCIDR := cfg.PodCIDR
-	if cfg.Joined() {
-		if restCfg, err = cfg.restConfig(); err != nil {
-			return err
-		}
-		if kube, err = kubernetes.NewForConfig(restCfg); err != nil {
-			return fmt.Errorf("agent: %w", err)
-		}
-		if kube, err = a.nodeCredential(ctx, run, restCfg, kube); err != nil {
-			return err
-		}
-		cidrs := make(chan []string, 1)
-		nodes, err := node.New(node.Config{
-			Client: kube, NodeName: cfg.NodeName, InternalIP: net.ParseIP(cfg.NodeIP), Runtime: client, RootDir: cfg.RootDir,
-			KubeletPort: int32(cfg.KubeletPort), Logger: log,
-			OnPodCIDRs: func(c []string) {
-				select {
-				case cidrs <- c:
-				default:
-				}
-			},
-		})
-		if err != nil {
-			return fmt.Errorf("agent: %w", err)
-		}
-		run.Go("node", nodes.Run)
-		if podCIDR == "" {
-			log.Info("waiting for the Node's spec.podCIDR")
+// join connects to the apiserver, registers the Node (run keeps its lease
+// and status) and, without Config.PodCIDR, waits for the Node's
+// spec.podCIDR (n.podCIDR stays empty when ctx ends first).
+func (a *Agent) join(ctx context.Context, run *supervisor, n *conn) error {
+	cfg := &a.cfg
+	var err error
+	if n.restCfg, err = cfg.restConfig(); err != nil {
+		return err
+	}
+	if n.kube, err = kubernetes.NewForConfig(n.restCfg); err != nil {
+		return fmt.Errorf("agent: %w", err)
+	}
+	if n.kube, err = a.nodeCredential(ctx, run, n.restCfg, n.kube); err != nil {
+		return err
+	}
+	cidrs := make(chan []string, 1)
+	nodes, err := node.New(node.Config{
+		Client: n.kube, NodeName: cfg.NodeName, InternalIP: net.ParseIP(cfg.NodeIP), Runtime: n.client, RootDir: cfg.RootDir,
+		KubeletPort: int32(cfg.KubeletPort), Logger: cfg.Logger,
+		OnPodCIDRs: func(c []string) {
 			select {
-			case c := <-cidrs:
-				podCIDR = c[0]
-			case <-ctx.Done():
-				return run.Wait()
+			case cidrs <- c:
+			default:
 			}
-		}
+		},
+	})
+	if err != nil {
+		return fmt.Errorf("agent: %w", err)
 	}
-
-	if kube != nil && !cfg.DisableServiceProxy {
-		proxier, err := a.serviceProxy(kube, podCIDR, registry)
-		if err != nil {
-			return err
-		}
-		log.Info("running the service proxy", "table", cfg.ProxyTable)
-		run.Go("service proxy", proxier.Run)
+	run.Go("node", nodes.Run)
+	if n.podCIDR != "" {
+		return nil
 	}
+	cfg.Logger.Info("waiting for the Node's spec.podCIDR")
+	select {
+	case c := <-cidrs:
+		n.podCIDR = c[0]
+	case <-run.ctx.Done():
+	}
+	return nil
+}
 
+// podNetwork writes and checks the node's CNI configuration and waits a
+// little for the runtime to load it.
+func (a *Agent) podNetwork(ctx context.Context, n *conn) error {
+	cfg, log := &a.cfg, a.cfg.Logger
 	netCfg := cni.Config{
-		NetworkName: cfg.CNINetworkName, BridgeName: cfg.CNIBridge, PodCIDRs: []string{podCIDR},
+		NetworkName: cfg.CNINetworkName, BridgeName: cfg.CNIBridge, PodCIDRs: []string{n.podCIDR},
 		BinDirs: cfg.CNIBinDirs, ConfDir: cfg.CNIConfDir, DataDir: filepath.Join(cfg.RootDir, "cni", "networks"),
 	}
 	path, err := cni.Write(netCfg)
 	if err != nil {
 		return fmt.Errorf("agent: writing the CNI config: %w", err)
 	}
-	log.Info("wrote the node's CNI config", "path", path, "bridge", cfg.CNIBridge, "podCIDR", podCIDR)
+	log.Info("wrote the node's CNI config", "path", path, "bridge", cfg.CNIBridge, "podCIDR", n.podCIDR)
 	if err := cni.Check(ctx, netCfg); err != nil {
 		log.Error("the CNI config does not work on this node; pods needing the pod network wait", "err", err)
 		a.setNetwork(fmt.Errorf("CNI check: %w", err))
 	}
-	if err := waitNetwork(ctx, client, 10*time.Second); err != nil {
+	if err := waitNetwork(ctx, n.client, 10*time.Second); err != nil {
 		log.Warn("the runtime's pod network is not ready yet; pods needing it wait", "err", err)
 	}
+	return nil
+}
 
-	mounts, err := cgroups.Mountpoints("/proc/self/mountinfo")
-	if err != nil {
-		log.Warn("cannot list cgroup hierarchies; pod cgroups will not be removed", "err", err)
-	}
-	memory, err := memoryCapacity()
-	if err != nil {
-		return fmt.Errorf("agent: %w", err)
-	}
-	puller, err := images.NewPuller(images.Config{Images: client, InitialBackOff: cfg.ImageBackOffInitial, MaxBackOff: cfg.ImageBackOffMax})
-	if err != nil {
-		return fmt.Errorf("agent: %w", err)
+// pods is the agent's pod path, wired: the runtime cache the PLEG fills,
+// the pod workers and their managers, the status manager.
+type pods struct {
+	cache    *podruntime.Cache
+	statuses *status.Manager
+	workers  *podworker.Manager
+	vols     *volumes.Manager
+	csi      *agentcsi.Manager
+	usage    *stats.Provider
+	prober   *probes.Manager
+	backOff  *backoff.Tracker
+	recorder probes.EventRecorder
+	close    func() // stops the event broadcaster
+}
+
+// wire builds the pod path (source → workers → hooks → runtime → cache →
+// status) on n; run runs the managers that have loops of their own.
+func (a *Agent) wire(ctx context.Context, run *supervisor, n *conn) (*pods, error) {
+	cfg := &a.cfg
+	p := &pods{statuses: status.NewManager(), backOff: backoff.New(cfg.ContainerBackOff), close: func() {},
+		cache: podruntime.NewCache(podruntime.New(n.client))}
+	var envCfg envsource.Config // standalone: no objects, no services
+	var pullCreds func(context.Context, *v1.Pod, string) []*runtimeapi.AuthConfig
+	var runtimeHandler func(*v1.Pod) (string, error)
+	if n.kube != nil {
+		events := record.NewBroadcaster(record.WithContext(ctx))
+		events.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: n.kube.CoreV1().Events("")})
+		p.close = events.Shutdown
+		p.recorder = events.NewRecorder(kubescheme.Scheme, v1.EventSource{Component: "kubelet", Host: cfg.NodeName})
+		services := envsource.NewServiceCache(n.kube)
+		run.Go("services", services.Run)
+		pullCreds = pullCredentials(n.kube, cfg.Logger)
+		classes, err := runtimeclass.New(n.kube)
+		if err != nil {
+			return nil, fmt.Errorf("agent: %w", err)
+		}
+		run.Go("runtime classes", classes.Run)
+		runtimeHandler = classes.Handler
+		envCfg.Services = services
 	}
 	// Unset limits read as the node's allocatable in the downward API.
 	allocatable, err := node.MachineAllocatable(cfg.RootDir)
 	if err != nil {
+		return nil, fmt.Errorf("agent: %w", err)
+	}
+	if p.vols, p.csi, envCfg.Objects, err = a.volumes(run, n, p.recorder, allocatable); err != nil {
+		return nil, err
+	}
+	wcfg, err := a.workerConfig(n, p, pullCreds, allocatable)
+	if err != nil {
+		return nil, err
+	}
+	wcfg.Env, wcfg.PodRuntimeHandler = envsource.New(envCfg), runtimeHandler // each pod's RuntimeClass's
+	if p.workers, err = podworker.New(wcfg); err != nil {
+		return nil, fmt.Errorf("agent: %w", err)
+	}
+	if err := a.housekeeping(run, n, p); err != nil {
+		return nil, err
+	}
+	return p, nil
+}
+
+// housekeeping samples resource usage for the agent API (p.usage) and
+// collects unused images on its image-filesystem figures, both run by run.
+func (a *Agent) housekeeping(run *supervisor, n *conn, p *pods) error {
+	cfg := &a.cfg
+	usage, err := stats.New(stats.Config{
+		Runtime: n.client, NodeName: cfg.NodeName, RootDir: cfg.RootDir, PodLogDir: cfg.PodLogDir,
+		CgroupRoot: cfg.CgroupRoot, Interval: cfg.HousekeepingInterval, Logger: cfg.Logger,
+		ClaimVolumes: p.csi.ClaimVolumeStats, Pods: p.statuses.List,
+	})
+	if err != nil {
 		return fmt.Errorf("agent: %w", err)
 	}
-	volCfg := volumes.Config{RootDir: cfg.RootDir, Logger: log, NodeAllocatable: allocatable}
-	var pullCreds func(context.Context, *v1.Pod, string) []*runtimeapi.AuthConfig
-	var envCfg envsource.Config // standalone: no objects, no services
-	var recorder probes.EventRecorder
-	if kube != nil {
-		events := record.NewBroadcaster(record.WithContext(ctx))
-		events.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: kube.CoreV1().Events("")})
-		defer events.Shutdown()
-		recorder = events.NewRecorder(kubescheme.Scheme, v1.EventSource{Component: "kubelet", Host: cfg.NodeName})
-		objects, err := volumes.NewClientSource(kube)
+	p.usage = usage
+	run.Go("resource usage", usage.Run)
+	imageGC, err := imagegc.New(imagegc.Config{Runtime: n.client, ImageFs: usage.ImageFs, Policy: cfg.ImageGCPolicy, Logger: cfg.Logger})
+	if err != nil {
+		return fmt.Errorf("agent: %w", err)
+	}
+	run.Go("image gc", imageGC.Run)
+	return nil
+}
+
+// volumes makes the volume manager (with the CSI plugins, run by run) and,
+// joined, the apiserver client volumes and container environments read
+// ConfigMaps and Secrets with (nil standalone).
+func (a *Agent) volumes(run *supervisor, n *conn, recorder probes.EventRecorder, allocatable v1.ResourceList) (*volumes.Manager, *agentcsi.Manager, envsource.Objects, error) {
+	cfg := &a.cfg
+	volCfg := volumes.Config{RootDir: cfg.RootDir, Logger: cfg.Logger, NodeAllocatable: allocatable}
+	var objects envsource.Objects
+	if n.kube != nil {
+		client, err := volumes.NewClientSource(n.kube)
 		if err != nil {
-			return fmt.Errorf("agent: %w", err)
+			return nil, nil, nil, fmt.Errorf("agent: %w", err)
 		}
 		// The same client also asks the TokenRequest API for projected
 		// service-account tokens.
-		volCfg.Objects, volCfg.Claims, volCfg.Tokens, volCfg.Recorder = objects, objects, objects, recorder
-		pullCreds = pullCredentials(kube, log)
-		services := envsource.NewServiceCache(kube)
-		run.Go("services", services.Run)
-		envCfg = envsource.Config{Objects: objects, Services: services}
+		volCfg.Objects, volCfg.Claims, volCfg.Tokens, volCfg.Recorder = client, client, client, recorder
+		objects = client
 	}
 	// CSI drivers register through <root-dir>/plugins_registry (agent/csi).
-	csiPlugins, err := agentcsi.New(agentcsi.Config{RootDir: cfg.RootDir, NodeName: cfg.NodeName, Client: kube, Registerer: registry, Logger: log})
+	csiPlugins, err := agentcsi.New(agentcsi.Config{RootDir: cfg.RootDir, NodeName: cfg.NodeName, Client: n.kube, Registerer: n.registry, Logger: cfg.Logger})
 	if err != nil {
-		return fmt.Errorf("agent: %w", err)
+		return nil, nil, nil, fmt.Errorf("agent: %w", err)
 	}
 	run.Go("csi plugins", csiPlugins.Run)
 	volCfg.CSI, volCfg.MountBackOffInitial, volCfg.MountBackOffMax = csiPlugins, volumes.DefaultMountBackOffInitial, volumes.DefaultMountBackOffMax
 	vols, err := volumes.New(volCfg)
 	if err != nil {
-		return fmt.Errorf("agent: %w", err)
+		return nil, nil, nil, fmt.Errorf("agent: %w", err)
 	}
-	statuses := status.NewManager()
-	crashBackOff := backoff.New(cfg.ContainerBackOff)
-	reader := podruntime.New(client)
-	nodeIP := net.ParseIP(cfg.NodeIP)
+	return vols, csiPlugins, objects, nil
+}
+
+// workerConfig is the pod workers' Config on n, with p's managers, the
+// image puller, the prober and the hook runner it makes.
+func (a *Agent) workerConfig(n *conn, p *pods, pullCreds func(context.Context, *v1.Pod, string) []*runtimeapi.AuthConfig, allocatable v1.ResourceList) (podworker.Config, error) {
+	cfg := &a.cfg
+	memory, err := memoryCapacity()
+	if err != nil {
+		return podworker.Config{}, fmt.Errorf("agent: %w", err)
+	}
+	puller, err := images.NewPuller(images.Config{Images: n.client, InitialBackOff: cfg.ImageBackOffInitial, MaxBackOff: cfg.ImageBackOffMax})
+	if err != nil {
+		return podworker.Config{}, fmt.Errorf("agent: %w", err)
+	}
 	probeHTTP := probes.NewHTTPGetter() // shared by probes and hooks
-	prober, err := probes.New(probes.Config{Exec: client, HTTP: probeHTTP, Recorder: recorder, Registerer: registry, Logger: log})
-	if err != nil {
-		return fmt.Errorf("agent: %w", err)
+	if p.prober, err = probes.New(probes.Config{Exec: n.client, HTTP: probeHTTP, Recorder: p.recorder, Registerer: n.registry, Logger: cfg.Logger}); err != nil {
+		return podworker.Config{}, fmt.Errorf("agent: %w", err)
 	}
-	hooks, err := probes.NewHookRunner(probes.HookConfig{Exec: client, HTTP: probeHTTP, Recorder: recorder, Logger: log})
+	hooks, err := probes.NewHookRunner(probes.HookConfig{Exec: n.client, HTTP: probeHTTP, Recorder: p.recorder, Logger: cfg.Logger})
 	if err != nil {
-		return fmt.Errorf("agent: %w", err)
+		return podworker.Config{}, fmt.Errorf("agent: %w", err)
 	}
 	sysctls, err := sysctl.NewAllowlist(append(sysctl.Safe(kernelRelease()), cfg.AllowedUnsafeSysctls...))
 	if err != nil {
-		return fmt.Errorf("agent: %w", err)
+		return podworker.Config{}, fmt.Errorf("agent: %w", err)
 	}
-	var runtimeHandler func(*v1.Pod) (string, error)
-	if kube != nil {
-		classes, err := runtimeclass.New(kube)
-		if err != nil {
-			return fmt.Errorf("agent: %w", err)
-		}
-		run.Go("runtime classes", classes.Run)
-		runtimeHandler = classes.Handler
+	mounts, err := cgroups.Mountpoints("/proc/self/mountinfo")
+	if err != nil {
+		cfg.Logger.Warn("cannot list cgroup hierarchies; pod cgroups will not be removed", "err", err)
 	}
-	workers, err := podworker.New(podworker.Config{
-		CRI: client, Reader: reader, Status: statuses, BackOff: crashBackOff,
-		Images: puller, Volumes: vols, Probes: prober, Hooks: hooks,
+	nodeIP := net.ParseIP(cfg.NodeIP)
+	return podworker.Config{
+		CRI: n.client, Cache: p.cache, Status: p.statuses, BackOff: p.backOff,
+		Images: puller, Volumes: p.vols, Probes: p.prober, Hooks: hooks,
 		SandboxOptions: sandboxconfig.Options{PodLogDir: cfg.PodLogDir, CgroupRoot: cfg.CgroupRoot, DNS: dns.Options{
 			ClusterDNS: cfg.ClusterDNS, ClusterDomain: cfg.ClusterDomain, ResolvConf: cfg.ResolvConf, NodeIPs: []net.IP{nodeIP},
 		}},
@@ -280,104 +402,93 @@ func (a *Agent) Run(ctx context.Context) error {
 			NodeName: cfg.NodeName, HostIPs: []string{cfg.NodeIP}, MemoryCapacity: memory, CgroupV2: cgroupV2(),
 			NodeAllocatable: allocatable,
 		},
-		Env:          envsource.New(envCfg),
 		Admit:        sysctls.Admit,
 		NetworkReady: a.networkReady,
 		PodCleanup: func(uid types.UID, _ *v1.Pod) error {
 			return cgroups.RemovePod(mounts, cfg.CgroupRoot, uid)
 		},
 		RootDir:         cfg.RootDir,
-		RuntimeName:     version.GetRuntimeName(),
+		RuntimeName:     n.version.GetRuntimeName(),
 		HostIP:          cfg.NodeIP,
 		QOSClass:        qos.Class,
 		MaxStarts:       cfg.MaxParallelStarts,
 		PullCredentials: pullCreds,
-		Recorder:        recorder,
-		Metrics:         met,
-		Logger:          log,
+		Recorder:        p.recorder,
+		Metrics:         n.metrics,
+		Logger:          cfg.Logger,
+	}, nil
+}
 
-		PodRuntimeHandler: runtimeHandler, // each pod's RuntimeClass's
-	})
-	if err != nil {
-		return fmt.Errorf("agent: %w", err)
-	}
-	// The PLEG removes the runtime's pods no source asks for, once every
-	// source has delivered its first list.
-	sources := 0                         // sources yet to deliver their first list
-	sourceDone := make(chan struct{}, 2) // one send per source once synced
-	sourceSynced := make(chan struct{})
-	var src *manifest.Source
-	var synced sync.Once
-	if cfg.PodManifestPath != "" {
-		if src, err = manifest.New(manifest.Config{Dir: cfg.PodManifestPath, NodeName: cfg.NodeName, Rescan: cfg.ManifestRescan, Logger: log}); err != nil {
-			return fmt.Errorf("agent: %w", err)
-		}
-		sources++
-	}
-	var apiSrc *apisource.Source
+// runPods runs the pod path: the workers, the PLEG, the pod sources, and,
+// joined, the status sync, the mirror pods and the volumes' resync.
+func (a *Agent) runPods(run *supervisor, n *conn, p *pods) error {
+	cfg := &a.cfg
+	var sources []source.PodSource
 	var mirrors *mirror.Manager // nil when standalone
-	if kube != nil {
-		handler := newAPIPods(workers, kube, log)
-		if apiSrc, err = apisource.New(apisource.Config{Client: kube, NodeName: cfg.NodeName, Handler: handler, Logger: log}); err != nil {
+	var apiSrc *apisource.Source
+	var err error
+	if n.kube != nil {
+		if apiSrc, err = apisource.New(apisource.Config{Client: n.kube, NodeName: cfg.NodeName, Handler: newAPIPods(p.workers, cfg.Logger), Logger: cfg.Logger}); err != nil {
 			return fmt.Errorf("agent: %w", err)
 		}
-		syncer, err := statussync.New(statussync.Config{Client: kube, Status: statuses, Pods: apiSrc.Lister(), Metrics: met, Logger: log})
+		sources = append(sources, apiSrc)
+		syncer, err := statussync.New(statussync.Config{Client: n.kube, Status: p.statuses, Pods: apiSrc.Lister(), Metrics: n.metrics, Logger: cfg.Logger})
 		if err != nil {
 			return fmt.Errorf("agent: %w", err)
 		}
-		if src != nil {
-			if mirrors, err = mirror.New(mirror.Config{Client: kube, NodeName: cfg.NodeName, Pods: apiSrc.Lister(), Logger: log}); err != nil {
+		run.Go("pod status sync", syncer.Run)
+		run.Go("volume resync", func(ctx context.Context) error {
+			return p.vols.RunResync(ctx, volumes.DefaultResyncPeriod, volumes.ListedPods(apiSrc.Lister()))
+		})
+		if cfg.PodManifestPath != "" {
+			if mirrors, err = mirror.New(mirror.Config{Client: n.kube, NodeName: cfg.NodeName, Pods: apiSrc.Lister(), Logger: cfg.Logger}); err != nil {
 				return fmt.Errorf("agent: %w", err)
 			}
 			run.Go("mirror pods", mirrors.Run)
 		}
-		sources++
-		run.Go("apiserver pod source", apiSrc.Run)
-		run.Go("apiserver source synced", func(ctx context.Context) error {
-			for !apiSrc.HasSynced() {
-				select {
-				case <-ctx.Done():
-					return nil
-				case <-time.After(50 * time.Millisecond):
-				}
-			}
-			sourceDone <- struct{}{}
-			return nil
-		})
-		run.Go("pod status sync", syncer.Run)
-		run.Go("volume resync", func(ctx context.Context) error {
-			return vols.RunResync(ctx, volumes.DefaultResyncPeriod, volumes.ListedPods(apiSrc.Lister()))
-		})
-		run.Go("graceful deletion", handler.finishDeletions)
 	}
-	run.Go("sources synced", func(ctx context.Context) error {
-		for range sources {
-			select {
-			case <-sourceDone:
-			case <-ctx.Done():
-				return nil
-			}
+	if cfg.PodManifestPath != "" {
+		mcfg := manifest.Config{Dir: cfg.PodManifestPath, NodeName: cfg.NodeName, Rescan: cfg.ManifestRescan, Logger: cfg.Logger}
+		src, err := manifest.NewPodSource(mcfg, &staticPods{workers: p.workers, mirrors: mirrors})
+		if err != nil {
+			return fmt.Errorf("agent: %w", err)
 		}
-		close(sourceSynced)
-		return nil
-	})
+		sources = append(sources, src)
+	}
+	detector, err := a.pleg(run.ctx, n, p, sources)
+	if err != nil {
+		return err
+	}
+	run.Go("pod workers", p.workers.Run)
+	for _, src := range sources {
+		run.Go(fmt.Sprintf("pod source %T", src), src.Run)
+	}
+	run.Go("pleg", detector.Run)
+	run.Go("runtime status", func(ctx context.Context) error { a.watchRuntime(ctx, n.client); return nil })
+	run.Go("back-off gc", func(ctx context.Context) error { runBackOffGC(ctx, p.backOff); return nil })
+	return nil
+}
+
+// pleg makes the PLEG: it relists the runtime into the cache and wakes the
+// workers of the pods that changed; once every source delivered its first
+// list, it removes the runtime's pods no source asks for, and every minute
+// the volumes of pods gone from both the runtime and the agent.
+func (a *Agent) pleg(ctx context.Context, n *conn, p *pods, sources []source.PodSource) (*pleg.PLEG, error) {
 	var lastVolumeGC time.Time
 	var suspects map[types.UID]bool
-	detector, err := pleg.New(pleg.Config{
-		Reader: reader, CRI: client, Period: cfg.RelistPeriod, Metrics: met, Logger: log,
-		Changed: workers.Wake,
-		Relisted: func(pods map[types.UID]*podstate.Pod) {
-			select {
-			case <-sourceSynced:
-			default:
-				return // until the manifests are read, every pod may be wanted
+	return pleg.New(pleg.Config{
+		Cache: p.cache, CRI: n.client, Period: a.cfg.RelistPeriod, Metrics: n.metrics, Logger: a.cfg.Logger,
+		Changed: p.workers.Observed,
+		Relisted: func(running map[types.UID]*podstate.Pod) {
+			if !synced(sources) {
+				return // until every source delivered its pods, every pod may be wanted
 			}
-			active := make([]types.UID, 0, len(pods))
-			for uid, p := range pods {
+			active := make([]types.UID, 0, len(running))
+			for uid, rp := range running {
 				active = append(active, uid)
-				if !workers.Known(uid) {
-					log.Info("removing a pod no source asks for", "pod", p.Namespace+"/"+p.Name, "uid", uid)
-					workers.RemoveOrphan(uid)
+				if !p.workers.Known(uid) {
+					a.cfg.Logger.Info("removing a pod no source asks for", "pod", rp.Namespace+"/"+rp.Name, "uid", uid)
+					p.workers.RemoveOrphan(uid)
 				}
 			}
 			// Volumes of pods gone from both the runtime and the agent
@@ -388,119 +499,100 @@ func (a *Agent) Run(ctx context.Context) error {
 				return
 			}
 			lastVolumeGC = time.Now()
-			suspects = a.collectOrphanVolumes(ctx, vols, append(active, workers.UIDs()...), suspects)
+			suspects = a.collectOrphanVolumes(ctx, p.vols, append(active, p.workers.UIDs()...), suspects)
 		},
 	})
-	if err != nil {
-		return fmt.Errorf("agent: %w", err)
-	}
+}
 
-	run.Go("pod workers", workers.Run)
-	if src != nil {
-		run.Go("manifest source", src.Run)
-		run.Go("pod events", func(ctx context.Context) error {
-			for ev := range src.Events() {
-				switch ev.Op {
-				case manifest.Add:
-					log.Info("pod added", "pod", ev.Pod.Namespace+"/"+ev.Pod.Name, "uid", ev.Pod.UID, "file", ev.File)
-					workers.Update(ev.Pod)
-					if mirrors != nil {
-						mirrors.Set(ev.Pod)
-					}
-				case manifest.Remove:
-					log.Info("pod removed", "pod", ev.Pod.Namespace+"/"+ev.Pod.Name, "uid", ev.Pod.UID, "file", ev.File)
-					workers.Remove(ev.Pod.UID)
-					if mirrors != nil {
-						mirrors.Unset(ev.Pod.UID)
-					}
-				case manifest.Synced:
-					synced.Do(func() { sourceDone <- struct{}{} })
-				}
-			}
-			return nil
-		})
-	}
-	run.Go("pleg", detector.Run)
-	run.Go("runtime status", func(ctx context.Context) error { a.watchRuntime(ctx, client); return nil })
-	run.Go("back-off gc", func(ctx context.Context) error {
-		t := time.NewTicker(time.Minute)
-		defer t.Stop()
-		for {
-			select {
-			case <-ctx.Done():
-				return nil
-			case now := <-t.C:
-				crashBackOff.GC(now)
-			}
+// synced reports whether every source delivered its first list.
+func synced(sources []source.PodSource) bool {
+	for _, src := range sources {
+		select {
+		case <-src.Synced():
+		default:
+			return false
 		}
-	})
-	// Resource usage for the agent API and the image collector.
-	usage, err := stats.New(stats.Config{
-		Runtime: client, NodeName: cfg.NodeName, RootDir: cfg.RootDir, PodLogDir: cfg.PodLogDir,
-		CgroupRoot: cfg.CgroupRoot, Interval: cfg.HousekeepingInterval, Logger: log,
-		ClaimVolumes: csiPlugins.ClaimVolumeStats, Pods: statuses.List,
-	})
-	if err != nil {
-		return fmt.Errorf("agent: %w", err)
 	}
-	run.Go("resource usage", usage.Run)
-	imageGC, err := imagegc.New(imagegc.Config{Runtime: client, ImageFs: usage.ImageFs, Policy: cfg.ImageGCPolicy, Logger: log})
-	if err != nil {
-		return fmt.Errorf("agent: %w", err)
+	return true
+}
+
+// runBackOffGC drops expired crash-loop back-off entries every minute
+// until ctx ends.
+func runBackOffGC(ctx context.Context, tracker *backoff.Tracker) {
+	t := time.NewTicker(time.Minute)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case now := <-t.C:
+			tracker.GC(now)
+		}
 	}
-	run.Go("image gc", imageGC.Run)
+}
+
+// serve serves the read-only API (Config.ReadOnlyPort) and, joined, the
+// authenticated agent API (Config.KubeletPort), then waits for run.
+func (a *Agent) serve(run *supervisor, n *conn, p *pods) error {
+	cfg := &a.cfg
 	if cfg.ReadOnlyPort != 0 {
 		lis, err := net.Listen("tcp", net.JoinHostPort(cfg.ReadOnlyAddress, strconv.Itoa(cfg.ReadOnlyPort)))
 		if err != nil {
 			return fmt.Errorf("agent: read-only port: %w", err)
 		}
-		srv, err := server.New(server.Config{Listener: lis, Pods: statuses.List, Healthy: a.healthy, Metrics: registry, Logger: log})
+		srv, err := server.New(server.Config{Listener: lis, Pods: p.statuses.List, Healthy: a.healthy, Metrics: n.registry, Logger: cfg.Logger})
 		if err != nil {
 			return fmt.Errorf("agent: %w", err)
 		}
-		log.Info("serving the read-only API", "addr", lis.Addr().String())
+		cfg.Logger.Info("serving the read-only API", "addr", lis.Addr().String())
 		run.Go("read-only API", srv.Run)
 	}
-	if restCfg != nil {
-		caFile, err := cfg.clientCAFile(restCfg)
+	if n.restCfg != nil {
+		caFile, err := cfg.clientCAFile(n.restCfg)
 		if err != nil {
 			return err
 		}
-		run.Go("agent API", func(ctx context.Context) error {
-			certFile, keyFile := cfg.TLSCertFile, cfg.TLSKeyFile
-			var rotating *bootstrap.Rotator
-			if certFile == "" {
-				certFile, keyFile, rotating = a.servingCertificate(ctx, kube, nodeIP)
-			}
-			var getCert func(*tls.ClientHelloInfo) (*tls.Certificate, error)
-			if rotating != nil {
-				run.Go("serving certificate rotation", rotating.Run)
-				getCert = rotating.GetCertificate
-			}
-			// As the kubelet's --authentication-token-webhook and
-			// --authorization-mode=Webhook: the apiserver reviews tokens
-			// and decides every request.
-			authz, err := kubeletapi.WebhookAuthorizer(kube.AuthorizationV1())
-			if err != nil {
-				return err
-			}
-			api, err := kubeletapi.New(kubeletapi.Config{
-				Address:  net.JoinHostPort(cfg.KubeletAddress, strconv.Itoa(cfg.KubeletPort)),
-				CertFile: certFile, KeyFile: keyFile, GetCertificate: getCert, RootDir: cfg.RootDir,
-				NodeName: cfg.NodeName, Addresses: []net.IP{nodeIP}, ClientCAFile: caFile,
-				TokenReviews: kube.AuthenticationV1(), Authorizer: authz,
-				Pods: statuses.List, Locator: kubeletapi.CRILocator{Runtime: client}, Runtime: client,
-				PodLogDir: cfg.PodLogDir, Healthy: a.healthy, Metrics: registry, Logger: log,
-				Stats: usage,
-			})
-			if err != nil {
-				return err
-			}
-			log.Info("serving the agent API", "port", cfg.KubeletPort, "cert", certFile)
-			return api.Run(ctx)
-		})
+		run.Go("agent API", func(ctx context.Context) error { return a.serveAgentAPI(ctx, run, n, p, caFile) })
 	}
 	return run.Wait()
+}
+
+// serveAgentAPI serves the authenticated agent API (kubeletapi) with the
+// serving certificate given, or one from the CSR API (rotated by run).
+func (a *Agent) serveAgentAPI(ctx context.Context, run *supervisor, n *conn, p *pods, caFile string) error {
+	cfg := &a.cfg
+	nodeIP := net.ParseIP(cfg.NodeIP)
+	certFile, keyFile := cfg.TLSCertFile, cfg.TLSKeyFile
+	var rotating *bootstrap.Rotator
+	if certFile == "" {
+		certFile, keyFile, rotating = a.servingCertificate(ctx, n.kube, nodeIP)
+	}
+	var getCert func(*tls.ClientHelloInfo) (*tls.Certificate, error)
+	if rotating != nil {
+		run.Go("serving certificate rotation", rotating.Run)
+		getCert = rotating.GetCertificate
+	}
+	// As the kubelet's --authentication-token-webhook and
+	// --authorization-mode=Webhook: the apiserver reviews tokens and
+	// decides every request.
+	authz, err := kubeletapi.WebhookAuthorizer(n.kube.AuthorizationV1())
+	if err != nil {
+		return err
+	}
+	api, err := kubeletapi.New(kubeletapi.Config{
+		Address:  net.JoinHostPort(cfg.KubeletAddress, strconv.Itoa(cfg.KubeletPort)),
+		CertFile: certFile, KeyFile: keyFile, GetCertificate: getCert, RootDir: cfg.RootDir,
+		NodeName: cfg.NodeName, Addresses: []net.IP{nodeIP}, ClientCAFile: caFile,
+		TokenReviews: n.kube.AuthenticationV1(), Authorizer: authz,
+		Pods: p.statuses.List, Locator: kubeletapi.CRILocator{Runtime: n.client}, Runtime: n.client,
+		PodLogDir: cfg.PodLogDir, Healthy: a.healthy, Metrics: n.registry, Logger: cfg.Logger,
+		Stats: p.usage,
+	})
+	if err != nil {
+		return err
+	}
+	cfg.Logger.Info("serving the agent API", "port", cfg.KubeletPort, "cert", certFile)
+	return api.Run(ctx)
 }
 
 // collectOrphanVolumes tears down the volumes of pods not in active that

@@ -12,7 +12,6 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
@@ -22,7 +21,9 @@ import (
 
 	"berth/agent/bootstrap"
 	"berth/agent/credentials"
+	"berth/agent/mirror"
 	"berth/agent/podworker"
+	"berth/agent/source"
 	"berth/internal/version"
 )
 
@@ -146,7 +147,7 @@ func (c *Config) clientCAFile(rc *rest.Config) (string, error) {
 // Secrets that cannot be read are logged (by name) and skipped.
 func pullCredentials(client kubernetes.Interface, log *slog.Logger) func(ctx context.Context, pod *v1.Pod, image string) []*runtimeapi.AuthConfig {
 	return func(ctx context.Context, pod *v1.Pod, image string) []*runtimeapi.AuthConfig {
-		if pod.Annotations[mirrorAnnotation] != "" || pod.Annotations["kubernetes.io/config.source"] == "file" {
+		if pod.Annotations[source.AnnotationMirror] != "" || pod.Annotations[source.AnnotationConfigSource] == "file" {
 			return nil // a static pod reads no API secrets
 		}
 		refs := append([]v1.LocalObjectReference(nil), pod.Spec.ImagePullSecrets...)
@@ -176,32 +177,29 @@ func pullCredentials(client kubernetes.Interface, log *slog.Logger) func(ctx con
 	}
 }
 
-// mirrorAnnotation marks mirror pods.
-const mirrorAnnotation = "kubernetes.io/config.mirror"
-
-// apiPods hands the apiserver's pods to the pod workers and completes
-// graceful deletion: a pod with a deletionTimestamp is stopped with its
-// deletion grace period, then deleted with grace 0 (precondition: its UID)
-// once its worker has removed everything.
+// apiPods hands the apiserver's pods to the pod workers: a pod with a
+// deletionTimestamp is stopped with its deletion grace period (the status
+// sync deletes it with grace 0 once its worker has removed everything).
 type apiPods struct {
 	workers *podworker.Manager
-	client  kubernetes.Interface
 	log     *slog.Logger
 
 	mu       sync.Mutex
-	deleting map[types.UID]*v1.Pod
+	deleting map[types.UID]bool // logged as being deleted
 }
 
-func newAPIPods(workers *podworker.Manager, client kubernetes.Interface, log *slog.Logger) *apiPods {
-	return &apiPods{workers: workers, client: client, log: log, deleting: map[types.UID]*v1.Pod{}}
+var _ source.Handler = (*apiPods)(nil)
+
+func newAPIPods(workers *podworker.Manager, log *slog.Logger) *apiPods {
+	return &apiPods{workers: workers, log: log, deleting: map[types.UID]bool{}}
 }
 
-// Update implements apiserver.Handler.
+// Update implements source.Handler.
 func (p *apiPods) Update(pod *v1.Pod) {
 	if pod.DeletionTimestamp != nil {
 		p.mu.Lock()
-		_, seen := p.deleting[pod.UID]
-		p.deleting[pod.UID] = pod
+		seen := p.deleting[pod.UID]
+		p.deleting[pod.UID] = true
 		p.mu.Unlock()
 		if !seen {
 			p.log.Info("pod deleted in the apiserver; stopping it", "pod", pod.Namespace+"/"+pod.Name, "uid", pod.UID,
@@ -218,7 +216,7 @@ func (p *apiPods) Update(pod *v1.Pod) {
 	p.workers.Update(pod)
 }
 
-// Remove implements apiserver.Handler.
+// Remove implements source.Handler.
 func (p *apiPods) Remove(pod *v1.Pod) {
 	p.log.Info("pod gone from the apiserver", "pod", pod.Namespace+"/"+pod.Name, "uid", pod.UID)
 	p.mu.Lock()
@@ -227,36 +225,27 @@ func (p *apiPods) Remove(pod *v1.Pod) {
 	p.workers.Remove(pod.UID)
 }
 
-// finishDeletions deletes, with grace 0, every terminating pod whose worker
-// is done, until ctx ends.
-func (p *apiPods) finishDeletions(ctx context.Context) error {
-	t := time.NewTicker(200 * time.Millisecond)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-t.C:
-		}
-		p.mu.Lock()
-		var done []*v1.Pod
-		for uid, pod := range p.deleting {
-			if !p.workers.Known(uid) {
-				done = append(done, pod)
-			}
-		}
-		p.mu.Unlock()
-		for _, pod := range done {
-			uid := pod.UID
-			err := p.client.CoreV1().Pods(pod.Namespace).Delete(ctx, pod.Name, metav1.DeleteOptions{
-				GracePeriodSeconds: new(int64), Preconditions: &metav1.Preconditions{UID: &uid}})
-			if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
-				p.log.Warn("deleting a stopped pod failed; retrying", "pod", pod.Namespace+"/"+pod.Name, "err", err)
-				continue
-			}
-			p.mu.Lock()
-			delete(p.deleting, uid)
-			p.mu.Unlock()
-		}
+// staticPods hands the manifest directory's pods to the pod workers and,
+// joined, to the mirror pod manager.
+type staticPods struct {
+	workers *podworker.Manager
+	mirrors *mirror.Manager // nil when standalone
+}
+
+var _ source.Handler = (*staticPods)(nil)
+
+// Update implements source.Handler.
+func (p *staticPods) Update(pod *v1.Pod) {
+	p.workers.Update(pod)
+	if p.mirrors != nil {
+		p.mirrors.Set(pod)
+	}
+}
+
+// Remove implements source.Handler.
+func (p *staticPods) Remove(pod *v1.Pod) {
+	p.workers.Remove(pod.UID)
+	if p.mirrors != nil {
+		p.mirrors.Unset(pod.UID)
 	}
 }

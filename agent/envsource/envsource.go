@@ -34,6 +34,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	"berth/agent/containerconfig"
+	"berth/agent/source"
 	"berth/internal/errdefs"
 )
 
@@ -75,7 +76,8 @@ const masterService = "kubernetes"
 // Fill resolves container c of pod into opts.EnvFrom, opts.EnvValues and
 // opts.ServiceEnv. Objects are read once per call.
 func (r *Resolver) Fill(ctx context.Context, pod *v1.Pod, c *v1.Container, opts *containerconfig.Options) error {
-	if r.cfg.Services != nil && !isStatic(pod) && !r.cfg.Services.HasSynced() {
+	// A static pod does not wait for the Services.
+	if r.cfg.Services != nil && !source.IsStatic(pod) && !r.cfg.Services.HasSynced() {
 		return fmt.Errorf("services have not yet been read at least once, cannot construct envvars")
 	}
 	svcEnv, err := r.serviceEnv(pod)
@@ -221,13 +223,6 @@ func apiError(err error, resource, name string) error {
 }
 
 func isOptional(b *bool) bool { return b != nil && *b }
-
-// isStatic reports a pod from a manifest (its config source is not the
-// apiserver): it does not wait for the Services.
-func isStatic(pod *v1.Pod) bool {
-	src, ok := pod.Annotations["kubernetes.io/config.source"]
-	return ok && src != "api"
-}
 
 // serviceEnv is the pod's service link variables: default/kubernetes always,
 // and with enableServiceLinks (nil: true, the API's default) every Service

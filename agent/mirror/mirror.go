@@ -22,13 +22,14 @@ import (
 	"k8s.io/client-go/kubernetes"
 	corelisters "k8s.io/client-go/listers/core/v1"
 
+	"berth/agent/source"
 	"berth/internal/errdefs"
 )
 
 // Annotations of static and mirror pods, the kubelet's.
 const (
-	AnnotationMirror     = "kubernetes.io/config.mirror"
-	AnnotationConfigHash = "kubernetes.io/config.hash"
+	AnnotationMirror     = source.AnnotationMirror
+	AnnotationConfigHash = source.AnnotationConfigHash
 )
 
 // DefaultPeriod is how often the mirror pods are reconciled.

@@ -1,9 +1,10 @@
 // Package pleg is the pod lifecycle event generator: it relists the runtime
-// every period (every second by default), compares each pod's sandboxes and
-// containers with the previous relist, and reports the pods that changed, so
-// their workers sync within a period of a container exiting. Where the
-// runtime streams CRI container events (containerd 1.7+; not 1.6), it reports
-// them at once as well and the relist only backs them up.
+// into the runtime cache (agent/podruntime.Cache) every period (every second
+// by default), compares each pod's sandboxes and containers with the previous
+// relist, and reports the pods that changed, so their workers sync — reading
+// the cache, not the runtime — within a period of a container exiting. Where
+// the runtime streams CRI container events (containerd 1.7+; not 1.6), each
+// event relists at once and the periodic relist only backs them up.
 package pleg
 
 import (
@@ -26,8 +27,9 @@ import (
 
 // Config configures a PLEG.
 type Config struct {
-	// Reader relists the runtime; required.
-	Reader *podruntime.Reader
+	// Cache relists the runtime and keeps what it saw for the pod
+	// workers; required.
+	Cache *podruntime.Cache
 	// CRI, when set, is asked for container events.
 	CRI *cri.Client
 	// Period of the relist; default 1 s.
@@ -48,12 +50,13 @@ type Config struct {
 type PLEG struct {
 	cfg  Config
 	last map[types.UID]string
+	kick chan struct{} // a container event arrived: relist now
 }
 
 // New validates cfg and returns a PLEG; Run starts it.
 func New(cfg Config) (*PLEG, error) {
-	if cfg.Reader == nil || cfg.Changed == nil {
-		return nil, fmt.Errorf("pleg: Config.Reader and Config.Changed are required: %w", errdefs.ErrInvalidArgument)
+	if cfg.Cache == nil || cfg.Changed == nil {
+		return nil, fmt.Errorf("pleg: Config.Cache and Config.Changed are required: %w", errdefs.ErrInvalidArgument)
 	}
 	if cfg.Period <= 0 {
 		cfg.Period = time.Second
@@ -61,7 +64,7 @@ func New(cfg Config) (*PLEG, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
-	return &PLEG{cfg: cfg, last: map[types.UID]string{}}, nil
+	return &PLEG{cfg: cfg, last: map[types.UID]string{}, kick: make(chan struct{}, 1)}, nil
 }
 
 // Run relists until ctx ends.
@@ -79,14 +82,16 @@ func (p *PLEG) Run(ctx context.Context) error {
 		case <-ctx.Done():
 			return nil
 		case <-t.C:
+		case <-p.kick:
 		}
 	}
 }
 
-// Relist lists the runtime once and reports what changed since the last time.
+// Relist lists the runtime once into the cache and reports what changed
+// since the last time.
 func (p *PLEG) Relist(ctx context.Context) error {
 	start := time.Now()
-	pods, err := p.cfg.Reader.All(ctx)
+	pods, err := p.cfg.Cache.Relist(ctx)
 	if err != nil {
 		return err
 	}
@@ -144,7 +149,8 @@ func fingerprint(p *podstate.Pod) string {
 	return strings.Join(parts, ";")
 }
 
-// events reports container events as they come, when the runtime has them.
+// events relists at once on each container event, when the runtime has
+// them: the relist fills the cache and reports the pods that changed.
 func (p *PLEG) events(ctx context.Context) {
 	ch, err := p.cfg.CRI.GetContainerEvents(ctx)
 	if errors.Is(err, errdefs.ErrUnimplemented) {
@@ -155,9 +161,10 @@ func (p *PLEG) events(ctx context.Context) {
 		p.cfg.Logger.Warn("container events unavailable; relisting only", "err", err)
 		return
 	}
-	for ev := range ch {
-		if uid := ev.GetPodSandboxStatus().GetMetadata().GetUid(); uid != "" {
-			p.cfg.Changed(types.UID(uid))
+	for range ch {
+		select {
+		case p.kick <- struct{}{}:
+		default:
 		}
 	}
 }

@@ -73,7 +73,7 @@ func TestRelistReportsChangedPodsOnly(t *testing.T) {
 	}
 	defer c.Close()
 	rec := &recorder{}
-	p, err := New(Config{Reader: podruntime.New(c), Changed: func(uid types.UID) {
+	p, err := New(Config{Cache: podruntime.NewCache(podruntime.New(c)), Changed: func(uid types.UID) {
 		rec.mu.Lock()
 		rec.changed = append(rec.changed, uid)
 		rec.mu.Unlock()
@@ -119,7 +119,7 @@ func TestContainerEventsWakeAtOnce(t *testing.T) {
 	exited := map[types.UID]bool{}
 	_, id := runPod(t, c, name)
 	changed := make(chan types.UID, 16)
-	p, err := New(Config{Reader: podruntime.New(c), CRI: c, Period: time.Hour, Changed: func(uid types.UID) { changed <- uid }})
+	p, err := New(Config{Cache: podruntime.NewCache(podruntime.New(c)), CRI: c, Period: time.Hour, Changed: func(uid types.UID) { changed <- uid }})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,9 +1,12 @@
-// Package podruntime reads what the container runtime holds for pods, over
-// CRI, into podstate values: sandboxes and containers grouped by the pod UID
-// label the kubelet conventions put on them, with the details only the
-// status calls give (exit codes, reasons, IPs) and the termination message
-// read from the file the container wrote. Status answers are cached per
-// container ID and state, since a container in a given state does not change.
+// Package podruntime is the agent's runtime cache: what the container
+// runtime holds for pods, read over CRI into podstate values — sandboxes and
+// containers grouped by the pod UID label the kubelet conventions put on
+// them, with the details only the status calls give (exit codes, reasons,
+// IPs) and the termination message read from the file the container wrote —
+// and kept with the time of the relist that saw it (Cache), so the PLEG
+// lists the runtime once and the pod workers read from it. Status answers
+// are cached per container ID and state, since a container in a given state
+// does not change.
 package podruntime
 
 import (

@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
@@ -48,7 +49,8 @@ func TestReaderGroupsByPodAndReadsTerminationMessages(t *testing.T) {
 		t.Fatal(err)
 	}
 	r := New(c)
-	p, err := r.Pod(ctx, "u1")
+	cache := NewCache(r)
+	p, err := cache.GetNewerThan(ctx, "u1", time.Now())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -68,13 +70,13 @@ func TestReaderGroupsByPodAndReadsTerminationMessages(t *testing.T) {
 		t.Fatalf("exited container %+v", got)
 	}
 	statusCalls := srv.Calls("ContainerStatus")
-	if _, err := r.Pod(ctx, "u1"); err != nil {
+	if _, err := cache.GetNewerThan(ctx, "u1", time.Now()); err != nil {
 		t.Fatal(err)
 	}
 	if srv.Calls("ContainerStatus") != statusCalls {
 		t.Error("an unchanged container's status was fetched again")
 	}
-	empty, err := r.Pod(ctx, "nobody")
+	empty, err := cache.GetNewerThan(ctx, "nobody", time.Now())
 	if err != nil || len(empty.Containers)+len(empty.Sandboxes) != 0 || empty.UID != "nobody" {
 		t.Fatalf("unknown pod: %+v %v", empty, err)
 	}

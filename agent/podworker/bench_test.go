@@ -21,7 +21,7 @@ import (
 func BenchmarkPodStart(b *testing.B) {
 	for _, count := range []int{10, 100} {
 		b.Run(fmt.Sprintf("pods=%d", count), func(b *testing.B) {
-			srv := critest.NewServer(b)
+			srv := critest.NewServer(b, critest.WithoutContainerEvents())
 			srv.AddImage("busybox")
 			h := newBenchHarness(b, srv)
 			b.ReportAllocs()

@@ -5,16 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"os"
-	"path/filepath"
-	"strconv"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"berth/agent/containerconfig"
-	"berth/agent/dns"
 	"berth/agent/etchosts"
 	"berth/agent/images"
 	"berth/agent/lifecycle"
@@ -36,9 +32,9 @@ import (
 //     containers waiting in ContainerCreating, as upstream, and is retried
 //     when the volume manager's back-off allows (agent/volumes records the
 //     FailedMount events).
-//  4. CreateSandbox: wait for a start slot, make the log directory, look
-//     the pod's runtime handler up (its RuntimeClass), run the sandbox. A
-//     failure ends the sync.
+//  4. CreateSandbox: wait for a start slot, run the pod hooks' Prepare
+//     (the log directory), look the pod's runtime handler up (its
+//     RuntimeClass), run the sandbox. A failure ends the sync.
 //  5. EphemeralToStart, in spec order: pull, create, start (before init
 //     containers, as upstream: a debugger runs even while one fails).
 //  6. InitToStart: pull, create and start the next init container, and end
@@ -89,7 +85,7 @@ func (w *worker) execute(ctx context.Context, log *slog.Logger, pod *v1.Pod, rt 
 			w.podEvent(pod, v1.EventTypeWarning, ReasonFailedCreatePodSandBox, "Failed to create pod sandbox: "+err.Error())
 		}
 		for _, c := range pod.Spec.Containers {
-			w.failures[c.Name] = status.Failure{Reason: ReasonCreateContainerConfigError, Message: err.Error()}
+			w.fail(c.Name, status.Failure{Reason: ReasonCreateContainerConfigError, Message: err.Error()})
 		}
 		return time.Time{}
 	}
@@ -123,11 +119,9 @@ func (w *worker) execute(ctx context.Context, log *slog.Logger, pod *v1.Pod, rt 
 				return cfg.Clock.Now().Add(time.Second)
 			}
 		}
-		if dir := sandboxCfg.GetLogDirectory(); dir != "" {
-			if err := os.MkdirAll(dir, 0o755); err != nil {
-				log.Error("making the pod's log directory failed", "dir", dir, "err", err)
-				return cfg.Clock.Now().Add(time.Second)
-			}
+		if err := w.m.prepare(ctx, pod); err != nil {
+			log.Error("preparing the node for the pod failed", "err", err)
+			return cfg.Clock.Now().Add(time.Second)
 		}
 		cfg.Metrics.PodStarted() // as the kubelet: counted when attempted
 		handler := cfg.RuntimeHandler
@@ -225,7 +219,7 @@ func (w *worker) startContainer(ctx context.Context, log *slog.Logger, pod *v1.P
 		}
 		log.Warn("image not available", "image", c.Image, "reason", ie.Reason, "message", ie.Message)
 		w.failedEvent(pod, c.Name, ie.Reason)
-		w.failures[c.Name] = status.Failure{Reason: ie.Reason, Message: ie.Message}
+		w.fail(c.Name, status.Failure{Reason: ie.Reason, Message: ie.Message})
 		// Look again when the pull back-off ends; after a failed pull, at
 		// once (a second later), to show the back-off that now runs.
 		return cfg.Clock.Now().Add(max(ie.RetryAfter, time.Second))
@@ -240,7 +234,7 @@ func (w *worker) startContainer(ctx context.Context, log *slog.Logger, pod *v1.P
 	opts.ImageRef = res.ImageRef
 	opts.PodIPs = podIPs
 	if err == nil && c.TerminationMessagePath != "" {
-		opts.TerminationMessageHostPath, err = w.terminationMessageFile(pod, c, s.RestartCount)
+		opts.TerminationMessageHostPath, err = w.m.termination.file(pod, c, s.RestartCount)
 	}
 	if err == nil {
 		err = w.imageUser(ctx, pod, c, res.ImageRef, &opts)
@@ -250,7 +244,7 @@ func (w *worker) startContainer(ctx context.Context, log *slog.Logger, pod *v1.P
 			// A missing ConfigMap, Secret or key may appear: look again.
 			log.Warn("the container's environment cannot be resolved", "err", err)
 			w.failedEvent(pod, c.Name, err.Error())
-			w.failures[c.Name] = status.Failure{Reason: ReasonCreateContainerConfigError, Message: err.Error()}
+			w.fail(c.Name, status.Failure{Reason: ReasonCreateContainerConfigError, Message: err.Error()})
 			return cfg.Clock.Now().Add(envRetry)
 		}
 	}
@@ -258,7 +252,7 @@ func (w *worker) startContainer(ctx context.Context, log *slog.Logger, pod *v1.P
 		opts.Mounts, err = volumeMounts(pod, c, mounts, opts)
 	}
 	if err == nil && etchosts.ShouldMount(pod, c, podIPs) {
-		err = w.hostsMount(pod, podIPs, &opts)
+		err = w.m.etcHosts.mount(pod, podIPs, &opts)
 	}
 	var ccfg *runtimeapi.ContainerConfig
 	if err == nil {
@@ -267,14 +261,14 @@ func (w *worker) startContainer(ctx context.Context, log *slog.Logger, pod *v1.P
 	if err != nil {
 		log.Error("the container's config cannot be built", "err", err)
 		w.failedEvent(pod, c.Name, statusMessage(err))
-		w.failures[c.Name] = status.Failure{Reason: ReasonCreateContainerConfigError, Message: err.Error()}
+		w.fail(c.Name, status.Failure{Reason: ReasonCreateContainerConfigError, Message: err.Error()})
 		return time.Time{}
 	}
 	id, err := cfg.CRI.CreateContainer(ctx, sandboxID, ccfg, sandboxCfg)
 	if err != nil {
 		log.Error("creating the container failed", "err", err)
 		w.failedEvent(pod, c.Name, statusMessage(err))
-		w.failures[c.Name] = status.Failure{Reason: ReasonCreateContainerError, Message: err.Error()}
+		w.fail(c.Name, status.Failure{Reason: ReasonCreateContainerError, Message: err.Error()})
 		return cfg.Clock.Now().Add(time.Second)
 	}
 	w.event(pod, c.Name, v1.EventTypeNormal, ReasonCreated, "Created container: "+c.Name)
@@ -292,14 +286,14 @@ func (w *worker) startContainer(ctx context.Context, log *slog.Logger, pod *v1.P
 	if err := cfg.CRI.StartContainer(ctx, id); err != nil {
 		log.Error("starting the container failed", "id", id, "err", err)
 		w.failedEvent(pod, c.Name, statusMessage(err))
-		w.failures[c.Name] = status.Failure{Reason: ReasonRunContainerError, Message: err.Error()}
+		w.fail(c.Name, status.Failure{Reason: ReasonRunContainerError, Message: err.Error()})
 		return time.Time{}
 	}
 	// As the kubelet: Started is recorded when the runtime started the
 	// container, before its postStart hook runs.
 	w.event(pod, c.Name, v1.EventTypeNormal, ReasonStarted, "Started container "+c.Name)
 	if msg, ok := w.postStart(ctx, log, pod, c, id, podIPs); !ok {
-		w.failures[c.Name] = status.Failure{Reason: ReasonPostStartHookError, Message: msg}
+		w.fail(c.Name, status.Failure{Reason: ReasonPostStartHookError, Message: msg})
 		return time.Time{}
 	}
 	delete(w.failures, c.Name)
@@ -334,23 +328,6 @@ func volumeMounts(pod *v1.Pod, c *v1.Container, mounts *volumes.Mounts, opts con
 	return mounts.Container(c, env)
 }
 
-// hostsMount writes the pod's managed /etc/hosts (agent/etchosts) and adds
-// its mount to opts.
-func (w *worker) hostsMount(pod *v1.Pod, podIPs []string, opts *containerconfig.Options) error {
-	cfg := &w.m.cfg
-	hostname, domain, err := dns.Hostname(pod, cfg.SandboxOptions.DNS.ClusterDomain)
-	if err != nil {
-		return err
-	}
-	dir := filepath.Join(cfg.RootDir, "pods", string(pod.UID))
-	m, err := etchosts.File(dir, cfg.NodeHostsFile, pod, podIPs, hostname, domain)
-	if err != nil {
-		return err
-	}
-	opts.Mounts = append(opts.Mounts, m)
-	return nil
-}
-
 // imageUser reads the image's configured user when the container's
 // runAsNonRoot check or runAsUser default needs it. As upstream, an image
 // that names no user runs as root (uid 0).
@@ -374,28 +351,6 @@ func (w *worker) imageUser(ctx context.Context, pod *v1.Pod, c *v1.Container, im
 		opts.ImageUID = &root
 	}
 	return nil
-}
-
-// terminationMessageFile makes the host file a container writes its
-// termination message into, as the kubelet does
-// (<root>/pods/<uid>/containers/<name>/<restart>).
-func (w *worker) terminationMessageFile(pod *v1.Pod, c *v1.Container, restartCount int) (string, error) {
-	dir := filepath.Join(w.m.cfg.RootDir, "pods", string(pod.UID), "containers", c.Name)
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return "", fmt.Errorf("termination message file for container %q: %w", c.Name, err)
-	}
-	path := filepath.Join(dir, strconv.Itoa(restartCount))
-	f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o666)
-	if err != nil {
-		return "", fmt.Errorf("termination message file for container %q: %w", c.Name, err)
-	}
-	f.Close()
-	// The mode is set explicitly: the umask must not keep a non-root user
-	// from writing its message.
-	if err := os.Chmod(path, 0o666); err != nil {
-		return "", fmt.Errorf("termination message file for container %q: %w", c.Name, err)
-	}
-	return path, nil
 }
 
 // killPod stops the pod's running containers (running their preStop hooks

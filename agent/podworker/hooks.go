@@ -8,7 +8,6 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"berth/probes"
 )
@@ -44,7 +43,7 @@ func (m *Manager) forwardProbeUpdates(ctx context.Context, updates <-chan probes
 		case <-ctx.Done():
 			return
 		case u := <-updates:
-			m.Wake(u.PodUID)
+			m.Observed(u.PodUID)
 		}
 	}
 }
@@ -177,11 +176,4 @@ func first(ips []string) string {
 		return ""
 	}
 	return ips[0]
-}
-
-// forgetProbes drops the pod's probe workers and results (it is gone).
-func (w *worker) forgetProbes() {
-	if p := w.m.cfg.Probes; p != nil {
-		p.RemovePod(&v1.Pod{ObjectMeta: metav1.ObjectMeta{UID: w.uid}})
-	}
 }

@@ -140,7 +140,7 @@ func TestMetricsOfAStartedPod(t *testing.T) {
 	}
 
 	// The PLEG's relist counts the running pod and its containers.
-	detector, err := pleg.New(pleg.Config{Reader: podruntime.New(h.cri), Changed: func(types.UID) {}, Metrics: met})
+	detector, err := pleg.New(pleg.Config{Cache: podruntime.NewCache(podruntime.New(h.cri)), Changed: func(types.UID) {}, Metrics: met})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,9 +1,11 @@
 // Package podworker runs pods: one worker goroutine per pod, so each pod is
 // handled serially and pods in parallel. A worker syncs its pod whenever it
-// is told something changed (a new spec, the PLEG, a back-off expiring): it
-// reads what the runtime holds for the pod, asks agent/lifecycle for a plan,
-// executes it over CRI, garbage-collects the pod's dead containers and
-// sandboxes, and hands the pod's status to the status manager. A pod that is
+// is told something changed (a new spec, the PLEG, a probe result, a
+// back-off expiring): it reads the pod's state from the runtime cache the
+// PLEG fills (agent/podruntime), asks agent/lifecycle for a plan, hands the
+// pod's status to the status manager, executes the plan through Runtime and
+// the pod hooks (podhooks.go), and garbage-collects the pod's dead
+// containers and sandboxes. A pod that is
 // removed is terminated — containers stopped within the grace period, then
 // removed with the sandbox, logs and per-pod files — and its worker ends.
 //
@@ -40,14 +42,11 @@ import (
 
 	"berth/agent/backoff"
 	"berth/agent/containerconfig"
-	"berth/agent/images"
 	"berth/agent/metrics"
 	"berth/agent/podruntime"
 	"berth/agent/podstate"
 	"berth/agent/sandboxconfig"
 	"berth/agent/status"
-	"berth/agent/volumes"
-	"berth/cri"
 	"berth/internal/errdefs"
 	"berth/probes"
 )
@@ -59,16 +58,19 @@ const (
 	ReasonRunContainerError          = "RunContainerError"
 )
 
-// Config configures a Manager. CRI, Reader, Status, BackOff, Images,
+// Config configures a Manager. CRI, Cache, Status, BackOff, Images,
 // SandboxOptions.PodLogDir and RootDir are required.
 type Config struct {
-	CRI     *cri.Client
-	Reader  *podruntime.Reader
+	// CRI is the runtime the workers act on.
+	CRI Runtime
+	// Cache is the runtime cache the PLEG fills (agent/podruntime): the
+	// workers read their pods' state from it, never listing the runtime.
+	Cache   *podruntime.Cache
 	Status  *status.Manager
 	BackOff *backoff.Tracker
 
 	// Images makes container images present (pull policy, back-off).
-	Images *images.Puller
+	Images ImagePuller
 	// SandboxOptions are the node's settings for sandbox configs
 	// (agent/sandboxconfig); the worker sets Attempt.
 	SandboxOptions sandboxconfig.Options
@@ -90,7 +92,7 @@ type Config struct {
 	// Volumes sets up and tears down the pods' volumes (agent/volumes); nil
 	// runs pods without their volumes set up (a pod declaring volume mounts
 	// then fails with CreateContainerConfigError).
-	Volumes *volumes.Manager
+	Volumes Volumes
 
 	// NetworkReady reports why pod networking cannot be set up yet (nil:
 	// ready); pods that are not host-network wait for it. Nil means ready.
@@ -105,9 +107,9 @@ type Config struct {
 	// containers' started and ready from it, restarts containers whose
 	// liveness or startup probe failed, and wakes a pod's worker on each
 	// result change. Nil: no probes (containers are ready while running).
-	Probes *probes.Manager
+	Probes Prober
 	// Hooks runs postStart and preStop handlers; nil: hooks are not run.
-	Hooks *probes.HookRunner
+	Hooks LifecycleHooks
 	// Recorder receives the events the kubelet records for its pods
 	// (events.go: image, Created, Started, Failed, BackOff, Killing,
 	// SandboxChanged, FailedCreatePodSandBox, NetworkNotReady, DNS
@@ -156,7 +158,7 @@ func (c *Config) validate() error {
 		name string
 		ok   bool
 	}{
-		{"CRI", c.CRI != nil}, {"Reader", c.Reader != nil}, {"Status", c.Status != nil}, {"BackOff", c.BackOff != nil},
+		{"CRI", c.CRI != nil}, {"Cache", c.Cache != nil}, {"Status", c.Status != nil}, {"BackOff", c.BackOff != nil},
 		{"Images", c.Images != nil}, {"SandboxOptions.PodLogDir", c.SandboxOptions.PodLogDir != ""}, {"RootDir", c.RootDir != ""},
 	} {
 		if !f.ok {
@@ -193,12 +195,18 @@ func (c *Config) validate() error {
 // Manager owns the pod workers.
 type Manager struct {
 	cfg   Config
-	gate  *startGate
-	ctx   context.Context
-	ready chan struct{}
+	hooks []any // the pod hooks (podhooks.go), in order
+	// termination and etcHosts are the hooks whose files each container's
+	// creation needs.
+	termination *terminationMessagesHook
+	etcHosts    *etcHostsHook
+	gate        *startGate
+	ctx         context.Context
+	ready       chan struct{}
 
 	mu      sync.Mutex
 	workers map[types.UID]*worker
+	stopped bool // Run is waiting for the workers: no new one may start
 	wg      sync.WaitGroup
 }
 
@@ -207,7 +215,12 @@ func New(cfg Config) (*Manager, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
-	return &Manager{cfg: cfg, gate: newStartGate(cfg.MaxStarts), ready: make(chan struct{}), workers: map[types.UID]*worker{}}, nil
+	m := &Manager{cfg: cfg, gate: newStartGate(cfg.MaxStarts), ready: make(chan struct{}), workers: map[types.UID]*worker{},
+		termination: &terminationMessagesHook{root: cfg.RootDir},
+		etcHosts:    &etcHostsHook{root: cfg.RootDir, nodeHosts: cfg.NodeHostsFile, clusterDomain: cfg.SandboxOptions.DNS.ClusterDomain},
+	}
+	m.hooks = newHooks(&cfg, m.termination, m.etcHosts)
+	return m, nil
 }
 
 // Run serves until ctx ends, then waits for the workers to stop. Stopping
@@ -231,9 +244,9 @@ func (m *Manager) Run(ctx context.Context) error {
 		}()
 	}
 	<-ctx.Done()
-	// worker adds to wg under mu only while ctx is live: once mu has been
-	// held after ctx ended, no Add can race this Wait.
+	// No worker is added (wg.Add, under mu) once Wait may run.
 	m.mu.Lock()
+	m.stopped = true
 	m.mu.Unlock()
 	m.wg.Wait()
 	return nil
@@ -307,8 +320,20 @@ func (m *Manager) RemoveOrphan(uid types.UID) {
 	}
 }
 
-// Wake asks the pod's worker to sync (the runtime changed).
+// Wake asks the pod's worker to sync because the runtime changed: the sync
+// reads the pod's state from a relist begun after the call.
 func (m *Manager) Wake(uid types.UID) {
+	if w := m.worker(uid, false); w != nil {
+		w.mu.Lock()
+		w.freshAfter = time.Now()
+		w.mu.Unlock()
+		w.poke()
+	}
+}
+
+// Observed asks the pod's worker to sync from the runtime cache as it is:
+// the PLEG's relist saw the pod change, or a probe result changed.
+func (m *Manager) Observed(uid types.UID) {
 	if w := m.worker(uid, false); w != nil {
 		w.poke()
 	}
@@ -341,10 +366,10 @@ func (m *Manager) worker(uid types.UID, create bool) *worker {
 	if w, ok := m.workers[uid]; ok {
 		return w
 	}
-	if !create || m.ctx.Err() != nil {
+	if !create || m.stopped || m.ctx.Err() != nil {
 		return nil
 	}
-	w := &worker{m: m, uid: uid, wake: make(chan struct{}, 1), failures: map[string]status.Failure{}, firstSeen: m.cfg.Clock.Now()}
+	w := &worker{m: m, uid: uid, wake: make(chan struct{}, 1), failures: map[string]status.Failure{}, unpublished: map[string]bool{}, firstSeen: m.cfg.Clock.Now()}
 	m.workers[uid] = w
 	m.wg.Add(1)
 	go func() {

@@ -18,6 +18,7 @@ import (
 	"berth/agent/backoff"
 	"berth/agent/containerconfig"
 	"berth/agent/images"
+	"berth/agent/pleg"
 	"berth/agent/podruntime"
 	"berth/agent/sandboxconfig"
 	"berth/agent/status"
@@ -40,6 +41,8 @@ type harness struct {
 	done   chan error
 	// configure, if set, adjusts each manager's Config before New.
 	configure func(*Config)
+	// relist is the PLEG's period; zero: its default.
+	relist time.Duration
 }
 
 // fastBackOff keeps crash-loop tests short; the curve's shape is
@@ -58,13 +61,20 @@ func newBenchHarness(t testing.TB, srv *critest.Server) *harness {
 // manager's Config.
 func newConfiguredHarness(t testing.TB, srv *critest.Server, configure func(*Config)) *harness {
 	t.Helper()
+	return newRelistHarness(t, srv, 0, configure)
+}
+
+// newRelistHarness is newConfiguredHarness with the PLEG relisting every
+// relist.
+func newRelistHarness(t testing.TB, srv *critest.Server, relist time.Duration, configure func(*Config)) *harness {
+	t.Helper()
 	ctx := context.Background()
 	client, err := cri.New(ctx, cri.Config{Endpoint: srv.Endpoint()})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { client.Close() })
-	h := &harness{t: t, srv: srv, cri: client, status: status.NewManager(), root: t.TempDir(), logs: t.TempDir(), configure: configure}
+	h := &harness{t: t, srv: srv, cri: client, status: status.NewManager(), root: t.TempDir(), logs: t.TempDir(), configure: configure, relist: relist}
 	h.start()
 	return h
 }
@@ -81,7 +91,7 @@ func (h *harness) start() {
 		h.t.Fatal(err)
 	}
 	cfg := Config{
-		CRI: h.cri, Reader: podruntime.New(h.cri), Status: h.status, BackOff: backoff.New(fastBackOff),
+		CRI: h.cri, Cache: podruntime.NewCache(podruntime.New(h.cri)), Status: h.status, BackOff: backoff.New(fastBackOff),
 		Images:           puller,
 		Volumes:          vols,
 		SandboxOptions:   sandboxconfig.Options{PodLogDir: h.logs},
@@ -97,9 +107,15 @@ func (h *harness) start() {
 	if err != nil {
 		h.t.Fatal(err)
 	}
+	// The PLEG fills the runtime cache the workers read, as the agent wires it.
+	detector, err := pleg.New(pleg.Config{Cache: cfg.Cache, CRI: h.cri, Period: h.relist, Changed: m.Observed})
+	if err != nil {
+		h.t.Fatal(err)
+	}
 	ctx, cancel := context.WithCancel(context.Background())
-	h.m, h.cancel, h.done = m, cancel, make(chan error, 1)
+	h.m, h.cancel, h.done = m, cancel, make(chan error, 2)
 	go func() { h.done <- m.Run(ctx) }()
+	go func() { h.done <- detector.Run(ctx) }()
 	h.t.Cleanup(h.stop)
 }
 
@@ -108,8 +124,10 @@ func (h *harness) stop() {
 		return
 	}
 	h.cancel()
-	if err := <-h.done; err != nil {
-		h.t.Errorf("Run: %v", err)
+	for range 2 {
+		if err := <-h.done; err != nil {
+			h.t.Errorf("Run: %v", err)
+		}
 	}
 	h.cancel = nil
 }

@@ -14,6 +14,7 @@ import (
 	"k8s.io/client-go/tools/record"
 	clocktesting "k8s.io/utils/clock/testing"
 
+	"berth/cri"
 	"berth/cri/critest"
 	"berth/probes"
 )
@@ -60,11 +61,11 @@ func newProbeHarness(t *testing.T, srv *critest.Server) *probeHarness {
 	t.Helper()
 	ph := &probeHarness{clock: clocktesting.NewFakeClock(time.Now()), events: &eventLog{rec: record.NewFakeRecorder(1000)}}
 	ph.harness = newConfiguredHarness(t, srv, func(cfg *Config) {
-		prober, err := probes.New(probes.Config{Exec: cfg.CRI, Clock: ph.clock, Recorder: ph.events.rec, Jitter: func() float64 { return 0 }})
+		prober, err := probes.New(probes.Config{Exec: cfg.CRI.(*cri.Client), Clock: ph.clock, Recorder: ph.events.rec, Jitter: func() float64 { return 0 }})
 		if err != nil {
 			t.Fatal(err)
 		}
-		hooks, err := probes.NewHookRunner(probes.HookConfig{Exec: cfg.CRI})
+		hooks, err := probes.NewHookRunner(probes.HookConfig{Exec: cfg.CRI.(*cri.Client)})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -11,6 +11,7 @@ import (
 	"berth/agent/lifecycle"
 	"berth/agent/metrics"
 	"berth/agent/podstate"
+	"berth/agent/source"
 	"berth/agent/status"
 )
 
@@ -28,15 +29,27 @@ type worker struct {
 	readd       *v1.Pod            // re-added while terminating
 	dead        bool               // the worker ended; callers must make a new one
 	cancelSync  context.CancelFunc // ends the sync in flight (the pod is removed)
+	freshAfter  time.Time          // Wake: the next read must come from a relist begun after it
 
-	failures map[string]status.Failure // last start failure per container
-	rejected *status.Failure           // why the agent ended the pod (Failed), once it did
-	admitted bool                      // the pod passed admission (admit.go)
-	seq      uint64
+	failures     map[string]status.Failure // last start failure per container
+	failureCount int                       // start failures recorded (fail): did acting fail?
+	unpublished  map[string]bool           // containers whose failure (fail) no status showed yet
+	rejected     *status.Failure           // why the agent ended the pod (Failed), once it did
+	admitted     bool                      // the pod passed admission (admit.go)
+	seq          uint64
 
 	firstSeen time.Time // when the worker was made: the pod's start for metrics
 	synced    bool      // a sync ran: later ones are "sync", not "create"
 	running   bool      // the pod was reported Running (start duration recorded)
+
+	// lastWrite is when the worker last changed the pod in the runtime:
+	// the state it reads next must come from a relist begun after it.
+	lastWrite time.Time
+	// holdUntil defers acting again after a failed step until its retry
+	// time (or the next resync), unless something outside the worker wakes
+	// it (a new spec, the PLEG, a probe result), as a failed sync waited
+	// before; the sync right after acting only publishes meanwhile.
+	holdUntil time.Time
 }
 
 func (w *worker) poke() {
@@ -71,6 +84,7 @@ func (w *worker) run(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case <-w.wake:
+			w.holdUntil = time.Time{}
 		case <-timer.C():
 		}
 		pod, terminating := w.desired()
@@ -120,9 +134,10 @@ func (w *worker) finishTermination() bool {
 		w.dead = true
 		return false
 	}
-	w.m.cfg.Metrics.PodRestarted(isStatic(w.readd))
+	w.m.cfg.Metrics.PodRestarted(source.IsStatic(w.readd))
 	w.pod, w.readd, w.terminating = w.readd, nil, false
-	w.failures, w.rejected, w.admitted = map[string]status.Failure{}, nil, false
+	w.failures, w.rejected, w.admitted, w.holdUntil = map[string]status.Failure{}, nil, false, time.Time{}
+	clear(w.unpublished)
 	w.firstSeen, w.synced, w.running = w.m.cfg.Clock.Now(), false, false
 	w.poke()
 	return true
@@ -148,11 +163,15 @@ func (w *worker) syncCancellable(ctx context.Context, pod *v1.Pod) time.Duration
 }
 
 // sync brings the runtime one step towards the pod's spec and publishes the
-// pod's status; it returns when to sync again without news.
+// pod's status, computed once from the state the sync starts from (as the
+// kubelet's syncPod); it returns when to sync again without news. It reads
+// the pod from the runtime cache, newer than the worker's last change; after
+// acting it syncs again at once, so the state its actions made is published
+// without waiting for the PLEG.
 func (w *worker) sync(ctx context.Context, pod *v1.Pod) time.Duration {
 	cfg := &w.m.cfg
 	log := cfg.Logger.With("pod", pod.Namespace+"/"+pod.Name, "uid", pod.UID)
-	rt, err := cfg.Reader.Pod(ctx, pod.UID)
+	rt, err := cfg.Cache.GetNewerThan(ctx, pod.UID, w.readAfter())
 	if err != nil {
 		log.Warn("reading the pod's runtime state failed", "err", err)
 		return time.Second
@@ -174,32 +193,62 @@ func (w *worker) sync(ctx context.Context, pod *v1.Pod) time.Duration {
 		w.podEvent(pod, v1.EventTypeNormal, lifecycle.ReasonDeadlineExceeded, lifecycle.MessageDeadlineExceeded)
 	}
 	next := cfg.Resync
-	if !plan.Empty() {
-		// As the kubelet, the status is published before the actions run
-		// too: a container whose postStart hook is running is not reported
-		// Running until the hook is done and the next status is published.
-		w.publish(pod, rt)
-		retry := w.execute(ctx, log, pod, rt, &plan)
-		if !retry.IsZero() {
-			next = min(next, max(retry.Sub(cfg.Clock.Now()), 10*time.Millisecond))
-		}
-		if rt, err = cfg.Reader.Pod(ctx, pod.UID); err != nil {
-			log.Warn("reading the pod's runtime state failed", "err", err)
-			return time.Second
-		}
-	}
 	for name, wait := range plan.Waiting {
+		if w.unpublished[name] {
+			continue // the last attempt's failure is shown until the next sync
+		}
 		w.failures[name] = status.Failure{Reason: wait.Reason, Message: wait.Message}
 		if wait.Reason == lifecycle.ReasonCrashLoopBackOff {
 			w.backOffEvent(pod, name)
 		}
 	}
+	// As the kubelet, the status is published before the actions run: a
+	// container whose postStart hook is running is not reported Running
+	// until the hook is done and the next sync publishes it.
+	w.publish(pod, rt)
+	clear(w.unpublished)
 	if !plan.RetryAt.IsZero() {
 		next = min(next, max(plan.RetryAt.Sub(now), 10*time.Millisecond))
 	}
-	w.collectGarbage(ctx, log, rt)
-	w.publish(pod, rt)
+	if !plan.Empty() {
+		if now.Before(w.holdUntil) {
+			return min(next, max(w.holdUntil.Sub(now), 10*time.Millisecond))
+		}
+		failures := w.failureCount
+		retry := w.execute(ctx, log, pod, rt, &plan)
+		w.lastWrite = time.Now()
+		switch {
+		case !retry.IsZero():
+			w.holdUntil = retry
+		case w.failureCount != failures:
+			w.holdUntil = cfg.Clock.Now().Add(cfg.Resync)
+		default:
+			w.holdUntil = time.Time{}
+		}
+		return 0 // publish what the actions made
+	}
+	if w.collectGarbage(ctx, log, rt) {
+		w.lastWrite = time.Now()
+	}
 	return next
+}
+
+// readAfter is the time the pod's state must be newer than: the worker's
+// last change to the runtime, or a Wake since.
+func (w *worker) readAfter() time.Time {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.freshAfter.After(w.lastWrite) {
+		return w.freshAfter
+	}
+	return w.lastWrite
+}
+
+// fail records why container name could not be started, for its status.
+func (w *worker) fail(name string, f status.Failure) {
+	w.failures[name] = f
+	w.failureCount++
+	w.unpublished[name] = true
 }
 
 // activeSince is when the pod's active deadline counts from: the startTime
@@ -230,21 +279,16 @@ func (w *worker) publish(pod *v1.Pod, rt *podstate.Pod) {
 		Pod: pod, Runtime: rt, Old: oldp, Failures: w.failures, Rejected: w.rejected,
 		RuntimeName: cfg.RuntimeName, HostIP: cfg.HostIP, QOSClass: cfg.QOSClass(pod), Now: cfg.Clock.Now(),
 	}
+	st := status.Observe(in)
 	if cfg.Probes != nil {
-		in.Probes = cfg.Probes.UpdatePodStatus
+		// The prober records what it probes and decides started and ready.
+		cfg.Probes.UpdatePodStatus(pod, &st)
 	}
-	st := status.Compute(in)
+	st = status.Finish(in, st)
 	if st.Phase == v1.PodRunning && !w.running {
 		w.running = true
 		cfg.Metrics.PodRunning(cfg.Clock.Since(w.firstSeen))
 	}
 	w.seq++
 	cfg.Status.Set(pod, st, w.seq)
-}
-
-// isStatic reports a static pod: one whose config source (the kubelet's
-// kubernetes.io/config.source annotation) is not the apiserver.
-func isStatic(pod *v1.Pod) bool {
-	src, ok := pod.Annotations["kubernetes.io/config.source"]
-	return ok && src != "api"
 }

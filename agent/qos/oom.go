@@ -2,6 +2,8 @@ package qos
 
 import (
 	v1 "k8s.io/api/core/v1"
+
+	"berth/agent/source"
 )
 
 // OOM score adjustments the kubelet gives containers.
@@ -20,9 +22,7 @@ const (
 const (
 	systemNodeCritical     = "system-node-critical"
 	systemCriticalPriority = 2 * 1000000000
-	configSourceAnnotation = "kubernetes.io/config.source"
 	configSourceAPIServer  = "api"
-	configMirrorAnnotation = "kubernetes.io/config.mirror"
 )
 
 // IsNodeCritical reports whether the pod is node-critical as the kubelet
@@ -33,10 +33,10 @@ func IsNodeCritical(pod *v1.Pod) bool {
 	if pod.Spec.PriorityClassName != systemNodeCritical {
 		return false
 	}
-	if src, ok := pod.Annotations[configSourceAnnotation]; ok && src != configSourceAPIServer {
+	if src, ok := pod.Annotations[source.AnnotationConfigSource]; ok && src != configSourceAPIServer {
 		return true
 	}
-	if _, ok := pod.Annotations[configMirrorAnnotation]; ok {
+	if _, ok := pod.Annotations[source.AnnotationMirror]; ok {
 		return true
 	}
 	return pod.Spec.Priority != nil && *pod.Spec.Priority >= systemCriticalPriority

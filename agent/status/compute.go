@@ -55,20 +55,24 @@ type Input struct {
 	// QOSClass is the pod's QoS class.
 	QOSClass v1.PodQOSClass
 	Now      time.Time
-	// Probes, when set, decides each container's Started and Ready from
-	// its probes (probes.Manager.UpdatePodStatus: it is given the status
-	// with phase, pod IP and container states, before the conditions are
-	// computed from it). Nil: a container is started and ready while it
-	// runs.
-	Probes func(pod *v1.Pod, st *v1.PodStatus)
 	// Rejected, when set, is why the agent ended the pod itself (upstream's
 	// evictions and admission rejections: DeadlineExceeded,
 	// SysctlForbidden, …): the pod is Failed with this reason and message.
 	Rejected *Failure
 }
 
-// Compute returns the pod's status.
+// Compute returns the pod's status, each container started and ready while
+// it runs: Finish(Observe(in)). A prober that decides started and ready
+// (probes.Manager.UpdatePodStatus) goes between the two instead.
 func Compute(in Input) v1.PodStatus {
+	return Finish(in, Observe(in))
+}
+
+// Observe returns the pod's status without its conditions: phase, start
+// time, IPs and container statuses, each container started and ready while
+// it runs. It is pure; a prober may then decide started and ready (as
+// probes.Manager.UpdatePodStatus) before Finish.
+func Observe(in Input) v1.PodStatus {
 	pod, rt := in.Pod, in.Runtime
 	if rt == nil {
 		rt = &podstate.Pod{UID: pod.UID}
@@ -115,8 +119,15 @@ func Compute(in Input) v1.PodStatus {
 	case in.Rejected != nil:
 		st.Phase, st.Reason, st.Message = v1.PodFailed, in.Rejected.Reason, in.Rejected.Message
 	}
-	if in.Probes != nil {
-		in.Probes(pod, &st)
+	return st
+}
+
+// Finish returns st with the conditions that follow from it and the
+// observed generation. It is pure.
+func Finish(in Input, st v1.PodStatus) v1.PodStatus {
+	pod, rt := in.Pod, in.Runtime
+	if rt == nil {
+		rt = &podstate.Pod{UID: pod.UID}
 	}
 	st.Conditions = conditions(in, rt, &st)
 	// As upstream (PodObservedGenerationTracking, on since 1.34): the

@@ -13,10 +13,15 @@ import (
 // Manager holds the latest status of every pod the agent runs. It is the one
 // place pod status is written: each pod's worker sets it after every sync,
 // with a sequence number that only grows, so a write computed before a newer
-// one that already landed is dropped. Readers (the HTTP API) get copies.
+// one that already landed is dropped. Readers (the HTTP API) get copies;
+// the status sync (agent/statussync) is told of every change (Changed) and
+// completes the deletion of the pods whose workers removed everything
+// (Terminated).
 type Manager struct {
-	mu   sync.RWMutex
-	pods map[types.UID]*entry
+	mu         sync.RWMutex
+	pods       map[types.UID]*entry
+	terminated map[types.UID]*v1.Pod // deleted in the apiserver, removed from the node
+	changed    chan struct{}
 }
 
 type entry struct {
@@ -27,7 +32,18 @@ type entry struct {
 
 // NewManager returns an empty manager.
 func NewManager() *Manager {
-	return &Manager{pods: make(map[types.UID]*entry)}
+	return &Manager{pods: make(map[types.UID]*entry), terminated: map[types.UID]*v1.Pod{}, changed: make(chan struct{}, 1)}
+}
+
+// Changed receives a value after statuses changed or a pod terminated
+// (one value for any number of changes since the last receive).
+func (m *Manager) Changed() <-chan struct{} { return m.changed }
+
+func (m *Manager) signal() {
+	select {
+	case m.changed <- struct{}{}:
+	default:
+	}
 }
 
 // Set records pod (spec and metadata) with status st computed at sync number
@@ -51,6 +67,7 @@ func (m *Manager) Set(pod *v1.Pod, st v1.PodStatus, seq uint64) bool {
 		version = e.version + 1
 	}
 	m.pods[pod.UID] = &entry{pod: p, seq: seq, version: version}
+	m.signal()
 	return true
 }
 
@@ -82,6 +99,38 @@ func (m *Manager) Delete(uid types.UID) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	delete(m.pods, uid)
+}
+
+// Terminate forgets a pod whose worker removed everything it held, as
+// Delete; a pod being deleted in the apiserver (a deletionTimestamp) is
+// kept among Terminated until ForgetTerminated, for the status sync to
+// finish its deletion.
+func (m *Manager) Terminate(pod *v1.Pod) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	delete(m.pods, pod.UID)
+	if pod.DeletionTimestamp != nil {
+		m.terminated[pod.UID] = pod.DeepCopy()
+		m.signal()
+	}
+}
+
+// Terminated returns copies of the pods Terminate kept.
+func (m *Manager) Terminated() []*v1.Pod {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	out := make([]*v1.Pod, 0, len(m.terminated))
+	for _, p := range m.terminated {
+		out = append(out, p.DeepCopy())
+	}
+	return out
+}
+
+// ForgetTerminated drops a pod from Terminated (its deletion is complete).
+func (m *Manager) ForgetTerminated(uid types.UID) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	delete(m.terminated, uid)
 }
 
 // List returns copies of every pod with its status, by namespace and name.

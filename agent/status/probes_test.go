@@ -23,7 +23,10 @@ func TestComputeTakesReadinessFromTheProber(t *testing.T) {
 	m.AddPod(p)
 	rt := runtimeOf(true, "10.0.0.2").c("app", podstate.ContainerRunning, 0, "", 0).c("side", podstate.ContainerRunning, 0, "", 0).done()
 
-	st := Compute(Input{Pod: p, Runtime: rt, Now: t0, Probes: m.UpdatePodStatus})
+	in := Input{Pod: p, Runtime: rt, Now: t0}
+	st := Observe(in)
+	m.UpdatePodStatus(p, &st)
+	st = Finish(in, st)
 	for _, name := range []string{"app", "side"} {
 		cs, _ := find(st.ContainerStatuses, name)
 		if cs.Ready || cs.State.Running == nil {

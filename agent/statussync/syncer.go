@@ -8,6 +8,15 @@
 // the same name. Conditions the agent does not own (PodScheduled,
 // readiness gates, …) are kept. Each status written is handed to the
 // metrics' pod startup tracker (Config.Metrics).
+//
+// It also completes graceful deletion, as the kubelet's status manager: a pod
+// deleted in the apiserver whose worker has stopped and removed everything
+// (status.Manager.Terminated) is deleted with grace period 0, on the
+// precondition of its UID.
+//
+// It syncs when the status manager reports a change, and, while something
+// could not be written yet (the pod not in the informer's cache yet, a failed
+// request), again every Period.
 package statussync
 
 import (
@@ -27,12 +36,12 @@ import (
 	corelisters "k8s.io/client-go/listers/core/v1"
 
 	"berth/agent/metrics"
+	"berth/agent/source"
 	"berth/agent/status"
 	"berth/internal/errdefs"
 )
 
-// DefaultPeriod is how often the statuses are compared with what was
-// written.
+// DefaultPeriod is how soon what could not be written is tried again.
 const DefaultPeriod = 250 * time.Millisecond
 
 // agentConditions are the pod conditions the agent computes.
@@ -82,27 +91,35 @@ func New(cfg Config) (*Syncer, error) {
 	return &Syncer{cfg: cfg, written: map[types.UID]uint64{}}, nil
 }
 
-// Run syncs every Period until ctx ends.
+// Run syncs on every change of the statuses, and every Period while
+// something is left to write, until ctx ends.
 func (s *Syncer) Run(ctx context.Context) error {
-	t := time.NewTicker(s.cfg.Period)
-	defer t.Stop()
+	var retry <-chan time.Time
 	for {
 		select {
 		case <-ctx.Done():
 			return nil
-		case <-t.C:
-			s.SyncAll(ctx)
+		case <-s.cfg.Status.Changed():
+		case <-retry:
+		}
+		retry = nil
+		if s.SyncAll(ctx) {
+			retry = time.After(s.cfg.Period)
 		}
 	}
 }
 
-// SyncAll writes every pod status that changed since its last write.
-func (s *Syncer) SyncAll(ctx context.Context) {
+// SyncAll writes every pod status that changed since its last write and
+// completes the deletions of terminated pods; it reports whether something
+// is left to do (a pod the informer has not delivered yet, a failed write).
+func (s *Syncer) SyncAll(ctx context.Context) (pending bool) {
 	seen := map[types.UID]bool{} // by the apiserver pod's UID
 	for _, local := range s.cfg.Status.List() {
 		remote, err := s.cfg.Pods.Pods(local.Namespace).Get(local.Name)
 		if err != nil || (remote.UID != local.UID && !isMirrorOf(remote, &local)) {
-			continue // not seen yet, or a static pod without its mirror
+			// Not seen yet, or a static pod without its mirror (yet).
+			pending = true
+			continue
 		}
 		seen[remote.UID] = true
 		// The status and its version are read together: a status read by
@@ -117,6 +134,7 @@ func (s *Syncer) SyncAll(ctx context.Context) {
 				continue // gone or replaced: nothing to write
 			}
 			s.cfg.Logger.Warn("writing pod status failed; retrying", "pod", local.Namespace+"/"+local.Name, "err", err)
+			pending = true
 			continue
 		}
 		s.written[remote.UID] = version
@@ -126,6 +144,25 @@ func (s *Syncer) SyncAll(ctx context.Context) {
 			delete(s.written, uid)
 		}
 	}
+	return s.finishDeletions(ctx) || pending
+}
+
+// finishDeletions deletes, with grace 0 and the precondition of its UID,
+// every pod deleted in the apiserver that the agent has terminated; it
+// reports whether a deletion failed (to be retried).
+func (s *Syncer) finishDeletions(ctx context.Context) (failed bool) {
+	for _, pod := range s.cfg.Status.Terminated() {
+		uid := pod.UID
+		err := s.cfg.Client.CoreV1().Pods(pod.Namespace).Delete(ctx, pod.Name, metav1.DeleteOptions{
+			GracePeriodSeconds: new(int64), Preconditions: &metav1.Preconditions{UID: &uid}})
+		if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
+			s.cfg.Logger.Warn("deleting a stopped pod failed; retrying", "pod", pod.Namespace+"/"+pod.Name, "err", err)
+			failed = true
+			continue
+		}
+		s.cfg.Status.ForgetTerminated(uid)
+	}
+	return failed
 }
 
 // syncPod patches remote's status to st (merged with the conditions the
@@ -193,6 +230,6 @@ func Merge(old, st v1.PodStatus) v1.PodStatus {
 // isMirrorOf reports whether remote is the mirror pod of the static pod
 // local (its kubernetes.io/config.mirror annotation is local's config hash).
 func isMirrorOf(remote, local *v1.Pod) bool {
-	hash, ok := remote.Annotations["kubernetes.io/config.mirror"]
-	return ok && hash != "" && hash == local.Annotations["kubernetes.io/config.hash"]
+	hash, ok := remote.Annotations[source.AnnotationMirror]
+	return ok && hash != "" && hash == local.Annotations[source.AnnotationConfigHash]
 }

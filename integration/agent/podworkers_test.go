@@ -12,6 +12,7 @@ import (
 	"berth/agent/backoff"
 	"berth/agent/containerconfig"
 	"berth/agent/images"
+	"berth/agent/pleg"
 	"berth/agent/podruntime"
 	"berth/agent/podworker"
 	"berth/agent/qos"
@@ -31,8 +32,9 @@ func (n *node) podWorkers(t *testing.T, configure func(*podworker.Config)) (*pod
 		t.Fatal(err)
 	}
 	statuses := status.NewManager()
+	cache := podruntime.NewCache(podruntime.New(n.cri))
 	cfg := podworker.Config{
-		CRI: n.cri, Reader: podruntime.New(n.cri), Status: statuses, BackOff: backoff.New(backoff.Policy{Initial: time.Second, Max: time.Second, ResetAfter: time.Minute}),
+		CRI: n.cri, Cache: cache, Status: statuses, BackOff: backoff.New(backoff.Policy{Initial: time.Second, Max: time.Second, ResetAfter: time.Minute}),
 		Images:           puller,
 		SandboxOptions:   sandboxconfig.Options{PodLogDir: n.logs, CgroupRoot: n.cgroupRoot},
 		ContainerOptions: containerconfig.Options{NodeName: "n1", MemoryCapacity: 1 << 30},
@@ -45,10 +47,16 @@ func (n *node) podWorkers(t *testing.T, configure func(*podworker.Config)) (*pod
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The PLEG fills the cache the workers read, as the agent wires it.
+	detector, err := pleg.New(pleg.Config{Cache: cache, CRI: n.cri, Changed: m.Observed})
+	if err != nil {
+		t.Fatal(err)
+	}
 	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
+	done := make(chan error, 2)
 	go func() { done <- m.Run(ctx) }()
-	t.Cleanup(func() { cancel(); <-done })
+	go func() { done <- detector.Run(ctx) }()
+	t.Cleanup(func() { cancel(); <-done; <-done })
 	return m, statuses
 }
 

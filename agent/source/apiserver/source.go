@@ -1,7 +1,7 @@
 // Package apiserver is the agent's pod source from the control plane: a
 // client-go informer listing and watching only the pods bound to this node
 // (field selector spec.nodeName=NODE), as the kubelet's apiserver source.
-// Mirror pods (annotation kubernetes.io/config.mirror) are the agent's own
+// Mirror pods (source.AnnotationMirror) are the agent's own
 // reflections of static pods and are never run.
 package apiserver
 
@@ -19,21 +19,13 @@ import (
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
 
+	"berth/agent/source"
 	"berth/internal/errdefs"
 )
 
-// MirrorAnnotation marks a mirror pod (the API copy of a static pod).
-const MirrorAnnotation = "kubernetes.io/config.mirror"
-
-// Handler receives the node's pods. Calls are serial; they must not block
-// for long.
-type Handler interface {
-	// Update is called with every new or changed pod (including pods whose
-	// deletionTimestamp is set).
-	Update(pod *v1.Pod)
-	// Remove is called when a pod is gone from the apiserver.
-	Remove(pod *v1.Pod)
-}
+// Handler receives the node's pods; Remove is called when a pod is gone
+// from the apiserver.
+type Handler = source.Handler
 
 // Config configures a Source. Client, NodeName and Handler are required.
 type Config struct {
@@ -51,6 +43,8 @@ type Source struct {
 	factory informers.SharedInformerFactory
 	lister  corelisters.PodLister
 	synced  cache.InformerSynced
+	// syncedCh closes once synced.
+	syncedCh chan struct{}
 }
 
 // New validates cfg and prepares the informer (Run starts it).
@@ -70,7 +64,7 @@ func New(cfg Config) (*Source, error) {
 	factory := informers.NewSharedInformerFactoryWithOptions(cfg.Client, cfg.Resync,
 		informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.FieldSelector = selector }))
 	inf := factory.Core().V1().Pods()
-	s := &Source{cfg: cfg, factory: factory, lister: inf.Lister()}
+	s := &Source{cfg: cfg, factory: factory, lister: inf.Lister(), syncedCh: make(chan struct{})}
 	reg, err := inf.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    func(obj any) { s.update(obj) },
 		UpdateFunc: func(_, obj any) { s.update(obj) },
@@ -78,7 +72,7 @@ func New(cfg Config) (*Source, error) {
 			if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
 				obj = d.Obj
 			}
-			if pod, ok := obj.(*v1.Pod); ok && !IsMirror(pod) {
+			if pod, ok := obj.(*v1.Pod); ok && !source.IsMirror(pod) {
 				cfg.Handler.Remove(pod)
 			}
 		},
@@ -91,27 +85,25 @@ func New(cfg Config) (*Source, error) {
 }
 
 func (s *Source) update(obj any) {
-	if pod, ok := obj.(*v1.Pod); ok && !IsMirror(pod) {
+	if pod, ok := obj.(*v1.Pod); ok && !source.IsMirror(pod) {
 		s.cfg.Handler.Update(pod.DeepCopy())
 	}
-}
-
-// IsMirror reports whether pod is a mirror pod.
-func IsMirror(pod *v1.Pod) bool {
-	_, ok := pod.Annotations[MirrorAnnotation]
-	return ok
 }
 
 // Lister reads the informer's cache (mirror pods included).
 func (s *Source) Lister() corelisters.PodLister { return s.lister }
 
-// HasSynced reports whether the first list has been delivered to the
-// Handler.
-func (s *Source) HasSynced() bool { return s.synced() }
+// Synced is closed once the first list has been delivered to the Handler.
+func (s *Source) Synced() <-chan struct{} { return s.syncedCh }
+
+var _ source.PodSource = (*Source)(nil)
 
 // Run runs the informer until ctx ends.
 func (s *Source) Run(ctx context.Context) error {
 	s.factory.Start(ctx.Done())
+	if cache.WaitForCacheSync(ctx.Done(), s.synced) {
+		close(s.syncedCh)
+	}
 	<-ctx.Done()
 	s.factory.Shutdown()
 	return nil

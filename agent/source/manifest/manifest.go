@@ -27,6 +27,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 
+	"berth/agent/source"
 	"berth/internal/api/scheme"
 	"berth/internal/api/validation"
 	"berth/internal/errdefs"
@@ -34,9 +35,9 @@ import (
 
 // Annotations the kubelet puts on static pods.
 const (
-	AnnotationConfigHash   = "kubernetes.io/config.hash"
-	AnnotationConfigSource = "kubernetes.io/config.source"
-	AnnotationConfigSeen   = "kubernetes.io/config.seen"
+	AnnotationConfigHash   = source.AnnotationConfigHash
+	AnnotationConfigSource = source.AnnotationConfigSource
+	AnnotationConfigSeen   = source.AnnotationConfigSeen
 )
 
 // Op is the kind of an Event.

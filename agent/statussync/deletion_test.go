@@ -1,0 +1,122 @@
+package statussync
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"sync"
+	"testing"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	kubescheme "k8s.io/client-go/kubernetes/scheme"
+	corelisters "k8s.io/client-go/listers/core/v1"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/cache"
+
+	"berth/agent/status"
+)
+
+// deletes records the pod deletions an HTTP apiserver receives; the first
+// fail of them fail with 500.
+type deletes struct {
+	mu     sync.Mutex
+	bodies []metav1.DeleteOptions
+	fail   int
+	got    chan struct{}
+}
+
+func (d *deletes) serve(w http.ResponseWriter, r *http.Request) {
+	if r.Method != http.MethodDelete || r.URL.Path != "/api/v1/namespaces/default/pods/web" {
+		http.Error(w, "unexpected "+r.Method+" "+r.URL.Path, http.StatusNotFound)
+		return
+	}
+	var opts metav1.DeleteOptions
+	body, _ := io.ReadAll(r.Body)
+	if _, _, err := kubescheme.Codecs.UniversalDeserializer().Decode(body, nil, &opts); err != nil {
+		http.Error(w, "decoding the delete options: "+err.Error(), http.StatusBadRequest)
+		return
+	}
+	d.mu.Lock()
+	d.bodies = append(d.bodies, opts)
+	failing := d.fail > 0
+	d.fail--
+	d.mu.Unlock()
+	d.got <- struct{}{}
+	if failing {
+		http.Error(w, "etcd is down", http.StatusInternalServerError)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	_ = json.NewEncoder(w).Encode(&metav1.Status{TypeMeta: metav1.TypeMeta{Kind: "Status", APIVersion: "v1"}, Status: metav1.StatusSuccess})
+}
+
+// A pod deleted in the apiserver is deleted with grace 0 and the
+// precondition of its UID as soon as its worker terminated it (the status
+// manager is told, no polling), and retried while that fails.
+func TestTerminatedPodsAreDeletedWithGraceZero(t *testing.T) {
+	rec := &deletes{fail: 1, got: make(chan struct{}, 10)}
+	srv := httptest.NewServer(http.HandlerFunc(rec.serve))
+	defer srv.Close()
+	client, err := kubernetes.NewForConfig(&rest.Config{Host: srv.URL})
+	if err != nil {
+		t.Fatal(err)
+	}
+	indexer := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc})
+	statuses := status.NewManager()
+	s, err := New(Config{Client: client, Status: statuses, Pods: corelisters.NewPodLister(indexer), Period: 10 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := make(chan error, 1)
+	go func() { done <- s.Run(ctx) }()
+
+	now := metav1.Now()
+	pod := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "default", UID: "uid-1", DeletionTimestamp: &now}}
+	statuses.Set(pod, v1.PodStatus{Phase: v1.PodRunning}, 1)
+	select {
+	case <-rec.got:
+		t.Fatal("a pod still running was deleted")
+	case <-time.After(50 * time.Millisecond):
+	}
+	statuses.Terminate(pod)
+	for range 2 { // the failed deletion, then its retry
+		select {
+		case <-rec.got:
+		case <-time.After(10 * time.Second):
+			t.Fatal("no deletion")
+		}
+	}
+	rec.mu.Lock()
+	for i, opts := range rec.bodies {
+		if opts.GracePeriodSeconds == nil || *opts.GracePeriodSeconds != 0 || opts.Preconditions == nil || opts.Preconditions.UID == nil || *opts.Preconditions.UID != "uid-1" {
+			t.Errorf("deletion %d: %+v, want grace 0 and the precondition uid-1", i, opts)
+		}
+	}
+	rec.mu.Unlock()
+	eventuallyEmpty(t, statuses)
+	cancel()
+	<-done
+	rec.mu.Lock()
+	defer rec.mu.Unlock()
+	if len(rec.bodies) != 2 {
+		t.Errorf("%d deletions, want 2 (a failure, then success)", len(rec.bodies))
+	}
+}
+
+func eventuallyEmpty(t *testing.T, statuses *status.Manager) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for len(statuses.Terminated()) > 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("the deleted pod is still among the terminated")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
