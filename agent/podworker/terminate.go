@@ -6,6 +6,8 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+
+	"berth/agent/source"
 )
 
 // terminate stops and removes everything the pod holds — containers within
@@ -36,6 +38,18 @@ func (w *worker) terminate(ctx context.Context, pod *v1.Pod) bool {
 		w.podEvent(pod, v1.EventTypeWarning, ReasonFailedKillPod, "error killing pod: "+err.Error())
 		return false
 	}
+	if deletedInAPI(pod) {
+		// As the kubelet: the status of a deleted pod ends in a terminal
+		// phase, from its stopped containers, before the deletion is
+		// completed — what a finalizer holding the pod keeps showing.
+		stopped, err := cfg.Cache.GetNewerThan(ctx, w.uid, w.readAfter())
+		if err != nil {
+			log.Warn("reading the stopped pod's runtime state failed", "err", err)
+			return false
+		}
+		w.publish(pod, stopped, true)
+		rt = stopped
+	}
 	var errs []error
 	for _, c := range rt.Containers {
 		errs = append(errs, cfg.CRI.RemoveContainer(ctx, c.ID))
@@ -64,4 +78,10 @@ func (w *worker) terminate(ctx context.Context, pod *v1.Pod) bool {
 	}
 	log.Info("pod removed")
 	return true
+}
+
+// deletedInAPI reports whether pod is one the apiserver is deleting (not a
+// static pod, whose phase upstream leaves as it is).
+func deletedInAPI(pod *v1.Pod) bool {
+	return pod != nil && pod.DeletionTimestamp != nil && !source.IsStatic(pod)
 }

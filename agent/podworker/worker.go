@@ -177,7 +177,7 @@ func (w *worker) sync(ctx context.Context, pod *v1.Pod) time.Duration {
 		return time.Second
 	}
 	if !w.admit(pod, rt) {
-		w.publish(pod, rt) // rejected before it ran: nothing to stop
+		w.publish(pod, rt, false) // rejected before it ran: nothing to stop
 		return cfg.Resync
 	}
 	now := cfg.Clock.Now()
@@ -205,7 +205,7 @@ func (w *worker) sync(ctx context.Context, pod *v1.Pod) time.Duration {
 	// As the kubelet, the status is published before the actions run: a
 	// container whose postStart hook is running is not reported Running
 	// until the hook is done and the next sync publishes it.
-	w.publish(pod, rt)
+	w.publish(pod, rt, false)
 	clear(w.unpublished)
 	if !plan.RetryAt.IsZero() {
 		next = min(next, max(plan.RetryAt.Sub(now), 10*time.Millisecond))
@@ -267,8 +267,9 @@ func (w *worker) activeSince(pod *v1.Pod) time.Time {
 	return time.Time{}
 }
 
-// publish computes the pod's status and hands it to the status manager.
-func (w *worker) publish(pod *v1.Pod, rt *podstate.Pod) {
+// publish computes the pod's status and hands it to the status manager;
+// terminal when the pod is stopped for good (status.Input.Terminal).
+func (w *worker) publish(pod *v1.Pod, rt *podstate.Pod, terminal bool) {
 	cfg := &w.m.cfg
 	old, _ := cfg.Status.Status(pod.UID)
 	var oldp *v1.PodStatus
@@ -276,7 +277,7 @@ func (w *worker) publish(pod *v1.Pod, rt *podstate.Pod) {
 		oldp = &old
 	}
 	in := status.Input{
-		Pod: pod, Runtime: rt, Old: oldp, Failures: w.failures, Rejected: w.rejected,
+		Pod: pod, Runtime: rt, Old: oldp, Failures: w.failures, Rejected: w.rejected, Terminal: terminal,
 		RuntimeName: cfg.RuntimeName, HostIP: cfg.HostIP, QOSClass: cfg.QOSClass(pod), Now: cfg.Clock.Now(),
 	}
 	st := status.Observe(in)

@@ -59,6 +59,11 @@ type Input struct {
 	// evictions and admission rejections: DeadlineExceeded,
 	// SysctlForbidden, …): the pod is Failed with this reason and message.
 	Rejected *Failure
+	// Terminal says the agent has stopped the pod for good (deleted in the
+	// apiserver): its containers will not run again whatever the restart
+	// policy, so the phase is terminal — Succeeded when every container
+	// ended in success, else Failed — as the kubelet's for a terminated pod.
+	Terminal bool
 }
 
 // Compute returns the pod's status, each container started and ready while
@@ -118,8 +123,25 @@ func Observe(in Input) v1.PodStatus {
 		st.Phase, st.Reason, st.Message = in.Old.Phase, in.Old.Reason, in.Old.Message
 	case in.Rejected != nil:
 		st.Phase, st.Reason, st.Message = v1.PodFailed, in.Rejected.Reason, in.Rejected.Message
+	case in.Terminal:
+		st.Phase = terminalPhase(st.ContainerStatuses)
 	}
 	return st
+}
+
+// terminalPhase is the phase of a pod stopped for good: Succeeded when
+// every container terminated with exit code 0, else Failed (upstream's
+// getPhase with podIsTerminal, then the status manager's TerminatePod).
+func terminalPhase(apps []v1.ContainerStatus) v1.PodPhase {
+	if len(apps) == 0 {
+		return v1.PodFailed
+	}
+	for _, cs := range apps {
+		if cs.State.Terminated == nil || cs.State.Terminated.ExitCode != 0 {
+			return v1.PodFailed
+		}
+	}
+	return v1.PodSucceeded
 }
 
 // Finish returns st with the conditions that follow from it and the

@@ -299,3 +299,38 @@ func TestComputeObservedGeneration(t *testing.T) {
 		}
 	}
 }
+
+// TestComputeTerminal: a pod stopped for good ends Succeeded only when every
+// container exited 0, else Failed, whatever its restart policy (the
+// kubelet's phase for a terminated pod); without Terminal the restart
+// policy decides as before.
+func TestComputeTerminal(t *testing.T) {
+	cases := []struct {
+		name   string
+		policy v1.RestartPolicy
+		exits  []int32
+		want   v1.PodPhase
+	}{
+		{"killed, restart Always", v1.RestartPolicyAlways, []int32{137}, v1.PodFailed},
+		{"all exited 0, restart Always", v1.RestartPolicyAlways, []int32{0, 0}, v1.PodSucceeded},
+		{"one killed of two, restart OnFailure", v1.RestartPolicyOnFailure, []int32{0, 143}, v1.PodFailed},
+		{"killed, restart Never", v1.RestartPolicyNever, []int32{137}, v1.PodFailed},
+	}
+	for _, tc := range cases {
+		names := []string{"a", "b"}[:len(tc.exits)]
+		p := pod(tc.policy, nil, names...)
+		rt := runtimeOf(false, "10.1.0.2")
+		for i, code := range tc.exits {
+			rt = rt.c(names[i], podstate.ContainerExited, code, "Error", 0)
+		}
+		st := Compute(Input{Pod: p, Runtime: rt.done(), Now: t0, Terminal: true})
+		if st.Phase != tc.want {
+			t.Errorf("%s: phase %s, want %s", tc.name, st.Phase, tc.want)
+		}
+	}
+	p := pod(v1.RestartPolicyAlways, nil, "a")
+	killed := runtimeOf(false, "10.1.0.2").c("a", podstate.ContainerExited, 137, "Error", 0).done()
+	if st := Compute(Input{Pod: p, Runtime: killed, Now: t0}); st.Phase != v1.PodRunning {
+		t.Errorf("not terminal, restart Always: phase %s, want Running (restarting)", st.Phase)
+	}
+}

@@ -103,14 +103,19 @@ func (m *Manager) Delete(uid types.UID) {
 
 // Terminate forgets a pod whose worker removed everything it held, as
 // Delete; a pod being deleted in the apiserver (a deletionTimestamp) is
-// kept among Terminated until ForgetTerminated, for the status sync to
-// finish its deletion.
+// kept among Terminated, with its last status, until ForgetTerminated, for
+// the status sync to write that status and finish its deletion.
 func (m *Manager) Terminate(pod *v1.Pod) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	e, published := m.pods[pod.UID]
 	delete(m.pods, pod.UID)
 	if pod.DeletionTimestamp != nil {
-		m.terminated[pod.UID] = pod.DeepCopy()
+		kept := pod.DeepCopy()
+		if published {
+			kept.Status = *e.pod.Status.DeepCopy()
+		}
+		m.terminated[pod.UID] = kept
 		m.signal()
 	}
 }

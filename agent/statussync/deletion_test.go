@@ -120,3 +120,69 @@ func eventuallyEmpty(t *testing.T, statuses *status.Manager) {
 		time.Sleep(5 * time.Millisecond)
 	}
 }
+
+// A terminated pod's last status (its terminal phase) is written before
+// its deletion is completed: a finalizer may keep the pod in the apiserver,
+// and it must not go on showing Running.
+func TestTerminatedPodStatusIsWrittenBeforeTheDeletion(t *testing.T) {
+	var mu sync.Mutex
+	var calls []string
+	var patched v1.Pod
+	got := make(chan struct{}, 10)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		mu.Lock()
+		calls = append(calls, r.Method+" "+r.URL.Path)
+		if r.Method == http.MethodPatch {
+			_ = json.Unmarshal(body, &patched)
+		}
+		mu.Unlock()
+		got <- struct{}{}
+		w.Header().Set("Content-Type", "application/json")
+		if r.Method == http.MethodPatch {
+			_ = json.NewEncoder(w).Encode(&v1.Pod{TypeMeta: metav1.TypeMeta{Kind: "Pod", APIVersion: "v1"}})
+			return
+		}
+		_ = json.NewEncoder(w).Encode(&metav1.Status{TypeMeta: metav1.TypeMeta{Kind: "Status", APIVersion: "v1"}, Status: metav1.StatusSuccess})
+	}))
+	defer srv.Close()
+	client, err := kubernetes.NewForConfig(&rest.Config{Host: srv.URL})
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := metav1.Now()
+	remote := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "default", UID: "uid-1", DeletionTimestamp: &now,
+		Finalizers: []string{"example.com/hold"}}, Status: v1.PodStatus{Phase: v1.PodRunning}}
+	indexer := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc})
+	if err := indexer.Add(remote); err != nil {
+		t.Fatal(err)
+	}
+	statuses := status.NewManager()
+	s, err := New(Config{Client: client, Status: statuses, Pods: corelisters.NewPodLister(indexer), Period: 10 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The worker's last status, then its termination, before the syncer
+	// ever ran: only finishing the deletion can write it.
+	statuses.Set(remote, v1.PodStatus{Phase: v1.PodFailed}, 1)
+	statuses.Terminate(remote)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	s.SyncAll(ctx)
+	for range 2 {
+		select {
+		case <-got:
+		case <-time.After(10 * time.Second):
+			t.Fatal("no write")
+		}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	want := []string{"PATCH /api/v1/namespaces/default/pods/web/status", "DELETE /api/v1/namespaces/default/pods/web"}
+	if len(calls) != 2 || calls[0] != want[0] || calls[1] != want[1] {
+		t.Fatalf("calls %q, want %q", calls, want)
+	}
+	if patched.Status.Phase != v1.PodFailed {
+		t.Fatalf("patched phase %q, want Failed", patched.Status.Phase)
+	}
+}

@@ -147,12 +147,22 @@ func (s *Syncer) SyncAll(ctx context.Context) (pending bool) {
 	return s.finishDeletions(ctx) || pending
 }
 
-// finishDeletions deletes, with grace 0 and the precondition of its UID,
-// every pod deleted in the apiserver that the agent has terminated; it
-// reports whether a deletion failed (to be retried).
+// finishDeletions writes the last status of every pod deleted in the
+// apiserver that the agent has terminated (its terminal phase, which a
+// finalizer holding the pod keeps showing), then deletes it with grace 0
+// and the precondition of its UID; it reports whether a write or a
+// deletion failed (to be retried).
 func (s *Syncer) finishDeletions(ctx context.Context) (failed bool) {
 	for _, pod := range s.cfg.Status.Terminated() {
 		uid := pod.UID
+		if remote, err := s.cfg.Pods.Pods(pod.Namespace).Get(pod.Name); err == nil && remote.UID == uid {
+			err := s.syncPod(ctx, remote, pod.Status)
+			if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
+				s.cfg.Logger.Warn("writing a stopped pod's status failed; retrying", "pod", pod.Namespace+"/"+pod.Name, "err", err)
+				failed = true
+				continue
+			}
+		}
 		err := s.cfg.Client.CoreV1().Pods(pod.Namespace).Delete(ctx, pod.Name, metav1.DeleteOptions{
 			GracePeriodSeconds: new(int64), Preconditions: &metav1.Preconditions{UID: &uid}})
 		if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
