@@ -27,6 +27,7 @@ var markedOptional = map[string]bool{
 	"io.k8s.api.rbac.v1.ClusterRole.rules":                               true,
 	"io.k8s.api.rbac.v1.Role.rules":                                      true,
 	"io.k8s.api.rbac.v1.RoleRef.apiGroup":                                true,
+	"io.k8s.api.scheduling.v1.PriorityClass.value":                       true,
 	"io.k8s.api.storage.v1.CSINodeDriver.topologyKeys":                   true,
 	"io.k8s.api.batch.v1.PodFailurePolicyOnPodConditionsPattern.status":  true,
 }

@@ -16,6 +16,7 @@ import (
 	networkingv1 "k8s.io/api/networking/v1"
 	nodev1 "k8s.io/api/node/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	schedulingv1 "k8s.io/api/scheduling/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
@@ -58,6 +59,7 @@ import (
 	"berth/controlplane/registry/rbac/clusterrolebinding"
 	"berth/controlplane/registry/rbac/role"
 	"berth/controlplane/registry/rbac/rolebinding"
+	"berth/controlplane/registry/scheduling/priorityclass"
 	"berth/controlplane/registry/storage/csidriver"
 	"berth/controlplane/registry/storage/csinode"
 	"berth/controlplane/registry/storage/csistoragecapacity"
@@ -181,6 +183,8 @@ func Resources(typer runtime.ObjectTyper) map[schema.GroupResource]Resource {
 			Table: job.Table, AttrFunc: job.GetAttrs, PredicateFunc: job.Predicate},
 		{GroupResource: gr(batchv1.SchemeGroupVersion, "cronjobs"), Strategy: cronjob.NewStrategy(typer), StatusStrategy: cronjob.NewStatusStrategy(typer),
 			Table: cronjob.Table, AttrFunc: cronjob.GetAttrs, PredicateFunc: cronjob.Predicate},
+		{GroupResource: gr(schedulingv1.SchemeGroupVersion, "priorityclasses"), Strategy: priorityclass.NewStrategy(typer), Table: priorityclass.Table,
+			AttrFunc: priorityclass.GetAttrs, PredicateFunc: priorityclass.Predicate},
 	}
 	out := make(map[schema.GroupResource]Resource, len(list))
 	for _, r := range list {

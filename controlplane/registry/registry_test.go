@@ -23,6 +23,7 @@ import (
 	networkingv1 "k8s.io/api/networking/v1"
 	nodev1 "k8s.io/api/node/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	schedulingv1 "k8s.io/api/scheduling/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -105,6 +106,7 @@ func samples() map[schema.GroupResource]runtime.Object {
 		{Group: "batch", Resource: "jobs"}:                       &batchv1.Job{ObjectMeta: ns, Spec: batchv1.JobSpec{Template: jobTmpl}},
 		{Group: "batch", Resource: "cronjobs"}: &batchv1.CronJob{ObjectMeta: ns, Spec: batchv1.CronJobSpec{Schedule: "*/5 * * * *",
 			JobTemplate: batchv1.JobTemplateSpec{Spec: batchv1.JobSpec{Template: jobTmpl}}}},
+		{Group: "scheduling.k8s.io", Resource: "priorityclasses"}: &schedulingv1.PriorityClass{ObjectMeta: cl, Value: 100},
 	}
 }
 

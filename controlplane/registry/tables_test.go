@@ -12,11 +12,13 @@ import (
 	networkingv1 "k8s.io/api/networking/v1"
 	nodev1 "k8s.io/api/node/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	schedulingv1 "k8s.io/api/scheduling/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/utils/ptr"
 
 	"berth/internal/api/scheme"
 )
@@ -84,6 +86,9 @@ func TestTableCells(t *testing.T) {
 			map[int]interface{}{0: "x", 1: "a,b", 2: "busybox:1,nginx:1", 3: "app=web,tier=fe"}},
 		{schema.GroupResource{Group: "node.k8s.io", Resource: "runtimeclasses"}, &nodev1.RuntimeClass{ObjectMeta: meta, Handler: "runc"},
 			map[int]interface{}{0: "x", 1: "runc"}},
+		{schema.GroupResource{Group: "scheduling.k8s.io", Resource: "priorityclasses"}, &schedulingv1.PriorityClass{ObjectMeta: meta, Value: 1000, GlobalDefault: true,
+			PreemptionPolicy: ptr.To(corev1.PreemptNever)},
+			map[int]interface{}{0: "x", 1: int64(1000), 2: true, 4: "Never"}},
 		{schema.GroupResource{Group: "storage.k8s.io", Resource: "volumeattachments"}, &storagev1.VolumeAttachment{ObjectMeta: meta, Spec: storagev1.VolumeAttachmentSpec{
 			Attacher: "csi.example.com", NodeName: "n1", Source: storagev1.VolumeAttachmentSource{PersistentVolumeName: &class}}, Status: storagev1.VolumeAttachmentStatus{Attached: true}},
 			map[int]interface{}{0: "x", 1: "csi.example.com", 2: "local", 3: "n1", 4: true}},

@@ -23,6 +23,7 @@ import (
 	nodev1 "k8s.io/api/node/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	schedulingv1 "k8s.io/api/scheduling/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
@@ -215,6 +216,8 @@ func defs() []def {
 			newObj: func() runtime.Object { return &batchv1.Job{} }, newList: func() runtime.Object { return &batchv1.JobList{} }},
 		{gv: batchv1.SchemeGroupVersion, resource: "cronjobs", singular: "cronjob", kind: "CronJob", namespaced: true, short: []string{"cj"}, categories: all, status: true,
 			newObj: func() runtime.Object { return &batchv1.CronJob{} }, newList: func() runtime.Object { return &batchv1.CronJobList{} }},
+		{gv: schedulingv1.SchemeGroupVersion, resource: "priorityclasses", singular: "priorityclass", kind: "PriorityClass", short: []string{"pc"},
+			newObj: func() runtime.Object { return &schedulingv1.PriorityClass{} }, newList: func() runtime.Object { return &schedulingv1.PriorityClassList{} }},
 	}
 }
 
