@@ -93,7 +93,9 @@ func TestPriorityAdmission(t *testing.T) {
 	if _, err := cs.SchedulingV1().PriorityClasses().Create(ctx, pc, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = cs.SchedulingV1().PriorityClasses().Delete(context.Background(), pc.Name, metav1.DeleteOptions{}) })
+	t.Cleanup(func() {
+		_ = cs.SchedulingV1().PriorityClasses().Delete(context.Background(), pc.Name, metav1.DeleteOptions{})
+	})
 	pods := cs.CoreV1().Pods(ns)
 
 	p := plainPod("high")
@@ -135,7 +137,9 @@ func TestPriorityAdmission(t *testing.T) {
 	if _, err := cs.SchedulingV1().PriorityClasses().Create(ctx, dflt, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = cs.SchedulingV1().PriorityClasses().Delete(context.Background(), dflt.Name, metav1.DeleteOptions{}) })
+	t.Cleanup(func() {
+		_ = cs.SchedulingV1().PriorityClasses().Delete(context.Background(), dflt.Name, metav1.DeleteOptions{})
+	})
 	// The admission informer may see the new default a moment later.
 	poll(t, "the global default applied", func() bool {
 		got, err := pods.Create(ctx, plainPod("defaulted"), metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
