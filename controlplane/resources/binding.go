@@ -172,8 +172,9 @@ func (e *evictionREST) Create(ctx context.Context, name string, obj runtime.Obje
 			return nil, err
 		}
 		if len(budgets) > 1 {
-			return &metav1.Status{Status: metav1.StatusFailure, Code: 500,
-				Message: "This pod has more than one PodDisruptionBudget, which the eviction subresource does not support."}, nil
+			// Upstream answers this Status (500, no reason) as the result.
+			return nil, &apierrors.StatusError{ErrStatus: metav1.Status{Status: metav1.StatusFailure, Code: 500,
+				Message: "This pod has more than one PodDisruptionBudget, which the eviction subresource does not support."}}
 		}
 		if len(budgets) == 1 {
 			pdb := budgets[0]
