@@ -18,6 +18,7 @@ import (
 	"k8s.io/apiserver/pkg/registry/rest"
 	apistorage "k8s.io/apiserver/pkg/storage"
 
+	"berth/controlplane/controller"
 	"berth/controlplane/controller/disruption"
 	"berth/internal/api/validation"
 )
@@ -217,23 +218,13 @@ func canIgnoreBudget(pod *corev1.Pod) bool {
 // disruption when the budget's unhealthyPodEvictionPolicy is AlwaysAllow,
 // or (IfHealthyBudget, the default) when the budget is met.
 func unhealthyMayGo(pdb *policyv1.PodDisruptionBudget, pod *corev1.Pod) bool {
-	if podReady(pod) {
+	if controller.PodReady(pod) {
 		return false
 	}
 	if p := pdb.Spec.UnhealthyPodEvictionPolicy; p != nil && *p == policyv1.AlwaysAllow {
 		return true
 	}
 	return pdb.Status.CurrentHealthy >= pdb.Status.DesiredHealthy && pdb.Status.DesiredHealthy > 0
-}
-
-// podReady reports the pod's Ready condition.
-func podReady(pod *corev1.Pod) bool {
-	for _, c := range pod.Status.Conditions {
-		if c.Type == corev1.PodReady {
-			return c.Status == corev1.ConditionTrue
-		}
-	}
-	return false
 }
 
 // budgetsOf lists the budgets of the pod's namespace whose selector matches it.
