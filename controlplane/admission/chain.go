@@ -23,6 +23,7 @@ type ChainConfig struct {
 	Webhooks           WebhookConfig
 	ResourceQuota      ResourceQuotaConfig
 	RuntimeClass       RuntimeClassConfig
+	Priority           PriorityConfig
 }
 
 // ConfigFromInformers fills a ChainConfig from a shared informer factory
@@ -50,11 +51,12 @@ func ConfigFromInformers(factory informers.SharedInformerFactory, client kuberne
 		},
 		ResourceQuota: ResourceQuotaConfig{Quotas: core.ResourceQuotas().Lister(), Client: client},
 		RuntimeClass:  RuntimeClassConfig{RuntimeClasses: factory.Node().V1().RuntimeClasses().Lister(), Client: client},
+		Priority:      PriorityConfig{PriorityClasses: factory.Scheduling().V1().PriorityClasses().Lister(), Client: client},
 	}
 }
 
 // NewChain builds the plugins in upstream's order — NamespaceLifecycle,
-// LimitRanger, ServiceAccount, NodeRestriction, PodSecurity,
+// LimitRanger, ServiceAccount, NodeRestriction, PodSecurity, Priority,
 // DefaultTolerationSeconds, StorageObjectInUseProtection, RuntimeClass,
 // MutatingAdmissionWebhook,
 // ValidatingAdmissionWebhook, ResourceQuota — and chains them, with
@@ -96,8 +98,12 @@ func NewChain(cfg ChainConfig) (Chain, error) {
 	if err != nil {
 		return nil, err
 	}
+	priority, err := NewPriority(cfg.Priority)
+	if err != nil {
+		return nil, err
+	}
 	return NewReinvocationHandler(admission.NewChainHandler(
-		lifecycle, limits, sa, nodes, pss, NewDefaultTolerationSeconds(), NewStorageObjectInUseProtection(), rc,
+		lifecycle, limits, sa, nodes, pss, priority, NewDefaultTolerationSeconds(), NewStorageObjectInUseProtection(), rc,
 		mutating, validating, rq,
 	)), nil
 }

@@ -15,7 +15,9 @@ import (
 	eventsv1 "k8s.io/api/events/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	nodev1 "k8s.io/api/node/v1"
+	policyv1 "k8s.io/api/policy/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	schedulingv1 "k8s.io/api/scheduling/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
@@ -54,10 +56,12 @@ import (
 	"berth/controlplane/registry/networking/ingress"
 	"berth/controlplane/registry/networking/ingressclass"
 	"berth/controlplane/registry/node/runtimeclass"
+	"berth/controlplane/registry/policy/poddisruptionbudget"
 	"berth/controlplane/registry/rbac/clusterrole"
 	"berth/controlplane/registry/rbac/clusterrolebinding"
 	"berth/controlplane/registry/rbac/role"
 	"berth/controlplane/registry/rbac/rolebinding"
+	"berth/controlplane/registry/scheduling/priorityclass"
 	"berth/controlplane/registry/storage/csidriver"
 	"berth/controlplane/registry/storage/csinode"
 	"berth/controlplane/registry/storage/csistoragecapacity"
@@ -181,6 +185,11 @@ func Resources(typer runtime.ObjectTyper) map[schema.GroupResource]Resource {
 			Table: job.Table, AttrFunc: job.GetAttrs, PredicateFunc: job.Predicate},
 		{GroupResource: gr(batchv1.SchemeGroupVersion, "cronjobs"), Strategy: cronjob.NewStrategy(typer), StatusStrategy: cronjob.NewStatusStrategy(typer),
 			Table: cronjob.Table, AttrFunc: cronjob.GetAttrs, PredicateFunc: cronjob.Predicate},
+		{GroupResource: gr(schedulingv1.SchemeGroupVersion, "priorityclasses"), Strategy: priorityclass.NewStrategy(typer), Table: priorityclass.Table,
+			AttrFunc: priorityclass.GetAttrs, PredicateFunc: priorityclass.Predicate},
+		{GroupResource: gr(policyv1.SchemeGroupVersion, "poddisruptionbudgets"), Strategy: poddisruptionbudget.NewStrategy(typer),
+			StatusStrategy: poddisruptionbudget.NewStatusStrategy(typer), Table: poddisruptionbudget.Table,
+			AttrFunc: poddisruptionbudget.GetAttrs, PredicateFunc: poddisruptionbudget.Predicate},
 	}
 	out := make(map[schema.GroupResource]Resource, len(list))
 	for _, r := range list {

@@ -22,7 +22,9 @@ import (
 	eventsv1 "k8s.io/api/events/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	nodev1 "k8s.io/api/node/v1"
+	policyv1 "k8s.io/api/policy/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	schedulingv1 "k8s.io/api/scheduling/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -32,6 +34,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	genericapirequest "k8s.io/apiserver/pkg/endpoints/request"
 	"k8s.io/apiserver/pkg/registry/rest"
 	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
@@ -105,8 +108,13 @@ func samples() map[schema.GroupResource]runtime.Object {
 		{Group: "batch", Resource: "jobs"}:                       &batchv1.Job{ObjectMeta: ns, Spec: batchv1.JobSpec{Template: jobTmpl}},
 		{Group: "batch", Resource: "cronjobs"}: &batchv1.CronJob{ObjectMeta: ns, Spec: batchv1.CronJobSpec{Schedule: "*/5 * * * *",
 			JobTemplate: batchv1.JobTemplateSpec{Spec: batchv1.JobSpec{Template: jobTmpl}}}},
+		{Group: "scheduling.k8s.io", Resource: "priorityclasses"}: &schedulingv1.PriorityClass{ObjectMeta: cl, Value: 100},
+		{Group: "policy", Resource: "poddisruptionbudgets"}: &policyv1.PodDisruptionBudget{ObjectMeta: ns, Spec: policyv1.PodDisruptionBudgetSpec{
+			MinAvailable: &minAvailable, Selector: sel}},
 	}
 }
+
+var minAvailable = intstr.FromInt32(1)
 
 var sideEffects = admissionregistrationv1.SideEffectClassNone
 

@@ -11,12 +11,16 @@ import (
 	eventsv1 "k8s.io/api/events/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	nodev1 "k8s.io/api/node/v1"
+	policyv1 "k8s.io/api/policy/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	schedulingv1 "k8s.io/api/scheduling/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
 
 	"berth/internal/api/scheme"
 )
@@ -84,6 +88,12 @@ func TestTableCells(t *testing.T) {
 			map[int]interface{}{0: "x", 1: "a,b", 2: "busybox:1,nginx:1", 3: "app=web,tier=fe"}},
 		{schema.GroupResource{Group: "node.k8s.io", Resource: "runtimeclasses"}, &nodev1.RuntimeClass{ObjectMeta: meta, Handler: "runc"},
 			map[int]interface{}{0: "x", 1: "runc"}},
+		{schema.GroupResource{Group: "scheduling.k8s.io", Resource: "priorityclasses"}, &schedulingv1.PriorityClass{ObjectMeta: meta, Value: 1000, GlobalDefault: true,
+			PreemptionPolicy: ptr.To(corev1.PreemptNever)},
+			map[int]interface{}{0: "x", 1: int64(1000), 2: true, 4: "Never"}},
+		{schema.GroupResource{Group: "policy", Resource: "poddisruptionbudgets"}, &policyv1.PodDisruptionBudget{ObjectMeta: meta,
+			Spec: policyv1.PodDisruptionBudgetSpec{MaxUnavailable: ptr.To(intstr.FromString("20%"))}, Status: policyv1.PodDisruptionBudgetStatus{DisruptionsAllowed: 2}},
+			map[int]interface{}{0: "x", 1: "N/A", 2: "20%", 3: int64(2)}},
 		{schema.GroupResource{Group: "storage.k8s.io", Resource: "volumeattachments"}, &storagev1.VolumeAttachment{ObjectMeta: meta, Spec: storagev1.VolumeAttachmentSpec{
 			Attacher: "csi.example.com", NodeName: "n1", Source: storagev1.VolumeAttachmentSource{PersistentVolumeName: &class}}, Status: storagev1.VolumeAttachmentStatus{Attached: true}},
 			map[int]interface{}{0: "x", 1: "csi.example.com", 2: "local", 3: "n1", 4: true}},

@@ -23,6 +23,7 @@ import (
 	nodev1 "k8s.io/api/node/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	schedulingv1 "k8s.io/api/scheduling/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
@@ -215,6 +216,12 @@ func defs() []def {
 			newObj: func() runtime.Object { return &batchv1.Job{} }, newList: func() runtime.Object { return &batchv1.JobList{} }},
 		{gv: batchv1.SchemeGroupVersion, resource: "cronjobs", singular: "cronjob", kind: "CronJob", namespaced: true, short: []string{"cj"}, categories: all, status: true,
 			newObj: func() runtime.Object { return &batchv1.CronJob{} }, newList: func() runtime.Object { return &batchv1.CronJobList{} }},
+		{gv: schedulingv1.SchemeGroupVersion, resource: "priorityclasses", singular: "priorityclass", kind: "PriorityClass", short: []string{"pc"},
+			newObj: func() runtime.Object { return &schedulingv1.PriorityClass{} }, newList: func() runtime.Object { return &schedulingv1.PriorityClassList{} }},
+		{gv: policyv1.SchemeGroupVersion, resource: "poddisruptionbudgets", singular: "poddisruptionbudget", kind: "PodDisruptionBudget", namespaced: true,
+			short: []string{"pdb"}, status: true,
+			newObj:  func() runtime.Object { return &policyv1.PodDisruptionBudget{} },
+			newList: func() runtime.Object { return &policyv1.PodDisruptionBudgetList{} }},
 	}
 }
 
@@ -254,6 +261,7 @@ func Build(cfg Config) (_ *Set, err error) {
 		}
 	}()
 	var pods, nodes, services, endpoints, coreEvents *genericregistry.Store
+	var eviction *evictionREST
 	parts := registry.Resources(cfg.Scheme)
 	for _, d := range defs() {
 		gr := schema.GroupResource{Group: d.gv.Group, Resource: d.resource}
@@ -330,7 +338,8 @@ func Build(cfg Config) (_ *Set, err error) {
 			pods = store
 			res.Subresources["binding"] = apiserver.Subresource{Kind: corev1.SchemeGroupVersion.WithKind("Binding"), Storage: &bindingREST{store: store}}
 			status := res.Subresources["status"].Storage.(*genericregistry.Store)
-			res.Subresources["eviction"] = apiserver.Subresource{Kind: policyv1.SchemeGroupVersion.WithKind("Eviction"), Storage: &evictionREST{store: store, status: status}}
+			eviction = &evictionREST{store: store, status: status}
+			res.Subresources["eviction"] = apiserver.Subresource{Kind: policyv1.SchemeGroupVersion.WithKind("Eviction"), Storage: eviction}
 			serveEphemeralContainers(res, store, cfg.Scheme)
 		case d.gv.Group == "" && d.resource == "nodes":
 			nodes = store
@@ -343,6 +352,10 @@ func Build(cfg Config) (_ *Set, err error) {
 		}
 		set.Resources = append(set.Resources, res)
 		set.ByGVR[res.GroupVersionResource()] = res
+	}
+	if pdbs, ok := set.ByGVR[policyv1.SchemeGroupVersion.WithResource("poddisruptionbudgets")]; ok && eviction != nil {
+		eviction.budgets = pdbs.Store.(*genericregistry.Store)
+		eviction.budgetStatus = pdbs.Subresources["status"].Storage.(*genericregistry.Store)
 	}
 	if cfg.ServiceAllocators != nil {
 		if err := installServiceAllocators(set, cfg.ServiceAllocators); err != nil {

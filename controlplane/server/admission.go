@@ -31,6 +31,7 @@ var AdmissionPlugins = []string{
 	berthadmission.ServiceAccountName,
 	berthadmission.NodeRestrictionName,
 	berthadmission.PodSecurityName,
+	berthadmission.PriorityName,
 	berthadmission.DefaultTolerationSecondsName,
 	berthadmission.DefaultStorageClassName,
 	berthadmission.StorageObjectInUseProtectionName,
@@ -49,6 +50,7 @@ var DefaultAdmissionPlugins = []string{
 	berthadmission.ServiceAccountName,
 	berthadmission.NodeRestrictionName,
 	berthadmission.PodSecurityName,
+	berthadmission.PriorityName,
 	berthadmission.DefaultTolerationSecondsName,
 	berthadmission.DefaultStorageClassName,
 	berthadmission.StorageObjectInUseProtectionName,
@@ -142,6 +144,8 @@ func (s *Server) newAdmission(rc *rest.Config, namespaces *genericregistry.Store
 			p, err = berthadmission.NewNodeRestriction(cfg.NodeRestriction)
 		case berthadmission.PodSecurityName:
 			p, err = berthadmission.NewPodSecurity(cfg.PodSecurity)
+		case berthadmission.PriorityName:
+			p, err = berthadmission.NewPriority(cfg.Priority)
 		case berthadmission.DefaultTolerationSecondsName:
 			p = berthadmission.NewDefaultTolerationSeconds()
 		case berthadmission.DefaultStorageClassName:
@@ -237,6 +241,7 @@ func informersSynced(f informers.SharedInformerFactory) []cache.InformerSynced {
 		core.Services().Informer(), f.Discovery().V1().EndpointSlices().Informer(),
 		f.Node().V1().RuntimeClasses().Informer(),
 		f.Networking().V1().IngressClasses().Informer(),
+		f.Scheduling().V1().PriorityClasses().Informer(),
 	} {
 		out = append(out, i.HasSynced)
 	}

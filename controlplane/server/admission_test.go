@@ -14,7 +14,7 @@ func TestConfigAdmissionPlugins(t *testing.T) {
 		t.Fatal(err)
 	}
 	got := def.EnabledAdmissionPlugins()
-	want := []string{"NamespaceLifecycle", "LimitRanger", "ServiceAccount", "NodeRestriction", "PodSecurity", "DefaultTolerationSeconds", "DefaultStorageClass", "StorageObjectInUseProtection",
+	want := []string{"NamespaceLifecycle", "LimitRanger", "ServiceAccount", "NodeRestriction", "PodSecurity", "Priority", "DefaultTolerationSeconds", "DefaultStorageClass", "StorageObjectInUseProtection",
 		"RuntimeClass", "DefaultIngressClass", "MutatingAdmissionWebhook", "ValidatingAdmissionWebhook", "ResourceQuota"}
 	if !slices.Equal(got, want) {
 		t.Fatalf("default plugins %v, want %v", got, want)
@@ -25,7 +25,7 @@ func TestConfigAdmissionPlugins(t *testing.T) {
 	if err := c.Validate(); err != nil {
 		t.Fatal(err)
 	}
-	want = []string{"NamespaceLifecycle", "ServiceAccount", "NodeRestriction", "PodSecurity", "DefaultTolerationSeconds", "DefaultStorageClass", "StorageObjectInUseProtection",
+	want = []string{"NamespaceLifecycle", "ServiceAccount", "NodeRestriction", "PodSecurity", "Priority", "DefaultTolerationSeconds", "DefaultStorageClass", "StorageObjectInUseProtection",
 		"RuntimeClass", "DefaultIngressClass", "MutatingAdmissionWebhook", "ValidatingAdmissionWebhook"}
 	if got := c.EnabledAdmissionPlugins(); !slices.Equal(got, want) {
 		t.Fatalf("plugins %v, want %v", got, want)

@@ -247,6 +247,10 @@ func (s *Server) Run(ctx context.Context) (err error) {
 		ln.Close()
 		return err
 	}
+	if err := bootstrapPriorityClasses(ctx, set); err != nil {
+		ln.Close()
+		return err
+	}
 	comps := []component{{name: "namespace-cleaner", run: func(ctx context.Context) error {
 		return nscleaner.Run(ctx, nscleaner.Config{Resources: set, Logger: log})
 	}}}

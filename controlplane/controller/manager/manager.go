@@ -52,6 +52,7 @@ import (
 	"berth/controlplane/controller/cronjob"
 	"berth/controlplane/controller/daemonset"
 	"berth/controlplane/controller/deployment"
+	"berth/controlplane/controller/disruption"
 	"berth/controlplane/controller/endpoints"
 	"berth/controlplane/controller/endpointslice"
 	"berth/controlplane/controller/endpointslicemirroring"
@@ -90,6 +91,7 @@ var Controllers = []string{
 	daemonset.Name,
 	job.Name, ttlafterfinished.Name, cronjob.Name,
 	endpointslicemirroring.Name,
+	disruption.Name,
 }
 
 // Config configures the manager.
@@ -356,6 +358,8 @@ func (m *Manager) build(name string, base controller.Config) (interface{ Run(con
 		return ttlafterfinished.New(ttlafterfinished.Config{Config: base})
 	case cronjob.Name:
 		return cronjob.New(cronjob.Config{Config: base})
+	case disruption.Name:
+		return disruption.New(disruption.Config{Config: base})
 	case garbagecollector.Name:
 		return garbagecollector.New(garbagecollector.Config{Config: base, Dynamic: m.cfg.Dynamic, Options: m.cfg.GarbageCollector})
 	}

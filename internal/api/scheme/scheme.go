@@ -22,6 +22,7 @@ import (
 	nodev1 "k8s.io/api/node/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	schedulingv1 "k8s.io/api/scheduling/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	metav1beta1 "k8s.io/apimachinery/pkg/apis/meta/v1beta1"
@@ -55,6 +56,7 @@ var GroupVersions = []schema.GroupVersion{
 	networkingv1.SchemeGroupVersion,
 	metricsv1beta1.SchemeGroupVersion,
 	batchv1.SchemeGroupVersion,
+	schedulingv1.SchemeGroupVersion,
 }
 
 // ScaleGroupVersion is the group-version of the Scale objects the /scale
@@ -86,6 +88,7 @@ func New() *runtime.Scheme {
 		networkingv1.AddToScheme,
 		metricsv1beta1.AddToScheme,
 		batchv1.AddToScheme,
+		schedulingv1.AddToScheme,
 		metav1.AddMetaToScheme,
 		metav1beta1.AddMetaToScheme,
 		metav1beta1.RegisterConversions,
@@ -257,6 +260,12 @@ func addDefaultingFuncs(s *runtime.Scheme) error {
 	add(&appsv1.DaemonSetList{}, func(o interface{}) {
 		for i := range o.(*appsv1.DaemonSetList).Items {
 			defaults.DaemonSet(&o.(*appsv1.DaemonSetList).Items[i])
+		}
+	})
+	add(&schedulingv1.PriorityClass{}, func(o interface{}) { defaults.PriorityClass(o.(*schedulingv1.PriorityClass)) })
+	add(&schedulingv1.PriorityClassList{}, func(o interface{}) {
+		for i := range o.(*schedulingv1.PriorityClassList).Items {
+			defaults.PriorityClass(&o.(*schedulingv1.PriorityClassList).Items[i])
 		}
 	})
 	return nil

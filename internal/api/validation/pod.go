@@ -106,6 +106,9 @@ func ValidatePodSpec(spec *v1.PodSpec, fldPath *field.Path) field.ErrorList {
 			errs = append(errs, field.Invalid(fldPath.Child("priorityClassName"), spec.PriorityClassName, msg))
 		}
 	}
+	if spec.PreemptionPolicy != nil {
+		errs = append(errs, validatePreemptionPolicy(spec.PreemptionPolicy, fldPath.Child("preemptionPolicy"))...)
+	}
 	if spec.RuntimeClassName != nil {
 		for _, msg := range DNSSubdomainName(*spec.RuntimeClassName, false) {
 			errs = append(errs, field.Invalid(fldPath.Child("runtimeClassName"), *spec.RuntimeClassName, msg))

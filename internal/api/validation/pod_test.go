@@ -68,7 +68,11 @@ func TestValidatePod(t *testing.T) {
 			c.Ports = nil
 			p.Spec.InitContainers = []v1.Container{c}
 		}, []want{{field.ErrorTypeDuplicate, spec + ".initContainers[0].name", ""}}},
-		"image required":        {func(p *v1.Pod) { p.Spec.Containers[0].Image = "" }, []want{{field.ErrorTypeRequired, c0 + ".image", ""}}},
+		"image required": {func(p *v1.Pod) { p.Spec.Containers[0].Image = "" }, []want{{field.ErrorTypeRequired, c0 + ".image", ""}}},
+		"unknown preemption policy": {func(p *v1.Pod) {
+			pol := v1.PreemptionPolicy("Sometimes")
+			p.Spec.PreemptionPolicy = &pol
+		}, []want{{field.ErrorTypeNotSupported, spec + ".preemptionPolicy", ""}}},
 		"image padded":          {func(p *v1.Pod) { p.Spec.Containers[0].Image = " busybox" }, []want{{field.ErrorTypeInvalid, c0 + ".image", "leading or trailing whitespace"}}},
 		"port out of range":     {func(p *v1.Pod) { p.Spec.Containers[0].Ports[0].ContainerPort = 70000 }, []want{{field.ErrorTypeInvalid, c0 + ".ports[0].containerPort", "between 1 and 65535"}}},
 		"port required":         {func(p *v1.Pod) { p.Spec.Containers[0].Ports[0].ContainerPort = 0 }, []want{{field.ErrorTypeRequired, c0 + ".ports[0].containerPort", ""}}},
