@@ -6,7 +6,7 @@ BIN      := $(CURDIR)/bin
 BERTH    := $(BIN)/berth
 TEST_TIMEOUT  ?= 28m
 
-.PHONY: all deps build vet kubectls conformance-bin test unit bench up demo conformance clean
+.PHONY: all deps build vet kubectls conformance-bin test unit bench fuzz up demo conformance clean
 
 # `berth kubectl` (k8s.io/kubectl built in) reports the Kubernetes release of
 # its k8s.io/kubectl module (v0.37.2 is v1.37.2); kubectl version needs it.
@@ -51,6 +51,11 @@ unit: build
 bench: deps build
 	./hack/conformance/build.sh proxy
 	BERTH_BIN=$(BERTH) go test -run '^$$' -bench . -benchtime 1x ./...
+
+## fuzz: every native Go fuzz target for FUZZTIME each (hack/fuzz.sh); `make test` runs only their seed corpora
+FUZZTIME ?= 2m
+fuzz:
+	FUZZTIME=$(FUZZTIME) ./hack/fuzz.sh
 
 ## up: a single-node cluster on this machine (embedded etcd, real containerd); Ctrl-C stops it
 DATA_DIR ?= /var/lib/berth

@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/spf13/cobra"
+
 	"berth/internal/version"
 )
 
@@ -31,5 +33,16 @@ func TestUnknownSubcommandFails(t *testing.T) {
 	cmd.SetArgs([]string{"no-such-command"})
 	if err := cmd.Execute(); err == nil {
 		t.Fatal("berth no-such-command succeeded, want an error")
+	}
+}
+
+// As kube-apiserver's --profiling: /debug/pprof is served (to authorized
+// callers) unless turned off.
+func TestProfilingIsOnByDefault(t *testing.T) {
+	for name, c := range map[string]*cobra.Command{"server": newServerCommand(), "up": newUpCommand()} {
+		f := c.Flags().Lookup("profiling")
+		if f == nil || f.DefValue != "true" {
+			t.Errorf("berth %s --profiling: %+v, want a flag defaulting to true", name, f)
+		}
 	}
 }

@@ -93,6 +93,7 @@ another issued.
 	f.StringVar(&cfg.EncryptionProviderConfig, "encryption-provider-config", "", "EncryptionConfiguration file (apiserver.config.k8s.io/v1): the resources it lists are encrypted in etcd (aescbc, aesgcm, secretbox, identity; the first provider encrypts, all decrypt)")
 	f.StringVar(&cfg.TokenAuthFile, "token-auth-file", "", `static bearer tokens: a CSV file of token,user,uid[,"group1,group2"] lines`)
 	f.Var(tokenTTLFlag{&cfg.AgentTokenTTL}, "token-ttl", `how long the join token generated on first start (DATA-DIR/agent-token) authenticates, as kubeadm init's (0: never expires; default 24h0m0s); "berth token create" makes more`)
+	f.BoolVar(&cfg.Profiling, "profiling", true, "serve the Go runtime's profiles at /debug/pprof/ (net/http/pprof) to callers authorized for that path (system:masters; an RBAC rule on nonResourceURLs /debug/pprof/*)")
 	f.BoolVar(&cfg.AnonymousAuth, "anonymous-auth", false, "let requests without credentials through as system:anonymous (group system:unauthenticated), for RBAC to decide; off, they get 401")
 	f.StringArrayVar(&cfg.ServiceAccountIssuers, "service-account-issuer", []string{serviceaccount.DefaultIssuer}, `service-account token issuer (the "iss" claim), a URL or a name; repeat it to accept tokens of more issuers: the first one issues new tokens`)
 	f.StringSliceVar(&cfg.APIAudiences, "api-audiences", nil, "audiences the apiserver identifies as, comma-separated: a service-account token must be for one of them (default the --service-account-issuer values)")

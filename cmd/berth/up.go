@@ -93,6 +93,7 @@ DATA-DIR and come back on the next start.
 	f.StringVar(&cfg.CNIBinDir, "cni-bin-dir", "", "directory of the CNI plugins (default /usr/lib/cni or /opt/cni/bin)")
 	f.StringVar(&cfg.Listen, "listen", "", "apiserver listen address host:port (default 0.0.0.0:6443; port 0 picks a free one)")
 	f.StringVar(&cfg.EncryptionProviderConfig, "encryption-provider-config", "", "EncryptionConfiguration file: encrypt the resources it lists in etcd (see berth server --help)")
+	f.BoolVar(&cfg.Profiling, "profiling", true, "serve the Go runtime's profiles at the apiserver's /debug/pprof/ to callers authorized for that path (see berth server --help)")
 	f.StringVar(&cfg.NodeName, "node-name", "", "name of the node (default: the host name)")
 	f.IntVar(&cfg.KubeletPort, "kubelet-port", 10250, "port of the agent's authenticated API (kubectl logs, exec and port-forward go through it)")
 	f.IntVar(&cfg.ReadOnlyPort, "read-only-port", 0, "port of the agent's unauthenticated read-only API on 127.0.0.1 (GET /pods, /healthz, /metrics; the kubelet's was 10255); 0, the default, disables it")

@@ -66,6 +66,9 @@ type Config struct {
 	Metrics prometheus.Registerer
 	// MetricsHandler, when set, serves /metrics (authenticated).
 	MetricsHandler http.Handler
+	// Profiling serves /debug/pprof (net/http/pprof) to callers authorized
+	// for that non-resource path, as kube-apiserver's --profiling.
+	Profiling bool
 	// Logger for request errors; nil discards.
 	Logger *slog.Logger
 	// MaxRequestBodyBytes bounds request bodies; default 3 MiB as upstream.
@@ -88,6 +91,7 @@ type Handler struct {
 	groups    []schema.GroupVersion // served group versions, core first, in Resources order
 	infos     *genericapirequest.RequestInfoFactory
 	metrics   *requestMetrics
+	profiling http.Handler // nil unless Config.Profiling
 	log       *slog.Logger
 	managers  map[*Resource]map[string]*managedfields.FieldManager
 }
@@ -138,6 +142,9 @@ func New(cfg Config) (*Handler, error) {
 			return nil, err
 		}
 		h.managers[r] = fms
+	}
+	if cfg.Profiling {
+		h.profiling = profilingHandler()
 	}
 	var err error
 	if h.metrics, err = newRequestMetrics(cfg.Metrics); err != nil {
@@ -209,6 +216,8 @@ func (h *Handler) serveNonResource(w http.ResponseWriter, r *http.Request) {
 		h.serveVersion(w, r)
 	case p == "/metrics" && h.cfg.MetricsHandler != nil:
 		h.cfg.MetricsHandler.ServeHTTP(w, r)
+	case h.profiling != nil && isProfilingPath(p):
+		h.profiling.ServeHTTP(w, r)
 	case strings.HasPrefix(p, "/openapi/") && h.cfg.OpenAPI != nil:
 		h.cfg.OpenAPI.ServeHTTP(w, r)
 	case (p == "/api" || p == "/api/") && wantsAggregated(r):

@@ -89,6 +89,10 @@ type Config struct {
 	// AnonymousAuth lets requests without credentials through as
 	// system:anonymous (--anonymous-auth); RBAC then decides. Off: 401.
 	AnonymousAuth bool
+	// Profiling serves /debug/pprof to callers authorized for that
+	// non-resource path (kube-apiserver's --profiling; `berth server` turns
+	// it on by default, as upstream).
+	Profiling bool
 	// ServiceAccountIssuers are the service-account token issuers
 	// (--service-account-issuer, repeatable): the first is the "iss" of
 	// new tokens, all are accepted; default serviceaccount.DefaultIssuer.

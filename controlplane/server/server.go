@@ -210,6 +210,7 @@ func (s *Server) Run(ctx context.Context) (err error) {
 		ServerAddress:  advertised,
 		Metrics:        cfg.Metrics,
 		MetricsHandler: promhttp.HandlerFor(cfg.Gatherer, promhttp.HandlerOpts{}),
+		Profiling:      cfg.Profiling,
 		Logger:         log,
 	})
 	if err != nil {

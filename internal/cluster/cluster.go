@@ -93,6 +93,7 @@ func (c *Cluster) Run(ctx context.Context) (err error) {
 	podNet := netip.MustParsePrefix(cfg.PodCIDR)
 	srv, err := server.New(server.Config{
 		DataDir: cfg.DataDir, Listen: cfg.Listen, EncryptionProviderConfig: cfg.EncryptionProviderConfig,
+		Profiling:             cfg.Profiling,
 		NodeIPAM:              nodeipam.Options{ClusterCIDR: cfg.PodCIDR, NodeCIDRMaskSize: podNet.Bits()},
 		ServiceClusterIPRange: cfg.ServiceClusterIPRange, ServiceNodePortRange: cfg.ServiceNodePortRange,
 		Logger: log.With("component", "server"),

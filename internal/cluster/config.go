@@ -115,6 +115,8 @@ type Config struct {
 	// EncryptionProviderConfig is the control plane's EncryptionConfiguration
 	// file (server.Config.EncryptionProviderConfig); empty: no encryption at rest.
 	EncryptionProviderConfig string
+	// Profiling serves /debug/pprof on the apiserver (server.Config.Profiling).
+	Profiling bool
 	// NodeName names the node; default the host name.
 	NodeName string
 	// ReadOnlyPort is the agent's read-only API port (0 disables it);
