@@ -38,10 +38,12 @@ func (w *worker) terminate(ctx context.Context, pod *v1.Pod) bool {
 		w.podEvent(pod, v1.EventTypeWarning, ReasonFailedKillPod, "error killing pod: "+err.Error())
 		return false
 	}
-	if deletedInAPI(pod) {
+	if old, published := cfg.Status.Status(w.uid); published && deletedInAPI(pod) &&
+		old.Phase != v1.PodSucceeded && old.Phase != v1.PodFailed {
 		// As the kubelet: the status of a deleted pod ends in a terminal
 		// phase, from its stopped containers, before the deletion is
 		// completed — what a finalizer holding the pod keeps showing.
+		// Once (a retried termination finds the containers removed).
 		stopped, err := cfg.Cache.GetNewerThan(ctx, w.uid, w.readAfter())
 		if err != nil {
 			log.Warn("reading the stopped pod's runtime state failed", "err", err)

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -79,6 +80,9 @@ func TestTerminatedPodsAreDeletedWithGraceZero(t *testing.T) {
 
 	now := metav1.Now()
 	pod := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "default", UID: "uid-1", DeletionTimestamp: &now}}
+	if err := indexer.Add(pod); err != nil { // in the apiserver, being deleted
+		t.Fatal(err)
+	}
 	statuses.Set(pod, v1.PodStatus{Phase: v1.PodRunning}, 1)
 	select {
 	case <-rec.got:
@@ -184,5 +188,40 @@ func TestTerminatedPodStatusIsWrittenBeforeTheDeletion(t *testing.T) {
 	}
 	if patched.Status.Phase != v1.PodFailed {
 		t.Fatalf("patched phase %q, want Failed", patched.Status.Phase)
+	}
+}
+
+// A terminated pod already gone from the apiserver (the informer saw it go)
+// is forgotten without a call: the Node authorizer would refuse deleting
+// it, and retrying that would spin.
+func TestTerminatedPodGoneFromTheAPIServerIsForgotten(t *testing.T) {
+	var calls atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		calls.Add(1)
+		http.Error(w, "forbidden", http.StatusForbidden)
+	}))
+	defer srv.Close()
+	client, err := kubernetes.NewForConfig(&rest.Config{Host: srv.URL})
+	if err != nil {
+		t.Fatal(err)
+	}
+	indexer := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc})
+	statuses := status.NewManager()
+	s, err := New(Config{Client: client, Status: statuses, Pods: corelisters.NewPodLister(indexer), Period: 10 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := metav1.Now()
+	pod := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "default", UID: "uid-1", DeletionTimestamp: &now}}
+	statuses.Set(pod, v1.PodStatus{Phase: v1.PodFailed}, 1)
+	statuses.Terminate(pod)
+	if pending := s.SyncAll(context.Background()); pending {
+		t.Error("SyncAll reports work left for a pod already gone")
+	}
+	if n := calls.Load(); n != 0 {
+		t.Errorf("%d calls to the apiserver, want none", n)
+	}
+	if left := statuses.Terminated(); len(left) != 0 {
+		t.Errorf("still among the terminated: %v", left)
 	}
 }

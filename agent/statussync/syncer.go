@@ -155,15 +155,20 @@ func (s *Syncer) SyncAll(ctx context.Context) (pending bool) {
 func (s *Syncer) finishDeletions(ctx context.Context) (failed bool) {
 	for _, pod := range s.cfg.Status.Terminated() {
 		uid := pod.UID
-		if remote, err := s.cfg.Pods.Pods(pod.Namespace).Get(pod.Name); err == nil && remote.UID == uid {
-			err := s.syncPod(ctx, remote, pod.Status)
-			if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
-				s.cfg.Logger.Warn("writing a stopped pod's status failed; retrying", "pod", pod.Namespace+"/"+pod.Name, "err", err)
-				failed = true
-				continue
-			}
+		remote, err := s.cfg.Pods.Pods(pod.Namespace).Get(pod.Name)
+		if err != nil || remote.UID != uid {
+			// Gone from the apiserver (the informer saw it go) or
+			// replaced: nothing left to write or delete — the Node
+			// authorizer would refuse a deletion of it anyway.
+			s.cfg.Status.ForgetTerminated(uid)
+			continue
 		}
-		err := s.cfg.Client.CoreV1().Pods(pod.Namespace).Delete(ctx, pod.Name, metav1.DeleteOptions{
+		if err := s.syncPod(ctx, remote, pod.Status); err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
+			s.cfg.Logger.Warn("writing a stopped pod's status failed; retrying", "pod", pod.Namespace+"/"+pod.Name, "err", err)
+			failed = true
+			continue
+		}
+		err = s.cfg.Client.CoreV1().Pods(pod.Namespace).Delete(ctx, pod.Name, metav1.DeleteOptions{
 			GracePeriodSeconds: new(int64), Preconditions: &metav1.Preconditions{UID: &uid}})
 		if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
 			s.cfg.Logger.Warn("deleting a stopped pod failed; retrying", "pod", pod.Namespace+"/"+pod.Name, "err", err)
