@@ -55,8 +55,10 @@ spec:
   - name: hog
     image: %[1]s
     imagePullPolicy: IfNotPresent
-    # tail holds a line of 64 MiB (no newline) in memory.
-    command: ["sh", "-c", "head -c 67108864 /dev/zero | tail"]
+    # tail holds a line of 64 MiB (no newline) in memory, waiting for the
+    # end of its input, which the sleep keeps open (else tail prints it and
+    # exits, and the container restarts under a new ID).
+    command: ["sh", "-c", "{ head -c 67108864 /dev/zero; sleep 3600; } | tail"]
 `
 
 // agentClient fetches paths of the agent's API with the admin's client
