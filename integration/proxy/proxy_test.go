@@ -76,7 +76,6 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-
 // serve answers every request with "hello from <addr> to <client>" on
 // podAddr:8080 and :8081 (two endpoints), and every UDP datagram with
 // "udp from <addr>" on podAddr:9053 and :9054.
