@@ -38,7 +38,7 @@ func TestUpKilledAndRestarted(t *testing.T) {
 	grace := int64(1)
 	pod := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "survivor", Namespace: "default"}, Spec: v1.PodSpec{
 		TerminationGracePeriodSeconds: &grace,
-		Containers: []v1.Container{{Name: "c", Image: "docker.io/berth/busybox:1", Command: []string{"sh", "-c", "trap 'exit 0' TERM; while true; do sleep 1; done"}}},
+		Containers:                    []v1.Container{{Name: "c", Image: "docker.io/berth/busybox:1", Command: []string{"sh", "-c", "trap 'exit 0' TERM; while true; do sleep 1; done"}}},
 	}}
 	if _, err := client.CoreV1().Pods("default").Create(ctx, pod, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
