@@ -26,6 +26,7 @@ type webhookCommon struct {
 	sideEffects             *admissionregistrationv1.SideEffectClass
 	timeoutSeconds          *int32
 	admissionReviewVersions []string
+	matchConditions         []admissionregistrationv1.MatchCondition
 }
 
 // ValidateMutatingWebhookConfiguration validates a mutating webhook
@@ -36,7 +37,7 @@ func ValidateMutatingWebhookConfiguration(c *admissionregistrationv1.MutatingWeb
 	for i, w := range c.Webhooks {
 		p := field.NewPath("webhooks").Index(i)
 		errs = append(errs, validateWebhook(webhookCommon{w.Name, w.ClientConfig, w.Rules, w.FailurePolicy, w.MatchPolicy,
-			w.NamespaceSelector, w.ObjectSelector, w.SideEffects, w.TimeoutSeconds, w.AdmissionReviewVersions}, names, p)...)
+			w.NamespaceSelector, w.ObjectSelector, w.SideEffects, w.TimeoutSeconds, w.AdmissionReviewVersions, w.MatchConditions}, names, p)...)
 		if r := w.ReinvocationPolicy; r != nil && *r != admissionregistrationv1.NeverReinvocationPolicy && *r != admissionregistrationv1.IfNeededReinvocationPolicy {
 			errs = append(errs, field.NotSupported(p.Child("reinvocationPolicy"), *r, []string{string(admissionregistrationv1.NeverReinvocationPolicy), string(admissionregistrationv1.IfNeededReinvocationPolicy)}))
 		}
@@ -57,7 +58,7 @@ func ValidateValidatingWebhookConfiguration(c *admissionregistrationv1.Validatin
 	names := sets.New[string]()
 	for i, w := range c.Webhooks {
 		errs = append(errs, validateWebhook(webhookCommon{w.Name, w.ClientConfig, w.Rules, w.FailurePolicy, w.MatchPolicy,
-			w.NamespaceSelector, w.ObjectSelector, w.SideEffects, w.TimeoutSeconds, w.AdmissionReviewVersions}, names, field.NewPath("webhooks").Index(i))...)
+			w.NamespaceSelector, w.ObjectSelector, w.SideEffects, w.TimeoutSeconds, w.AdmissionReviewVersions, w.MatchConditions}, names, field.NewPath("webhooks").Index(i))...)
 	}
 	return errs
 }
@@ -104,6 +105,7 @@ func validateWebhook(w webhookCommon, names sets.Set[string], p *field.Path) fie
 	}
 	errs = append(errs, validateAdmissionReviewVersions(w.admissionReviewVersions, p.Child("admissionReviewVersions"))...)
 	errs = append(errs, validateWebhookClientConfig(w.clientConfig, p.Child("clientConfig"))...)
+	errs = append(errs, validateMatchConditions(w.matchConditions, policyOptions{}, p.Child("matchConditions"))...)
 	opts := metav1validation.LabelSelectorValidationOptions{}
 	if w.namespaceSelector != nil {
 		errs = append(errs, metav1validation.ValidateLabelSelector(w.namespaceSelector, opts, p.Child("namespaceSelector"))...)
