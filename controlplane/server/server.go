@@ -186,7 +186,7 @@ func (s *Server) Run(ctx context.Context) (err error) {
 		return err
 	}
 	rc := loopbackConfig(kubeconfigHost(ln.Addr().(*net.TCPAddr)), creds.CAPEM, loopbackToken)
-	adm, err := s.newAdmission(rc, set.Namespaces)
+	adm, err := s.newAdmission(rc, set.Namespaces, auth.authz)
 	if err != nil {
 		ln.Close()
 		return err
