@@ -191,6 +191,11 @@ func (s *Server) Run(ctx context.Context) (err error) {
 		ln.Close()
 		return err
 	}
+	fc, err := newFlowControl(rc, cfg.MaxRequestsInFlight, log)
+	if err != nil {
+		ln.Close()
+		return err
+	}
 	// NamespaceLifecycle refuses creates in missing and terminating
 	// namespaces; the apiserver's own check does it only when the plugin is off.
 	var nsCheck apiserver.NamespaceChecker
@@ -212,6 +217,8 @@ func (s *Server) Run(ctx context.Context) (err error) {
 		MetricsHandler: promhttp.HandlerFor(cfg.Gatherer, promhttp.HandlerOpts{}),
 		Profiling:      cfg.Profiling,
 		Logger:         log,
+
+		PriorityAndFairness: fc.wrap,
 	})
 	if err != nil {
 		ln.Close()
@@ -258,6 +265,7 @@ func (s *Server) Run(ctx context.Context) (err error) {
 	id := instanceID()
 	leaders := newLeaderMetrics()
 	comps = append(comps, adm.comps...)
+	comps = append(comps, fc.comp)
 	csrComp, err := certificatesComponent(rc, creds, log)
 	if err != nil {
 		ln.Close()
