@@ -226,3 +226,45 @@ func TestPolicyTables(t *testing.T) {
 		t.Fatalf("kubectl get validatingadmissionpolicybindings: %v %s\n%s", err, stderr, out)
 	}
 }
+
+// TestPolicyTypeChecking: the status controller type-checks a policy
+// against the Deployment schema: a correct policy gets an empty
+// status.typeChecking, one comparing an int to a string gets upstream's
+// warnings, each naming its field.
+func TestPolicyTypeChecking(t *testing.T) {
+	t.Parallel()
+	admin := shared.Client(t)
+	ctx := context.Background()
+	policies := admin.AdmissionregistrationV1().ValidatingAdmissionPolicies()
+	check := func(p *admissionregistrationv1.ValidatingAdmissionPolicy) []admissionregistrationv1.ExpressionWarning {
+		t.Helper()
+		if _, err := policies.Create(ctx, p, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = policies.Delete(ctx, p.Name, metav1.DeleteOptions{}) })
+		var warnings []admissionregistrationv1.ExpressionWarning
+		harness.WaitFor(t, 30*time.Second, "type checking of "+p.Name, func() (bool, string) {
+			got, err := policies.Get(ctx, p.Name, metav1.GetOptions{})
+			if err != nil || got.Status.TypeChecking == nil {
+				return false, fmt.Sprint(err)
+			}
+			if got.Status.ObservedGeneration != got.Generation {
+				return false, "observedGeneration behind"
+			}
+			warnings = got.Status.TypeChecking.ExpressionWarnings
+			return true, ""
+		})
+		return warnings
+	}
+	if w := check(deploymentPolicy("typed.apipolicy.test", admissionregistrationv1.Validation{Expression: "object.spec.replicas > 1"})); len(w) != 0 {
+		t.Errorf("warnings for a well-typed policy: %v", w)
+	}
+	w := check(deploymentPolicy("confused.apipolicy.test", admissionregistrationv1.Validation{
+		Expression:        "object.spec.replicas > '1'",
+		MessageExpression: "'wants replicas > 1, got ' + object.spec.replicas",
+	}))
+	if len(w) != 2 || w[0].FieldRef != "spec.validations[0].expression" || !strings.Contains(w[0].Warning, "found no matching overload for '_>_' applied to '(int, string)'") ||
+		w[1].FieldRef != "spec.validations[0].messageExpression" || !strings.Contains(w[1].Warning, "found no matching overload for '_+_' applied to '(string, int)'") {
+		t.Errorf("warnings = %+v", w)
+	}
+}

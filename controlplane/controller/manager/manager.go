@@ -60,6 +60,7 @@ import (
 	"berth/controlplane/controller/job"
 	"berth/controlplane/controller/nodeipam"
 	"berth/controlplane/controller/nodelifecycle"
+	"berth/controlplane/controller/policystatus"
 	"berth/controlplane/controller/replicaset"
 	"berth/controlplane/controller/rootcacertpublisher"
 	"berth/controlplane/controller/serviceaccount"
@@ -92,6 +93,7 @@ var Controllers = []string{
 	job.Name, ttlafterfinished.Name, cronjob.Name,
 	endpointslicemirroring.Name,
 	disruption.Name,
+	policystatus.Name,
 }
 
 // Config configures the manager.
@@ -360,6 +362,8 @@ func (m *Manager) build(name string, base controller.Config) (interface{ Run(con
 		return cronjob.New(cronjob.Config{Config: base})
 	case disruption.Name:
 		return disruption.New(disruption.Config{Config: base})
+	case policystatus.Name:
+		return policystatus.New(policystatus.Config{Config: base})
 	case garbagecollector.Name:
 		return garbagecollector.New(garbagecollector.Config{Config: base, Dynamic: m.cfg.Dynamic, Options: m.cfg.GarbageCollector})
 	}
