@@ -55,7 +55,9 @@ func TestValidateValidatingAdmissionPolicy(t *testing.T) {
 			{field.ErrorTypeRequired, "spec.auditAnnotations", "validations or auditAnnotations must contain at least one item"}}},
 		"no match constraints": {func(p *admissionregistrationv1.ValidatingAdmissionPolicy) { p.Spec.MatchConstraints = nil },
 			[]want{{field.ErrorTypeRequired, "spec.matchConstraints", ""}}},
-		"no resource rules": {func(p *admissionregistrationv1.ValidatingAdmissionPolicy) { p.Spec.MatchConstraints.ResourceRules = nil },
+		"no resource rules": {func(p *admissionregistrationv1.ValidatingAdmissionPolicy) {
+			p.Spec.MatchConstraints.ResourceRules = nil
+		},
 			[]want{{field.ErrorTypeRequired, "spec.matchConstraints.resourceRules", ""}}},
 		"bad failure policy": {func(p *admissionregistrationv1.ValidatingAdmissionPolicy) {
 			f := admissionregistrationv1.FailurePolicyType("Maybe")
