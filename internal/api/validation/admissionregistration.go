@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/apiserver/pkg/util/webhook"
 )
 
 // webhookCommon is what mutating and validating webhooks share.
@@ -227,20 +228,12 @@ func validateWebhookClientConfig(cc admissionregistrationv1.WebhookClientConfig,
 			errs = append(errs, field.Invalid(up, u.RawQuery, "query parameters are not permitted in the URL"))
 		}
 	default:
-		sp := p.Child("service")
-		s := cc.Service
-		if s.Name == "" {
-			errs = append(errs, field.Required(sp.Child("name"), "service name is required"))
+		// Upstream's own check (an empty path or "/" is the root).
+		port := int32(443)
+		if cc.Service.Port != nil {
+			port = *cc.Service.Port
 		}
-		if s.Namespace == "" {
-			errs = append(errs, field.Required(sp.Child("namespace"), "service namespace is required"))
-		}
-		if s.Path != nil && !strings.HasPrefix(*s.Path, "/") {
-			errs = append(errs, field.Invalid(sp.Child("path"), *s.Path, "must start with a '/'"))
-		}
-		if s.Port != nil && (*s.Port < 1 || *s.Port > 65535) {
-			errs = append(errs, field.Invalid(sp.Child("port"), *s.Port, "port is not valid: must be between 1 and 65535, inclusive"))
-		}
+		errs = append(errs, webhook.ValidateWebhookService(p.Child("service"), cc.Service.Namespace, cc.Service.Name, cc.Service.Path, port)...)
 	}
 	return errs
 }
