@@ -30,7 +30,7 @@ type ValidatingPolicyConfig struct {
 	// RESTMapper maps a paramKind to its resource.
 	RESTMapper meta.RESTMapper
 	// Authorizer answers CEL's authorizer variable.
-	Authorizer authorizer.Authorizer
+	Authorizer authorizer.UnconditionalAuthorizer
 	// Stop ends the plugin's background work (policy compilation, param
 	// informers).
 	Stop <-chan struct{}
