@@ -56,6 +56,7 @@ func New(cfg Config) (*Filter, error) {
 	if cfg.RequestWaitLimit == 0 {
 		cfg.RequestWaitLimit = 15 * time.Second
 	}
+	registerMetrics()
 	return &Filter{cfg: cfg, fc: utilflowcontrol.New(cfg.Informers, cfg.Client, cfg.ConcurrencyLimit)}, nil
 }
 

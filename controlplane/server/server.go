@@ -26,6 +26,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	corev1 "k8s.io/api/core/v1"
@@ -38,6 +39,7 @@ import (
 
 	"berth/controlplane/apiserver"
 	"berth/controlplane/etcd"
+	"berth/controlplane/flowcontrol"
 	"berth/controlplane/nscleaner"
 	"berth/controlplane/openapi"
 	"berth/controlplane/pki"
@@ -214,7 +216,7 @@ func (s *Server) Run(ctx context.Context) (err error) {
 		Ready:          func() error { return readiness(ctx, client.Client) },
 		ServerAddress:  advertised,
 		Metrics:        cfg.Metrics,
-		MetricsHandler: promhttp.HandlerFor(cfg.Gatherer, promhttp.HandlerOpts{}),
+		MetricsHandler: promhttp.HandlerFor(prometheus.Gatherers{cfg.Gatherer, flowcontrol.Metrics()}, promhttp.HandlerOpts{}),
 		Profiling:      cfg.Profiling,
 		Logger:         log,
 

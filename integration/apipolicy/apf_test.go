@@ -198,6 +198,19 @@ func TestAPFThrottlesNoisyClient(t *testing.T) {
 	if len(misclassified) > 0 {
 		t.Errorf("responses with another priority level: %v", misclassified)
 	}
+	// Upstream's metrics tell the same story.
+	raw, err := admin.CoreV1().RESTClient().Get().AbsPath("/metrics").DoRaw(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		`apiserver_flowcontrol_nominal_limit_seats{priority_level="apipolicy-quiet"}`,
+		`apiserver_flowcontrol_rejected_requests_total{flow_schema="apipolicy-noisy",priority_level="apipolicy-noisy",reason="concurrency-limit"}`,
+	} {
+		if !strings.Contains(string(raw), want) {
+			t.Errorf("/metrics lacks %s", want)
+		}
+	}
 }
 
 // TestAPFMandatoryObjects: the mandatory flow schema and priority level
