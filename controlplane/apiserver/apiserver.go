@@ -73,6 +73,12 @@ type Config struct {
 	Logger *slog.Logger
 	// MaxRequestBodyBytes bounds request bodies; default 3 MiB as upstream.
 	MaxRequestBodyBytes int64
+	// PriorityAndFairness, when set, wraps the handling of every
+	// authenticated request, from authorization on (as kube-apiserver's
+	// API Priority and Fairness filter: after authentication and
+	// impersonation, before authorization); the request info and user
+	// are in the request's context.
+	PriorityAndFairness func(next http.Handler) http.Handler
 }
 
 // NamespaceChecker says whether new objects may be created in a namespace:
@@ -94,6 +100,9 @@ type Handler struct {
 	profiling http.Handler // nil unless Config.Profiling
 	log       *slog.Logger
 	managers  map[*Resource]map[string]*managedfields.FieldManager
+	// authorized serves an authenticated request: authorization, then
+	// the request itself; behind Config.PriorityAndFairness when set.
+	authorized http.Handler
 }
 
 // New validates cfg and builds the handler.
@@ -146,6 +155,10 @@ func New(cfg Config) (*Handler, error) {
 	if cfg.Profiling {
 		h.profiling = profilingHandler()
 	}
+	h.authorized = http.HandlerFunc(h.serveAuthorized)
+	if cfg.PriorityAndFairness != nil {
+		h.authorized = cfg.PriorityAndFairness(h.authorized)
+	}
 	var err error
 	if h.metrics, err = newRequestMetrics(cfg.Metrics); err != nil {
 		return nil, err
@@ -196,17 +209,21 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	warnings := &warningRecorder{}
 	ctx = warning.WithWarningRecorder(ctx, warnings)
 	rw.warnings = warnings
-	r = r.WithContext(ctx)
-	if err := h.authorize(r); err != nil {
-		h.writeError(rw, r, err)
-		return
-	}
+	h.authorized.ServeHTTP(rw, r.WithContext(ctx))
+}
 
-	if !info.IsResourceRequest {
-		h.serveNonResource(rw, r)
+// serveAuthorized authorizes an authenticated request and serves it.
+func (h *Handler) serveAuthorized(w http.ResponseWriter, r *http.Request) {
+	if err := h.authorize(r); err != nil {
+		h.writeError(w, r, err)
 		return
 	}
-	h.serveResource(rw, r, info)
+	info, _ := genericapirequest.RequestInfoFrom(r.Context())
+	if !info.IsResourceRequest {
+		h.serveNonResource(w, r)
+		return
+	}
+	h.serveResource(w, r, info)
 }
 
 func (h *Handler) serveNonResource(w http.ResponseWriter, r *http.Request) {

@@ -13,6 +13,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	eventsv1 "k8s.io/api/events/v1"
+	flowcontrolv1 "k8s.io/api/flowcontrol/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	nodev1 "k8s.io/api/node/v1"
 	policyv1 "k8s.io/api/policy/v1"
@@ -164,6 +165,13 @@ func DefaultResources() []Resource {
 		in(batchv1.SchemeGroupVersion, "CronJob", "cronjobs", true, &batchv1.CronJob{}, &batchv1.CronJobList{}, SubresourceStatus),
 		in(schedulingv1.SchemeGroupVersion, "PriorityClass", "priorityclasses", false, &schedulingv1.PriorityClass{}, &schedulingv1.PriorityClassList{}),
 		in(policyv1.SchemeGroupVersion, "PodDisruptionBudget", "poddisruptionbudgets", true, &policyv1.PodDisruptionBudget{}, &policyv1.PodDisruptionBudgetList{}, SubresourceStatus),
+		in(admissionregistrationv1.SchemeGroupVersion, "ValidatingAdmissionPolicy", "validatingadmissionpolicies", false,
+			&admissionregistrationv1.ValidatingAdmissionPolicy{}, &admissionregistrationv1.ValidatingAdmissionPolicyList{}, SubresourceStatus),
+		in(admissionregistrationv1.SchemeGroupVersion, "ValidatingAdmissionPolicyBinding", "validatingadmissionpolicybindings", false,
+			&admissionregistrationv1.ValidatingAdmissionPolicyBinding{}, &admissionregistrationv1.ValidatingAdmissionPolicyBindingList{}),
+		in(flowcontrolv1.SchemeGroupVersion, "FlowSchema", "flowschemas", false, &flowcontrolv1.FlowSchema{}, &flowcontrolv1.FlowSchemaList{}, SubresourceStatus),
+		in(flowcontrolv1.SchemeGroupVersion, "PriorityLevelConfiguration", "prioritylevelconfigurations", false,
+			&flowcontrolv1.PriorityLevelConfiguration{}, &flowcontrolv1.PriorityLevelConfigurationList{}, SubresourceStatus),
 		// Not stored: create only (kubectl auth whoami).
 		{GVK: authenticationv1.SchemeGroupVersion.WithKind("SelfSubjectReview"), Resource: "selfsubjectreviews",
 			Verbs: []string{VerbCreate}, Object: &authenticationv1.SelfSubjectReview{}},

@@ -13,6 +13,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	eventsv1 "k8s.io/api/events/v1"
+	flowcontrolv1 "k8s.io/api/flowcontrol/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	nodev1 "k8s.io/api/node/v1"
 	policyv1 "k8s.io/api/policy/v1"
@@ -27,6 +28,7 @@ import (
 	"k8s.io/apiserver/pkg/storage"
 	"k8s.io/client-go/tools/cache"
 
+	"berth/controlplane/registry/admissionregistration/admissionpolicy"
 	"berth/controlplane/registry/admissionregistration/webhookconfiguration"
 	"berth/controlplane/registry/apps/controllerrevision"
 	"berth/controlplane/registry/apps/daemonset"
@@ -53,6 +55,8 @@ import (
 	"berth/controlplane/registry/core/serviceaccount"
 	"berth/controlplane/registry/discovery/endpointslice"
 	eventsevent "berth/controlplane/registry/events/event"
+	"berth/controlplane/registry/flowcontrol/flowschema"
+	"berth/controlplane/registry/flowcontrol/prioritylevel"
 	"berth/controlplane/registry/networking/ingress"
 	"berth/controlplane/registry/networking/ingressclass"
 	"berth/controlplane/registry/node/runtimeclass"
@@ -190,6 +194,15 @@ func Resources(typer runtime.ObjectTyper) map[schema.GroupResource]Resource {
 		{GroupResource: gr(policyv1.SchemeGroupVersion, "poddisruptionbudgets"), Strategy: poddisruptionbudget.NewStrategy(typer),
 			StatusStrategy: poddisruptionbudget.NewStatusStrategy(typer), Table: poddisruptionbudget.Table,
 			AttrFunc: poddisruptionbudget.GetAttrs, PredicateFunc: poddisruptionbudget.Predicate},
+		{GroupResource: gr(admissionregistrationv1.SchemeGroupVersion, "validatingadmissionpolicies"), Strategy: admissionpolicy.NewPolicyStrategy(typer),
+			StatusStrategy: admissionpolicy.NewPolicyStatusStrategy(typer), Table: admissionpolicy.PolicyTable,
+			AttrFunc: admissionpolicy.GetAttrs, PredicateFunc: admissionpolicy.Predicate},
+		{GroupResource: gr(admissionregistrationv1.SchemeGroupVersion, "validatingadmissionpolicybindings"), Strategy: admissionpolicy.NewBindingStrategy(typer),
+			Table: admissionpolicy.BindingTable, AttrFunc: admissionpolicy.GetAttrs, PredicateFunc: admissionpolicy.Predicate},
+		{GroupResource: gr(flowcontrolv1.SchemeGroupVersion, "flowschemas"), Strategy: flowschema.NewStrategy(typer),
+			StatusStrategy: flowschema.NewStatusStrategy(typer), Table: flowschema.Table, AttrFunc: flowschema.GetAttrs, PredicateFunc: flowschema.Predicate},
+		{GroupResource: gr(flowcontrolv1.SchemeGroupVersion, "prioritylevelconfigurations"), Strategy: prioritylevel.NewStrategy(typer),
+			StatusStrategy: prioritylevel.NewStatusStrategy(typer), Table: prioritylevel.Table, AttrFunc: prioritylevel.GetAttrs, PredicateFunc: prioritylevel.Predicate},
 	}
 	out := make(map[schema.GroupResource]Resource, len(list))
 	for _, r := range list {

@@ -20,6 +20,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	eventsv1 "k8s.io/api/events/v1"
+	flowcontrolv1 "k8s.io/api/flowcontrol/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	nodev1 "k8s.io/api/node/v1"
 	policyv1 "k8s.io/api/policy/v1"
@@ -111,6 +112,19 @@ func samples() map[schema.GroupResource]runtime.Object {
 		{Group: "scheduling.k8s.io", Resource: "priorityclasses"}: &schedulingv1.PriorityClass{ObjectMeta: cl, Value: 100},
 		{Group: "policy", Resource: "poddisruptionbudgets"}: &policyv1.PodDisruptionBudget{ObjectMeta: ns, Spec: policyv1.PodDisruptionBudgetSpec{
 			MinAvailable: &minAvailable, Selector: sel}},
+		{Group: "admissionregistration.k8s.io", Resource: "validatingadmissionpolicies"}: &admissionregistrationv1.ValidatingAdmissionPolicy{ObjectMeta: cl,
+			Spec: admissionregistrationv1.ValidatingAdmissionPolicySpec{
+				MatchConstraints: &admissionregistrationv1.MatchResources{ResourceRules: []admissionregistrationv1.NamedRuleWithOperations{{
+					RuleWithOperations: admissionregistrationv1.RuleWithOperations{Operations: []admissionregistrationv1.OperationType{"CREATE"},
+						Rule: admissionregistrationv1.Rule{APIGroups: []string{""}, APIVersions: []string{"v1"}, Resources: []string{"pods"}}}}}},
+				Validations: []admissionregistrationv1.Validation{{Expression: "true"}}}},
+		{Group: "admissionregistration.k8s.io", Resource: "validatingadmissionpolicybindings"}: &admissionregistrationv1.ValidatingAdmissionPolicyBinding{ObjectMeta: cl,
+			Spec: admissionregistrationv1.ValidatingAdmissionPolicyBindingSpec{PolicyName: "s", ValidationActions: []admissionregistrationv1.ValidationAction{"Deny"}}},
+		{Group: "flowcontrol.apiserver.k8s.io", Resource: "flowschemas"}: &flowcontrolv1.FlowSchema{ObjectMeta: cl,
+			Spec: flowcontrolv1.FlowSchemaSpec{PriorityLevelConfiguration: flowcontrolv1.PriorityLevelConfigurationReference{Name: "s"}}},
+		{Group: "flowcontrol.apiserver.k8s.io", Resource: "prioritylevelconfigurations"}: &flowcontrolv1.PriorityLevelConfiguration{ObjectMeta: cl,
+			Spec: flowcontrolv1.PriorityLevelConfigurationSpec{Type: flowcontrolv1.PriorityLevelEnablementLimited,
+				Limited: &flowcontrolv1.LimitedPriorityLevelConfiguration{LimitResponse: flowcontrolv1.LimitResponse{Type: flowcontrolv1.LimitResponseTypeReject}}}},
 	}
 }
 

@@ -19,6 +19,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	eventsv1 "k8s.io/api/events/v1"
+	flowcontrolv1 "k8s.io/api/flowcontrol/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	nodev1 "k8s.io/api/node/v1"
 	policyv1 "k8s.io/api/policy/v1"
@@ -222,6 +223,19 @@ func defs() []def {
 			short: []string{"pdb"}, status: true,
 			newObj:  func() runtime.Object { return &policyv1.PodDisruptionBudget{} },
 			newList: func() runtime.Object { return &policyv1.PodDisruptionBudgetList{} }},
+		{gv: admissionregistrationv1.SchemeGroupVersion, resource: "validatingadmissionpolicies", singular: "validatingadmissionpolicy", kind: "ValidatingAdmissionPolicy",
+			categories: []string{"api-extensions"}, status: true,
+			newObj:  func() runtime.Object { return &admissionregistrationv1.ValidatingAdmissionPolicy{} },
+			newList: func() runtime.Object { return &admissionregistrationv1.ValidatingAdmissionPolicyList{} }},
+		{gv: admissionregistrationv1.SchemeGroupVersion, resource: "validatingadmissionpolicybindings", singular: "validatingadmissionpolicybinding", kind: "ValidatingAdmissionPolicyBinding",
+			categories: []string{"api-extensions"},
+			newObj:     func() runtime.Object { return &admissionregistrationv1.ValidatingAdmissionPolicyBinding{} },
+			newList:    func() runtime.Object { return &admissionregistrationv1.ValidatingAdmissionPolicyBindingList{} }},
+		{gv: flowcontrolv1.SchemeGroupVersion, resource: "flowschemas", singular: "flowschema", kind: "FlowSchema", status: true,
+			newObj: func() runtime.Object { return &flowcontrolv1.FlowSchema{} }, newList: func() runtime.Object { return &flowcontrolv1.FlowSchemaList{} }},
+		{gv: flowcontrolv1.SchemeGroupVersion, resource: "prioritylevelconfigurations", singular: "prioritylevelconfiguration", kind: "PriorityLevelConfiguration", status: true,
+			newObj:  func() runtime.Object { return &flowcontrolv1.PriorityLevelConfiguration{} },
+			newList: func() runtime.Object { return &flowcontrolv1.PriorityLevelConfigurationList{} }},
 	}
 }
 

@@ -11,12 +11,16 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apiserver/pkg/admission"
+	"k8s.io/apiserver/pkg/authorization/authorizer"
 	genericapirequest "k8s.io/apiserver/pkg/endpoints/request"
 	genericregistry "k8s.io/apiserver/pkg/registry/generic/registry"
+	"k8s.io/client-go/discovery/cached/memory"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/restmapper"
 	"k8s.io/client-go/tools/cache"
 
 	berthadmission "berth/controlplane/admission"
@@ -38,6 +42,7 @@ var AdmissionPlugins = []string{
 	berthadmission.RuntimeClassName,
 	berthadmission.DefaultIngressClassName,
 	berthadmission.MutatingWebhookName,
+	berthadmission.ValidatingAdmissionPolicyName,
 	berthadmission.ValidatingWebhookName,
 	berthadmission.ResourceQuotaName,
 }
@@ -57,6 +62,7 @@ var DefaultAdmissionPlugins = []string{
 	berthadmission.RuntimeClassName,
 	berthadmission.DefaultIngressClassName,
 	berthadmission.MutatingWebhookName,
+	berthadmission.ValidatingAdmissionPolicyName,
 	berthadmission.ValidatingWebhookName,
 	berthadmission.ResourceQuotaName,
 }
@@ -112,7 +118,7 @@ type admissionSetup struct {
 // idempotent component in every server: charges are compare-and-swap
 // writes and the controller recomputes usage from the objects, so several
 // servers may run them together.
-func (s *Server) newAdmission(rc *rest.Config, namespaces *genericregistry.Store) (*admissionSetup, error) {
+func (s *Server) newAdmission(rc *rest.Config, namespaces *genericregistry.Store, authz authorizer.Authorizer) (*admissionSetup, error) {
 	enabled := s.cfg.EnabledAdmissionPlugins()
 	if len(enabled) == 0 {
 		return &admissionSetup{}, nil
@@ -129,6 +135,9 @@ func (s *Server) newAdmission(rc *rest.Config, namespaces *genericregistry.Store
 	cfg.Webhooks.Logger = s.cfg.Logger.With("component", "admission")
 	var plugins []admission.Interface
 	setup := &admissionSetup{}
+	// Closed when the informers' component stops: ends the policy
+	// plugin's background work.
+	stop := make(chan struct{})
 	for _, name := range enabled {
 		var p admission.Interface
 		var err error
@@ -160,6 +169,8 @@ func (s *Server) newAdmission(rc *rest.Config, namespaces *genericregistry.Store
 			p, err = berthadmission.NewMutatingWebhook(cfg.Webhooks)
 		case berthadmission.ValidatingWebhookName:
 			p, err = berthadmission.NewValidatingWebhook(cfg.Webhooks)
+		case berthadmission.ValidatingAdmissionPolicyName:
+			p, err = newValidatingPolicy(src, client, factory, authz, stop)
 		case berthadmission.ResourceQuotaName:
 			p, err = berthadmission.NewResourceQuota(cfg.ResourceQuota)
 			if err == nil {
@@ -182,10 +193,26 @@ func (s *Server) newAdmission(rc *rest.Config, namespaces *genericregistry.Store
 	setup.comps = append([]component{{name: "admission-informers", run: func(ctx context.Context) error {
 		factory.Start(ctx.Done())
 		<-ctx.Done()
+		close(stop)
 		factory.Shutdown()
 		return nil
 	}}}, setup.comps...)
 	return setup, nil
+}
+
+// newValidatingPolicy builds the ValidatingAdmissionPolicy plugin: params
+// are watched through a dynamic client, their kinds mapped through
+// discovery (refreshed when a kind is not found, as for a new CRD).
+func newValidatingPolicy(rc *rest.Config, client kubernetes.Interface, factory informers.SharedInformerFactory,
+	authz authorizer.Authorizer, stop <-chan struct{}) (admission.Interface, error) {
+	dyn, err := dynamic.NewForConfig(rc)
+	if err != nil {
+		return nil, err
+	}
+	return berthadmission.NewValidatingAdmissionPolicy(berthadmission.ValidatingPolicyConfig{
+		Informers: factory, Client: client, Dynamic: dyn, Authorizer: authz, Stop: stop,
+		RESTMapper: restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(client.Discovery())),
+	})
 }
 
 // readyChain waits for the informers' first sync before admitting, as
@@ -238,6 +265,7 @@ func informersSynced(f informers.SharedInformerFactory) []cache.InformerSynced {
 		core.Namespaces().Informer(), core.LimitRanges().Informer(), core.ServiceAccounts().Informer(),
 		core.Pods().Informer(), core.ResourceQuotas().Informer(),
 		reg.MutatingWebhookConfigurations().Informer(), reg.ValidatingWebhookConfigurations().Informer(),
+		reg.ValidatingAdmissionPolicies().Informer(), reg.ValidatingAdmissionPolicyBindings().Informer(),
 		core.Services().Informer(), f.Discovery().V1().EndpointSlices().Informer(),
 		f.Node().V1().RuntimeClasses().Informer(),
 		f.Networking().V1().IngressClasses().Informer(),

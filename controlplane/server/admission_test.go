@@ -15,7 +15,7 @@ func TestConfigAdmissionPlugins(t *testing.T) {
 	}
 	got := def.EnabledAdmissionPlugins()
 	want := []string{"NamespaceLifecycle", "LimitRanger", "ServiceAccount", "NodeRestriction", "PodSecurity", "Priority", "DefaultTolerationSeconds", "DefaultStorageClass", "StorageObjectInUseProtection",
-		"RuntimeClass", "DefaultIngressClass", "MutatingAdmissionWebhook", "ValidatingAdmissionWebhook", "ResourceQuota"}
+		"RuntimeClass", "DefaultIngressClass", "MutatingAdmissionWebhook", "ValidatingAdmissionPolicy", "ValidatingAdmissionWebhook", "ResourceQuota"}
 	if !slices.Equal(got, want) {
 		t.Fatalf("default plugins %v, want %v", got, want)
 	}
@@ -26,7 +26,7 @@ func TestConfigAdmissionPlugins(t *testing.T) {
 		t.Fatal(err)
 	}
 	want = []string{"NamespaceLifecycle", "ServiceAccount", "NodeRestriction", "PodSecurity", "Priority", "DefaultTolerationSeconds", "DefaultStorageClass", "StorageObjectInUseProtection",
-		"RuntimeClass", "DefaultIngressClass", "MutatingAdmissionWebhook", "ValidatingAdmissionWebhook"}
+		"RuntimeClass", "DefaultIngressClass", "MutatingAdmissionWebhook", "ValidatingAdmissionPolicy", "ValidatingAdmissionWebhook"}
 	if got := c.EnabledAdmissionPlugins(); !slices.Equal(got, want) {
 		t.Fatalf("plugins %v, want %v", got, want)
 	}

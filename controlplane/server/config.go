@@ -129,6 +129,10 @@ type Config struct {
 	// EndpointReconcilerTTL is the lifetime of this server's entry in the
 	// kubernetes Service's endpoints unless renewed (every 10s); default 15s.
 	EndpointReconcilerTTL time.Duration
+	// MaxRequestsInFlight are the seats API Priority and Fairness shares
+	// among the priority levels (kube-apiserver's --max-requests-inflight
+	// plus --max-mutating-requests-inflight); 0: 600, as upstream.
+	MaxRequestsInFlight int
 	// Logger receives the server's log; nil discards.
 	Logger *slog.Logger
 	// Metrics registers the server's Prometheus metrics; Gatherer serves

@@ -26,6 +26,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	corev1 "k8s.io/api/core/v1"
@@ -38,6 +39,7 @@ import (
 
 	"berth/controlplane/apiserver"
 	"berth/controlplane/etcd"
+	"berth/controlplane/flowcontrol"
 	"berth/controlplane/nscleaner"
 	"berth/controlplane/openapi"
 	"berth/controlplane/pki"
@@ -186,7 +188,12 @@ func (s *Server) Run(ctx context.Context) (err error) {
 		return err
 	}
 	rc := loopbackConfig(kubeconfigHost(ln.Addr().(*net.TCPAddr)), creds.CAPEM, loopbackToken)
-	adm, err := s.newAdmission(rc, set.Namespaces)
+	adm, err := s.newAdmission(rc, set.Namespaces, auth.authz)
+	if err != nil {
+		ln.Close()
+		return err
+	}
+	fc, err := newFlowControl(rc, cfg.MaxRequestsInFlight, log)
 	if err != nil {
 		ln.Close()
 		return err
@@ -209,9 +216,11 @@ func (s *Server) Run(ctx context.Context) (err error) {
 		Ready:          func() error { return readiness(ctx, client.Client) },
 		ServerAddress:  advertised,
 		Metrics:        cfg.Metrics,
-		MetricsHandler: promhttp.HandlerFor(cfg.Gatherer, promhttp.HandlerOpts{}),
+		MetricsHandler: promhttp.HandlerFor(prometheus.Gatherers{cfg.Gatherer, flowcontrol.Metrics()}, promhttp.HandlerOpts{}),
 		Profiling:      cfg.Profiling,
 		Logger:         log,
+
+		PriorityAndFairness: fc.wrap,
 	})
 	if err != nil {
 		ln.Close()
@@ -258,6 +267,7 @@ func (s *Server) Run(ctx context.Context) (err error) {
 	id := instanceID()
 	leaders := newLeaderMetrics()
 	comps = append(comps, adm.comps...)
+	comps = append(comps, fc.comp)
 	csrComp, err := certificatesComponent(rc, creds, log)
 	if err != nil {
 		ln.Close()

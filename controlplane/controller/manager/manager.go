@@ -60,6 +60,7 @@ import (
 	"berth/controlplane/controller/job"
 	"berth/controlplane/controller/nodeipam"
 	"berth/controlplane/controller/nodelifecycle"
+	"berth/controlplane/controller/policystatus"
 	"berth/controlplane/controller/replicaset"
 	"berth/controlplane/controller/rootcacertpublisher"
 	"berth/controlplane/controller/serviceaccount"
@@ -94,6 +95,7 @@ var Controllers = []string{
 	endpointslicemirroring.Name,
 	disruption.Name,
 	tokencleaner.Name,
+	policystatus.Name,
 }
 
 // Config configures the manager.
@@ -364,6 +366,8 @@ func (m *Manager) build(name string, base controller.Config) (interface{ Run(con
 		return disruption.New(disruption.Config{Config: base})
 	case tokencleaner.Name:
 		return tokencleaner.New(tokencleaner.Config{Config: base})
+	case policystatus.Name:
+		return policystatus.New(policystatus.Config{Config: base})
 	case garbagecollector.Name:
 		return garbagecollector.New(garbagecollector.Config{Config: base, Dynamic: m.cfg.Dynamic, Options: m.cfg.GarbageCollector})
 	}

@@ -18,6 +18,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	eventsv1 "k8s.io/api/events/v1"
+	flowcontrolv1 "k8s.io/api/flowcontrol/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	nodev1 "k8s.io/api/node/v1"
 	policyv1 "k8s.io/api/policy/v1"
@@ -57,6 +58,7 @@ var GroupVersions = []schema.GroupVersion{
 	metricsv1beta1.SchemeGroupVersion,
 	batchv1.SchemeGroupVersion,
 	schedulingv1.SchemeGroupVersion,
+	flowcontrolv1.SchemeGroupVersion,
 }
 
 // ScaleGroupVersion is the group-version of the Scale objects the /scale
@@ -89,6 +91,7 @@ func New() *runtime.Scheme {
 		metricsv1beta1.AddToScheme,
 		batchv1.AddToScheme,
 		schedulingv1.AddToScheme,
+		flowcontrolv1.AddToScheme,
 		metav1.AddMetaToScheme,
 		metav1beta1.AddMetaToScheme,
 		metav1beta1.RegisterConversions,
@@ -266,6 +269,36 @@ func addDefaultingFuncs(s *runtime.Scheme) error {
 	add(&schedulingv1.PriorityClassList{}, func(o interface{}) {
 		for i := range o.(*schedulingv1.PriorityClassList).Items {
 			defaults.PriorityClass(&o.(*schedulingv1.PriorityClassList).Items[i])
+		}
+	})
+	add(&admissionregistrationv1.ValidatingAdmissionPolicy{}, func(o interface{}) {
+		defaults.ValidatingAdmissionPolicy(o.(*admissionregistrationv1.ValidatingAdmissionPolicy))
+	})
+	add(&admissionregistrationv1.ValidatingAdmissionPolicyList{}, func(o interface{}) {
+		for i := range o.(*admissionregistrationv1.ValidatingAdmissionPolicyList).Items {
+			defaults.ValidatingAdmissionPolicy(&o.(*admissionregistrationv1.ValidatingAdmissionPolicyList).Items[i])
+		}
+	})
+	add(&admissionregistrationv1.ValidatingAdmissionPolicyBinding{}, func(o interface{}) {
+		defaults.ValidatingAdmissionPolicyBinding(o.(*admissionregistrationv1.ValidatingAdmissionPolicyBinding))
+	})
+	add(&admissionregistrationv1.ValidatingAdmissionPolicyBindingList{}, func(o interface{}) {
+		for i := range o.(*admissionregistrationv1.ValidatingAdmissionPolicyBindingList).Items {
+			defaults.ValidatingAdmissionPolicyBinding(&o.(*admissionregistrationv1.ValidatingAdmissionPolicyBindingList).Items[i])
+		}
+	})
+	add(&flowcontrolv1.FlowSchema{}, func(o interface{}) { defaults.FlowSchema(o.(*flowcontrolv1.FlowSchema)) })
+	add(&flowcontrolv1.FlowSchemaList{}, func(o interface{}) {
+		for i := range o.(*flowcontrolv1.FlowSchemaList).Items {
+			defaults.FlowSchema(&o.(*flowcontrolv1.FlowSchemaList).Items[i])
+		}
+	})
+	add(&flowcontrolv1.PriorityLevelConfiguration{}, func(o interface{}) {
+		defaults.PriorityLevelConfiguration(o.(*flowcontrolv1.PriorityLevelConfiguration))
+	})
+	add(&flowcontrolv1.PriorityLevelConfigurationList{}, func(o interface{}) {
+		for i := range o.(*flowcontrolv1.PriorityLevelConfigurationList).Items {
+			defaults.PriorityLevelConfiguration(&o.(*flowcontrolv1.PriorityLevelConfigurationList).Items[i])
 		}
 	})
 	return nil

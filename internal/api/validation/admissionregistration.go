@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/apiserver/pkg/util/webhook"
 )
 
 // webhookCommon is what mutating and validating webhooks share.
@@ -26,6 +27,7 @@ type webhookCommon struct {
 	sideEffects             *admissionregistrationv1.SideEffectClass
 	timeoutSeconds          *int32
 	admissionReviewVersions []string
+	matchConditions         []admissionregistrationv1.MatchCondition
 }
 
 // ValidateMutatingWebhookConfiguration validates a mutating webhook
@@ -36,7 +38,7 @@ func ValidateMutatingWebhookConfiguration(c *admissionregistrationv1.MutatingWeb
 	for i, w := range c.Webhooks {
 		p := field.NewPath("webhooks").Index(i)
 		errs = append(errs, validateWebhook(webhookCommon{w.Name, w.ClientConfig, w.Rules, w.FailurePolicy, w.MatchPolicy,
-			w.NamespaceSelector, w.ObjectSelector, w.SideEffects, w.TimeoutSeconds, w.AdmissionReviewVersions}, names, p)...)
+			w.NamespaceSelector, w.ObjectSelector, w.SideEffects, w.TimeoutSeconds, w.AdmissionReviewVersions, w.MatchConditions}, names, p)...)
 		if r := w.ReinvocationPolicy; r != nil && *r != admissionregistrationv1.NeverReinvocationPolicy && *r != admissionregistrationv1.IfNeededReinvocationPolicy {
 			errs = append(errs, field.NotSupported(p.Child("reinvocationPolicy"), *r, []string{string(admissionregistrationv1.NeverReinvocationPolicy), string(admissionregistrationv1.IfNeededReinvocationPolicy)}))
 		}
@@ -57,7 +59,7 @@ func ValidateValidatingWebhookConfiguration(c *admissionregistrationv1.Validatin
 	names := sets.New[string]()
 	for i, w := range c.Webhooks {
 		errs = append(errs, validateWebhook(webhookCommon{w.Name, w.ClientConfig, w.Rules, w.FailurePolicy, w.MatchPolicy,
-			w.NamespaceSelector, w.ObjectSelector, w.SideEffects, w.TimeoutSeconds, w.AdmissionReviewVersions}, names, field.NewPath("webhooks").Index(i))...)
+			w.NamespaceSelector, w.ObjectSelector, w.SideEffects, w.TimeoutSeconds, w.AdmissionReviewVersions, w.MatchConditions}, names, field.NewPath("webhooks").Index(i))...)
 	}
 	return errs
 }
@@ -104,6 +106,7 @@ func validateWebhook(w webhookCommon, names sets.Set[string], p *field.Path) fie
 	}
 	errs = append(errs, validateAdmissionReviewVersions(w.admissionReviewVersions, p.Child("admissionReviewVersions"))...)
 	errs = append(errs, validateWebhookClientConfig(w.clientConfig, p.Child("clientConfig"))...)
+	errs = append(errs, validateMatchConditions(w.matchConditions, policyOptions{}, p.Child("matchConditions"))...)
 	opts := metav1validation.LabelSelectorValidationOptions{}
 	if w.namespaceSelector != nil {
 		errs = append(errs, metav1validation.ValidateLabelSelector(w.namespaceSelector, opts, p.Child("namespaceSelector"))...)
@@ -225,20 +228,12 @@ func validateWebhookClientConfig(cc admissionregistrationv1.WebhookClientConfig,
 			errs = append(errs, field.Invalid(up, u.RawQuery, "query parameters are not permitted in the URL"))
 		}
 	default:
-		sp := p.Child("service")
-		s := cc.Service
-		if s.Name == "" {
-			errs = append(errs, field.Required(sp.Child("name"), "service name is required"))
+		// Upstream's own check (an empty path or "/" is the root).
+		port := int32(443)
+		if cc.Service.Port != nil {
+			port = *cc.Service.Port
 		}
-		if s.Namespace == "" {
-			errs = append(errs, field.Required(sp.Child("namespace"), "service namespace is required"))
-		}
-		if s.Path != nil && !strings.HasPrefix(*s.Path, "/") {
-			errs = append(errs, field.Invalid(sp.Child("path"), *s.Path, "must start with a '/'"))
-		}
-		if s.Port != nil && (*s.Port < 1 || *s.Port > 65535) {
-			errs = append(errs, field.Invalid(sp.Child("port"), *s.Port, "port is not valid: must be between 1 and 65535, inclusive"))
-		}
+		errs = append(errs, webhook.ValidateWebhookService(p.Child("service"), cc.Service.Namespace, cc.Service.Name, cc.Service.Path, port)...)
 	}
 	return errs
 }

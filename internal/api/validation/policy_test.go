@@ -101,7 +101,7 @@ func TestValidateWebhookConfigurations(t *testing.T) {
 		ClientConfig: admissionregistrationv1.WebhookClientConfig{Service: &admissionregistrationv1.ServiceReference{Namespace: "default"}}}
 	checkErrors(t, ValidateValidatingWebhookConfiguration(&admissionregistrationv1.ValidatingWebhookConfiguration{ObjectMeta: meta, Webhooks: []admissionregistrationv1.ValidatingWebhook{noSE}}),
 		want{field.ErrorTypeRequired, "webhooks[0].sideEffects", ""},
-		want{field.ErrorTypeRequired, "webhooks[0].clientConfig.service.name", "service name is required"})
+		want{field.ErrorTypeRequired, "webhooks[0].clientConfig.service.name", ""})
 }
 
 func testCSRPEM(t *testing.T) []byte {
