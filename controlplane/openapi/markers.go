@@ -48,4 +48,8 @@ var markedRequired = map[string]bool{
 	"io.k8s.api.core.v1.PodCertificateProjection.keyType":         true,
 	"io.k8s.api.core.v1.PodCertificateProjection.signerName":      true,
 	"io.k8s.api.batch.v1.CronJob.spec":                            true,
+	"io.k8s.api.networking.v1.IPAddress.spec":                     true,
+	"io.k8s.api.networking.v1.IPAddressSpec.parentRef":            true,
+	"io.k8s.api.networking.v1.ParentReference.name":               true,
+	"io.k8s.api.networking.v1.ParentReference.resource":           true,
 }

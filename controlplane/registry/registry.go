@@ -55,6 +55,8 @@ import (
 	eventsevent "berth/controlplane/registry/events/event"
 	"berth/controlplane/registry/networking/ingress"
 	"berth/controlplane/registry/networking/ingressclass"
+	"berth/controlplane/registry/networking/ipaddress"
+	"berth/controlplane/registry/networking/servicecidr"
 	"berth/controlplane/registry/node/runtimeclass"
 	"berth/controlplane/registry/policy/poddisruptionbudget"
 	"berth/controlplane/registry/rbac/clusterrole"
@@ -190,6 +192,11 @@ func Resources(typer runtime.ObjectTyper) map[schema.GroupResource]Resource {
 		{GroupResource: gr(policyv1.SchemeGroupVersion, "poddisruptionbudgets"), Strategy: poddisruptionbudget.NewStrategy(typer),
 			StatusStrategy: poddisruptionbudget.NewStatusStrategy(typer), Table: poddisruptionbudget.Table,
 			AttrFunc: poddisruptionbudget.GetAttrs, PredicateFunc: poddisruptionbudget.Predicate},
+		{GroupResource: gr(networkingv1.SchemeGroupVersion, "servicecidrs"), Strategy: servicecidr.NewStrategy(typer),
+			StatusStrategy: servicecidr.NewStatusStrategy(typer), Table: servicecidr.Table,
+			AttrFunc: servicecidr.GetAttrs, PredicateFunc: servicecidr.Predicate},
+		{GroupResource: gr(networkingv1.SchemeGroupVersion, "ipaddresses"), Strategy: ipaddress.NewStrategy(typer), Table: ipaddress.Table,
+			AttrFunc: ipaddress.GetAttrs, PredicateFunc: ipaddress.Predicate},
 	}
 	out := make(map[schema.GroupResource]Resource, len(list))
 	for _, r := range list {

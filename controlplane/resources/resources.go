@@ -222,6 +222,10 @@ func defs() []def {
 			short: []string{"pdb"}, status: true,
 			newObj:  func() runtime.Object { return &policyv1.PodDisruptionBudget{} },
 			newList: func() runtime.Object { return &policyv1.PodDisruptionBudgetList{} }},
+		{gv: networkingv1.SchemeGroupVersion, resource: "servicecidrs", singular: "servicecidr", kind: "ServiceCIDR", status: true,
+			newObj: func() runtime.Object { return &networkingv1.ServiceCIDR{} }, newList: func() runtime.Object { return &networkingv1.ServiceCIDRList{} }},
+		{gv: networkingv1.SchemeGroupVersion, resource: "ipaddresses", singular: "ipaddress", kind: "IPAddress", short: []string{"ip"},
+			newObj: func() runtime.Object { return &networkingv1.IPAddress{} }, newList: func() runtime.Object { return &networkingv1.IPAddressList{} }},
 	}
 }
 
