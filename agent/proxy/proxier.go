@@ -267,7 +267,7 @@ func (p *Proxier) Sync(ctx context.Context) error {
 	if p.current == nil {
 		// What a previous run (or a failed transaction) left.
 		// Names only: the first transaction rewrites everything.
-		p.current = &Ruleset{Chains: map[string]bool{}, AffinitySets: map[string]bool{}}
+		p.current = &Ruleset{Chains: map[string]bool{}, AffinitySets: map[string]bool{}, EndpointMaps: map[string]bool{}}
 		chains, err := p.nft.List(ctx, "chains")
 		if err != nil && !knftables.IsNotFound(err) {
 			return fmt.Errorf("listing the chains of table %s: %w", p.cfg.Table, err)
@@ -282,6 +282,15 @@ func (p *Proxier) Sync(ctx context.Context) error {
 		for _, s := range sets {
 			if strings.HasPrefix(s, affinityPrefix) {
 				p.current.AffinitySets[s] = true
+			}
+		}
+		maps, err := p.nft.List(ctx, "maps")
+		if err != nil && !knftables.IsNotFound(err) {
+			return fmt.Errorf("listing the maps of table %s: %w", p.cfg.Table, err)
+		}
+		for _, m := range maps {
+			if strings.HasPrefix(m, endpointsPrefix) {
+				p.current.EndpointMaps[m] = true
 			}
 		}
 	}
