@@ -705,6 +705,12 @@ func (r *Ruleset) Transaction(tx *knftables.Transaction, previous *Ruleset, comm
 			tx.Add(r.Elements[id])
 		}
 	}
+	r.deleteStale(tx, previous)
+}
+
+// deleteStale deletes the chains, affinity sets and endpoint maps previous
+// had and r has not.
+func (r *Ruleset) deleteStale(tx *knftables.Transaction, previous *Ruleset) {
 	if previous == nil {
 		return
 	}
@@ -722,6 +728,174 @@ func (r *Ruleset) Transaction(tx *knftables.Transaction, previous *Ruleset, comm
 	for _, m := range missing(previous.EndpointMaps, r.EndpointMaps) {
 		tx.Delete(&knftables.Map{Name: m})
 	}
+}
+
+// fixedChains are the chains every ruleset has (fixed), the rest being
+// the services'.
+var fixedChains = func() map[string]bool {
+	m := map[string]bool{markMasqChain: true, masqueradingChain: true, rejectChain: true, endpointsCheck: true, nodePortsCheck: true, servicesChain: true}
+	for _, bc := range baseChains {
+		m[bc.name] = true
+	}
+	return m
+}()
+
+// Transactions is Transaction split for a big ruleset: when the services'
+// chains number more than chunk, their rewrite is spread over several
+// transactions of about chunk chains each (a chain with its rules and its
+// endpoint map's elements always in one, so each service is consistent
+// between them), after one creating every container and fixed chain, and
+// before a last one switching the dispatch maps and deleting what is
+// stale. Packets see, at each step, every service either as before or as
+// after. newTx makes each transaction. A ruleset of chunk service chains
+// or fewer is one transaction, as Transaction.
+func (r *Ruleset) Transactions(newTx func() *knftables.Transaction, previous *Ruleset, comment string, chunk int) []*knftables.Transaction {
+	var svcChains []*knftables.Chain
+	for _, c := range r.chains {
+		if !fixedChains[c.Name] {
+			svcChains = append(svcChains, c)
+		}
+	}
+	if chunk <= 0 || len(svcChains) <= chunk {
+		tx := newTx()
+		r.Transaction(tx, previous, comment)
+		return []*knftables.Transaction{tx}
+	}
+	full := previous == nil || previous.Rules == nil
+	changed := func(c *knftables.Chain) bool {
+		return full || !previous.Chains[c.Name] || !slices.Equal(previous.Rules[c.Name], r.Rules[c.Name])
+	}
+	existed := func(name string) bool { return previous != nil && previous.Chains[name] }
+	// Elements by the container they are in.
+	byContainer := map[string][]string{}
+	for _, id := range sortedKeys(r.Elements) {
+		e := r.Elements[id]
+		byContainer[e.Map+e.Set] = append(byContainer[e.Map+e.Set], id)
+	}
+	var prevByContainer map[string][]string
+	if !full {
+		prevByContainer = map[string][]string{}
+		for _, id := range sortedKeys(previous.Elements) {
+			e := previous.Elements[id]
+			prevByContainer[e.Map+e.Set] = append(prevByContainer[e.Map+e.Set], id)
+		}
+	}
+	// elementDiff writes the element changes of one container.
+	elementDiff := func(tx *knftables.Transaction, container string) {
+		if !full {
+			for _, id := range prevByContainer[container] {
+				if e := r.Elements[id]; e == nil || !slices.Equal(e.Value, previous.Elements[id].Value) {
+					old := previous.Elements[id]
+					tx.Delete(&knftables.Element{Map: old.Map, Set: old.Set, Key: old.Key})
+				}
+			}
+		}
+		for _, id := range byContainer[container] {
+			if old := previousElement(previous, full, id); old == nil || !slices.Equal(old.Value, r.Elements[id].Value) {
+				tx.Add(r.Elements[id])
+			}
+		}
+	}
+
+	// First: the table, every container and the fixed chains (created
+	// empty if new; their rules come last).
+	first := newTx()
+	first.Add(&knftables.Table{Comment: ptr.To(comment)})
+	for _, o := range r.Containers {
+		first.Add(o)
+	}
+	for _, c := range r.chains {
+		if fixedChains[c.Name] {
+			first.Add(c)
+		}
+	}
+	out := []*knftables.Transaction{first}
+	// Then the services' chains, chunk by chunk (a chain only refers to
+	// earlier ones, so to chains of its own or an earlier chunk).
+	for i := 0; i < len(svcChains); i += chunk {
+		tx := newTx()
+		part := svcChains[i:min(i+chunk, len(svcChains))]
+		for _, c := range part {
+			m := endpointsPrefix + c.Name
+			if !r.EndpointMaps[m] {
+				continue
+			}
+			if full {
+				tx.Flush(&knftables.Map{Name: m})
+			}
+			elementDiff(tx, m)
+		}
+		var rewrite []*knftables.Chain
+		for _, c := range part {
+			if changed(c) {
+				rewrite = append(rewrite, c)
+			}
+		}
+		for _, c := range rewrite {
+			tx.Add(c)
+			if existed(c.Name) {
+				tx.Flush(&knftables.Chain{Name: c.Name})
+			}
+		}
+		for _, c := range rewrite {
+			for _, rule := range r.Rules[c.Name] {
+				tx.Add(&knftables.Rule{Chain: c.Name, Rule: rule})
+			}
+		}
+		if tx.NumOperations() > 0 {
+			out = append(out, tx)
+		}
+	}
+	// Last: the fixed chains' rules, the other containers' elements (the
+	// dispatch maps), and what is stale.
+	last := newTx()
+	for _, o := range r.Containers {
+		var name string
+		switch o := o.(type) {
+		case *knftables.Map:
+			name = o.Name
+		case *knftables.Set:
+			name = o.Name
+		}
+		if r.EndpointMaps[name] || r.AffinitySets[name] {
+			continue
+		}
+		if full {
+			if _, isMap := o.(*knftables.Map); isMap {
+				last.Flush(&knftables.Map{Name: name})
+			} else {
+				last.Flush(&knftables.Set{Name: name})
+			}
+		}
+		elementDiff(last, name)
+	}
+	// Elements of endpoint maps that are gone (their maps go below).
+	if !full {
+		for m := range previous.EndpointMaps {
+			if !r.EndpointMaps[m] {
+				elementDiff(last, m)
+			}
+		}
+	}
+	for _, c := range r.chains {
+		if fixedChains[c.Name] && changed(c) {
+			if existed(c.Name) {
+				last.Flush(&knftables.Chain{Name: c.Name})
+			}
+			for _, rule := range r.Rules[c.Name] {
+				last.Add(&knftables.Rule{Chain: c.Name, Rule: rule})
+			}
+		}
+	}
+	r.deleteStale(last, previous)
+	return append(out, last)
+}
+
+func previousElement(previous *Ruleset, full bool, id string) *knftables.Element {
+	if full {
+		return nil
+	}
+	return previous.Elements[id]
 }
 
 func sortedKeys[V any](m map[string]V) []string {

@@ -585,3 +585,53 @@ func TestFirstSyncFlushesOnlyExistingChains(t *testing.T) {
 		t.Errorf("%d chains flushed over an unknown table, want all %d", flushes, len(rs.Chains))
 	}
 }
+
+// A big ruleset applied in chunks ends as the single transaction does,
+// from nothing and incrementally, and each chunk holds whole chains.
+func TestTransactionsInChunks(t *testing.T) {
+	svcs, sls := benchObjects(30)
+	// Some with one endpoint, one with session affinity, one NodePort.
+	sls[3].Endpoints = sls[3].Endpoints[:1]
+	svcs[4].Spec.SessionAffinity = v1.ServiceAffinityClientIP
+	svcs[5].Spec.Type, svcs[5].Spec.Ports[0].NodePort = v1.ServiceTypeNodePort, 30080
+	first := Build(svcs, sls, testParams)
+	apply2 := func(fake *knftables.Fake, rs, previous *Ruleset, chunk int) int {
+		t.Helper()
+		txs := rs.Transactions(fake.NewTransaction, previous, "test", chunk)
+		for i, tx := range txs {
+			if err := fake.Run(context.Background(), tx); err != nil {
+				t.Fatalf("transaction %d of %d rejected: %v\n%s", i+1, len(txs), err, tx)
+			}
+		}
+		return len(txs)
+	}
+	chunked := knftables.NewFake(knftables.IPv4Family, "berth-test")
+	if n := apply2(chunked, first, nil, 10); n < 4 {
+		t.Fatalf("%d transactions for %d service chains in chunks of 10", n, len(first.Chains)-len(fixedChains))
+	}
+	whole := knftables.NewFake(knftables.IPv4Family, "berth-test")
+	if n := apply2(whole, first, nil, 0); n != 1 {
+		t.Fatalf("%d transactions without chunks", n)
+	}
+	if sortedLines(chunked.Dump()) != sortedLines(whole.Dump()) {
+		t.Fatalf("chunked differs from whole:\n%s\nwhole:\n%s", chunked.Dump(), whole.Dump())
+	}
+	// Incrementally: endpoints change, services go, one comes.
+	sls2 := slices.Clone(sls)
+	sls2[7] = sls2[7].DeepCopy()
+	sls2[7].Endpoints = sls2[7].Endpoints[2:]
+	sls2[7].ResourceVersion = "2"
+	svcs2 := append(slices.Clone(svcs[2:]), service("late", func(s *v1.Service) { s.Spec.ClusterIP, s.Spec.ClusterIPs = "10.96.9.9", []string{"10.96.9.9"} }))
+	second := Build(svcs2, append(sls2, slice("late", "http", 8080, ep{ip: "10.244.9.9"})), testParams)
+	apply2(chunked, second, first, 10)
+	fresh := knftables.NewFake(knftables.IPv4Family, "berth-test")
+	apply2(fresh, second, nil, 0)
+	if sortedLines(chunked.Dump()) != sortedLines(fresh.Dump()) {
+		t.Fatalf("chunked incremental differs from a full sync:\n%s\nfull:\n%s", chunked.Dump(), fresh.Dump())
+	}
+	// A full resync of a table that has it all, in chunks.
+	apply2(chunked, second, &Ruleset{Chains: second.Chains, AffinitySets: second.AffinitySets, EndpointMaps: second.EndpointMaps}, 10)
+	if sortedLines(chunked.Dump()) != sortedLines(fresh.Dump()) {
+		t.Fatalf("chunked resync differs from a full sync")
+	}
+}
