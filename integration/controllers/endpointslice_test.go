@@ -118,15 +118,21 @@ func TestEndpointSlices(t *testing.T) {
 	})
 
 	// Readiness lost, then a graceful delete (the pod terminates).
-	setPodStatus(t, ns, "a", "10.42.0.2", false)
-	waitSlices(t, ns, "web", "10.42.0.2:8080 false/false/false,10.42.0.3:8081 true/true/false,10.42.0.4:8080 false/false/false")
-	// The slice written for it carries the pod's Ready transition as its
-	// last-change-trigger-time.
+	// (At a transition time of its own: times are kept to the second, and
+	// one not after the last the controller saw is no change.)
 	podA, err := env.client.CoreV1().Pods(ns).Get(ctx, "a", metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := podA.Status.Conditions[0].LastTransitionTime.UTC().Format(time.RFC3339Nano)
+	lost := metav1.NewTime(time.Now().Add(time.Hour).Truncate(time.Second))
+	podA.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionFalse, LastTransitionTime: lost}}
+	if _, err := env.client.CoreV1().Pods(ns).UpdateStatus(ctx, podA, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitSlices(t, ns, "web", "10.42.0.2:8080 false/false/false,10.42.0.3:8081 true/true/false,10.42.0.4:8080 false/false/false")
+	// The slice written for it carries the pod's Ready transition as its
+	// last-change-trigger-time.
+	want := lost.UTC().Format(time.RFC3339Nano)
 	eventually(t, "the slice's last-change-trigger-time "+want, func() (bool, error) {
 		l, err := env.client.DiscoveryV1().EndpointSlices(ns).List(ctx, metav1.ListOptions{LabelSelector: discoveryv1.LabelServiceName + "=web"})
 		if err != nil {
