@@ -65,6 +65,7 @@ import (
 	"berth/controlplane/controller/serviceaccount"
 	"berth/controlplane/controller/servicecidr"
 	"berth/controlplane/controller/storageprotection"
+	"berth/controlplane/controller/tokencleaner"
 	"berth/controlplane/controller/ttlafterfinished"
 	"berth/controlplane/controller/volume"
 	"berth/controlplane/controller/volume/ephemeral"
@@ -93,6 +94,7 @@ var Controllers = []string{
 	job.Name, ttlafterfinished.Name, cronjob.Name,
 	endpointslicemirroring.Name,
 	disruption.Name,
+	tokencleaner.Name,
 	servicecidr.Name,
 }
 
@@ -362,6 +364,8 @@ func (m *Manager) build(name string, base controller.Config) (interface{ Run(con
 		return cronjob.New(cronjob.Config{Config: base})
 	case disruption.Name:
 		return disruption.New(disruption.Config{Config: base})
+	case tokencleaner.Name:
+		return tokencleaner.New(tokencleaner.Config{Config: base})
 	case garbagecollector.Name:
 		return garbagecollector.New(garbagecollector.Config{Config: base, Dynamic: m.cfg.Dynamic, Options: m.cfg.GarbageCollector})
 	case servicecidr.Name:
