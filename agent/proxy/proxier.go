@@ -27,6 +27,12 @@ import (
 // DefaultTable is the nftables table the agent's proxy owns.
 const DefaultTable = "berth-proxy"
 
+// ChunkChains bounds the services' chains one transaction rewrites (see
+// Ruleset.Transactions): a full sync of thousands of services is several
+// transactions of moderate size instead of one the kernel takes seconds
+// to commit while holding the nftables lock.
+const ChunkChains = 2000
+
 // Config configures a Proxier.
 type Config struct {
 	// Client watches Services and EndpointSlices; required.
@@ -267,7 +273,7 @@ func (p *Proxier) Sync(ctx context.Context) error {
 	if p.current == nil {
 		// What a previous run (or a failed transaction) left.
 		// Names only: the first transaction rewrites everything.
-		p.current = &Ruleset{Chains: map[string]bool{}, AffinitySets: map[string]bool{}}
+		p.current = &Ruleset{Chains: map[string]bool{}, AffinitySets: map[string]bool{}, EndpointMaps: map[string]bool{}}
 		chains, err := p.nft.List(ctx, "chains")
 		if err != nil && !knftables.IsNotFound(err) {
 			return fmt.Errorf("listing the chains of table %s: %w", p.cfg.Table, err)
@@ -284,6 +290,15 @@ func (p *Proxier) Sync(ctx context.Context) error {
 				p.current.AffinitySets[s] = true
 			}
 		}
+		maps, err := p.nft.List(ctx, "maps")
+		if err != nil && !knftables.IsNotFound(err) {
+			return fmt.Errorf("listing the maps of table %s: %w", p.cfg.Table, err)
+		}
+		for _, m := range maps {
+			if strings.HasPrefix(m, endpointsPrefix) {
+				p.current.EndpointMaps[m] = true
+			}
+		}
 	}
 	var services []*v1.Service
 	for _, o := range p.services.GetStore().List() {
@@ -296,15 +311,16 @@ func (p *Proxier) Sync(ctx context.Context) error {
 		}
 	}
 	rs := p.builder.Build(services, slices, Params{NodeIPs: p.cfg.NodeIPs, PodCIDR: p.cfg.PodCIDR, NodeName: p.cfg.NodeName})
-	tx := p.nft.NewTransaction()
-	rs.Transaction(tx, p.current, "service rules of the berth agent")
-	if err := p.nft.Run(ctx, tx); err != nil {
-		p.current = nil // re-read: the table is as before, or unknown
-		p.metrics.syncFailures.WithLabelValues(ipFamily).Inc()
-		p.triggerMu.Lock()
-		p.triggers = append(triggers, p.triggers...)
-		p.triggerMu.Unlock()
-		return fmt.Errorf("applying %d operations to table %s: %w", tx.NumOperations(), p.cfg.Table, err)
+	txs := rs.Transactions(p.nft.NewTransaction, p.current, "service rules of the berth agent", ChunkChains)
+	for i, tx := range txs {
+		if err := p.nft.Run(ctx, tx); err != nil {
+			p.current = nil // re-read: the table is as before, or unknown
+			p.metrics.syncFailures.WithLabelValues(ipFamily).Inc()
+			p.triggerMu.Lock()
+			p.triggers = append(triggers, p.triggers...)
+			p.triggerMu.Unlock()
+			return fmt.Errorf("applying %d operations (transaction %d of %d) to table %s: %w", tx.NumOperations(), i+1, len(txs), p.cfg.Table, err)
+		}
 	}
 	previous := p.current
 	p.current = rs

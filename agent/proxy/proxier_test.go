@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"testing"
 	"time"
 
@@ -73,7 +74,7 @@ func TestProxierFollowsChangesAndDeletesItsTable(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitFor(t, nft, "the reject of a service without endpoints", func(tb *knftables.FakeTable) bool {
-		return value(tb, noEndpointSvcs, "10.96.0.10", "tcp", "80") == "goto "+rejectChain && len(chainsWith(tb, "endpoint-")) == 0
+		return value(tb, noEndpointSvcs, "10.96.0.10", "tcp", "80") == "goto "+rejectChain && tb.Chains[chainName("service", "ns/web/tcp/http")] == nil
 	})
 	if n := testutil.CollectAndCount(reg, "kubeproxy_sync_proxy_rules_duration_seconds", "kubeproxy_sync_proxy_rules_last_timestamp_seconds",
 		"kubeproxy_sync_full_proxy_rules_duration_seconds", "kubeproxy_sync_partial_proxy_rules_duration_seconds"); n != 4 {
@@ -91,7 +92,9 @@ func TestProxierFollowsChangesAndDeletesItsTable(t *testing.T) {
 	if _, err := client.DiscoveryV1().EndpointSlices("ns").Update(ctx, sl, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, nft, "the new endpoint", func(tb *knftables.FakeTable) bool { return len(chainsWith(tb, "endpoint-")) == 1 })
+	waitFor(t, nft, "the new endpoint", func(tb *knftables.FakeTable) bool {
+		return slices.Equal(targets(tb, chainName("service", "ns/web/tcp/http")), []string{"10.244.0.6:8080"})
+	})
 	waitForMetric(t, "a network programming latency of 3 s or more", func() bool {
 		m := &dto.Metric{}
 		if err := p.metrics.programming.WithLabelValues(ipFamily).(prometheus.Histogram).Write(m); err != nil {

@@ -34,6 +34,7 @@ const (
 	noEndpointSvcs    = "no-endpoint-services"
 	noEndpointNPs     = "no-endpoint-nodeports"
 	nodePortIPsSet    = "nodeport-ips"
+	hairpinSet        = "hairpin-endpoints"
 
 	// masqueradeBit marks packets to be masqueraded on the way out, as
 	// kube-proxy's default --masquerade-bit 14.
@@ -89,6 +90,9 @@ type Ruleset struct {
 	// among Containers: they are filled from the packet path, so a sync
 	// keeps their elements.
 	AffinitySets map[string]bool
+	// EndpointMaps names the per-chain endpoint maps among Containers
+	// (numgen index → endpoint address and port).
+	EndpointMaps map[string]bool
 	// HealthChecks are the health-check node ports to serve, by port.
 	HealthChecks map[int32]HealthCheck
 	// UDP are the UDP services' destinations and the endpoints they lead
@@ -104,8 +108,12 @@ func elementID(e *knftables.Element) string {
 	return e.Map + e.Set + " " + strings.Join(e.Key, " . ")
 }
 
-// affinityPrefix starts the names of the affinity sets.
-const affinityPrefix = "affinity-"
+// affinityPrefix starts the names of the affinity sets, endpointsPrefix
+// those of the endpoint maps.
+const (
+	affinityPrefix  = "affinity-"
+	endpointsPrefix = "endpoints-"
+)
 
 // Build computes the ruleset for services and their EndpointSlices. Only
 // IPv4 is programmed; ExternalName and headless Services have no rules.
@@ -133,7 +141,7 @@ type fragment struct {
 
 func newRuleset() *Ruleset {
 	return &Ruleset{Chains: map[string]bool{}, Rules: map[string][]string{}, Elements: map[string]*knftables.Element{},
-		AffinitySets: map[string]bool{}, HealthChecks: map[int32]HealthCheck{}, UDP: udpTargets{}}
+		AffinitySets: map[string]bool{}, EndpointMaps: map[string]bool{}, HealthChecks: map[int32]HealthCheck{}, UDP: udpTargets{}}
 }
 
 // Build is the package's Build, reusing the unchanged services' rules.
@@ -225,6 +233,9 @@ func (r *Ruleset) merge(f *Ruleset) {
 	for s := range f.AffinitySets {
 		r.AffinitySets[s] = true
 	}
+	for m := range f.EndpointMaps {
+		r.EndpointMaps[m] = true
+	}
 	for port, hc := range f.HealthChecks {
 		r.HealthChecks[port] = hc
 	}
@@ -281,6 +292,7 @@ func (r *Ruleset) fixed(p Params) {
 		&knftables.Map{Name: noEndpointSvcs, Type: "ipv4_addr . inet_proto . inet_service : verdict", Comment: ptr.To("services with no ready endpoints")},
 		&knftables.Map{Name: noEndpointNPs, Type: "inet_proto . inet_service : verdict", Comment: ptr.To("nodeports with no ready endpoints")},
 		&knftables.Set{Name: nodePortIPsSet, Type: "ipv4_addr", Comment: ptr.To("addresses NodePorts are served on")},
+		&knftables.Set{Name: hairpinSet, Type: "ipv4_addr . ipv4_addr", Comment: ptr.To("endpoint . endpoint: a pod reaching itself through a service")},
 	)
 	for _, ip := range p.NodeIPs {
 		// Not on loopback, as kube-proxy's nftables mode: a local
@@ -291,6 +303,9 @@ func (r *Ruleset) fixed(p Params) {
 	}
 	r.chain(markMasqChain, "meta mark set meta mark or "+masqueradeBit)
 	r.chain(masqueradingChain,
+		// A pod reaching itself through a service (hairpin) is
+		// masqueraded, else it would answer itself from its own address.
+		"ct status dnat ip saddr . ip daddr @"+hairpinSet+" masquerade fully-random",
 		"meta mark & "+masqueradeBit+" == 0 return",
 		"meta mark set meta mark xor "+masqueradeBit,
 		"masquerade fully-random")
@@ -555,32 +570,54 @@ func affinityTimeout(svc *v1.Service) time.Duration {
 	return time.Duration(v1.DefaultClientIPServiceAffinitySeconds) * time.Second
 }
 
-// policyChain adds chain balancing over eps (after the rules pre), and the
-// endpoints' chains.
+// policyChain adds chain (after the rules pre) sending new connections to
+// one of eps, uniformly at random: one dnat through the chain's endpoint
+// map indexed by numgen (a single endpoint: a plain dnat). Hairpin traffic
+// is masqueraded in postrouting by the hairpin set, so endpoints need no
+// chain of their own; only sessionAffinity ClientIP does (see
+// affinityChain).
 func (r *Ruleset) policyChain(chain, id, proto string, eps []endpoint, affinity time.Duration, pre []string) {
+	for _, ep := range eps {
+		r.add(&knftables.Element{Set: hairpinSet, Key: []string{ep.ip, ep.ip}})
+	}
+	if affinity > 0 {
+		r.affinityChain(chain, id, proto, eps, affinity, pre)
+		return
+	}
+	rules := append([]string(nil), pre...)
+	if len(eps) == 1 {
+		rules = append(rules, fmt.Sprintf("meta l4proto %s dnat ip to %s:%d", proto, eps[0].ip, eps[0].port))
+		r.chain(chain, rules...)
+		return
+	}
+	m := endpointsPrefix + chain
+	r.EndpointMaps[m] = true
+	r.add(&knftables.Map{Name: m, TypeOf: "numgen random mod 1 : ip daddr . tcp dport"})
+	for i, ep := range eps {
+		r.add(&knftables.Element{Map: m, Key: []string{strconv.Itoa(i)}, Value: []string{ep.ip, strconv.Itoa(int(ep.port))}})
+	}
+	rules = append(rules, fmt.Sprintf("meta l4proto %s dnat ip to numgen random mod %d map @%s", proto, len(eps), m))
+	r.chain(chain, rules...)
+}
+
+// affinityChain is policyChain for sessionAffinity ClientIP: each
+// endpoint has a chain remembering its clients for the timeout in a set
+// (part of the set's name: a new timeout is a new set); returning clients
+// go to theirs before the others are balanced.
+func (r *Ruleset) affinityChain(chain, id, proto string, eps []endpoint, affinity time.Duration, pre []string) {
 	rules := append([]string(nil), pre...)
 	balance := make([]string, len(eps))
 	for i, ep := range eps {
 		epID := fmt.Sprintf("%s__%s/%d", id, ep.ip, ep.port)
 		epChain := chainName("endpoint", epID)
-		// A pod reaching itself through the service (hairpin) is
-		// masqueraded, else it would answer itself from its own address.
-		epRules := []string{fmt.Sprintf("ip saddr %s jump %s", ep.ip, markMasqChain)}
-		if affinity > 0 {
-			// sessionAffinity ClientIP: each endpoint remembers its
-			// clients for the timeout (part of the set's name: a new
-			// timeout is a new set); they return to it before balancing.
-			set := chainName("affinity", fmt.Sprintf("%s/%ds", epID, affinity/time.Second))
-			if !r.AffinitySets[set] {
-				r.AffinitySets[set] = true
-				r.add(&knftables.Set{Name: set, Type: "ipv4_addr", Flags: []knftables.SetFlag{knftables.DynamicFlag, knftables.TimeoutFlag}, Timeout: ptr.To(affinity)})
-			}
-			epRules = append(epRules, fmt.Sprintf("update @%s { ip saddr }", set))
-			rules = append(rules, fmt.Sprintf("ip saddr @%s goto %s", set, epChain))
+		set := chainName("affinity", fmt.Sprintf("%s/%ds", epID, affinity/time.Second))
+		if !r.AffinitySets[set] {
+			r.AffinitySets[set] = true
+			r.add(&knftables.Set{Name: set, Type: "ipv4_addr", Flags: []knftables.SetFlag{knftables.DynamicFlag, knftables.TimeoutFlag}, Timeout: ptr.To(affinity)})
 		}
-		epRules = append(epRules, fmt.Sprintf("meta l4proto %s dnat to %s:%d", proto, ep.ip, ep.port))
+		rules = append(rules, fmt.Sprintf("ip saddr @%s goto %s", set, epChain))
 		if !r.Chains[epChain] {
-			r.chain(epChain, epRules...)
+			r.chain(epChain, fmt.Sprintf("update @%s { ip saddr }", set), fmt.Sprintf("meta l4proto %s dnat ip to %s:%d", proto, ep.ip, ep.port))
 		}
 		balance[i] = balanceRule(i, len(eps), epChain)
 	}
@@ -588,12 +625,12 @@ func (r *Ruleset) policyChain(chain, id, proto string, eps []endpoint, affinity 
 }
 
 // balanceRule is the rule sending a new connection to the i-th of n
-// endpoints with probability 1/(n-i) when none of the earlier ones took it:
-// uniformly random over the n, as iptables' statistic cascade. Not one
-// anonymous verdict map per service (kube-proxy's nftables mode): the kernel
-// names each anonymous set by scanning every set of the table, so a full
-// sync of thousands of services costs it quadratic time (measured here: 16 s
-// of kernel time at 3000 services × 10 endpoints, 1.3 s with these rules).
+// endpoints' chains with probability 1/(n-i) when none of the earlier ones
+// took it: uniformly random over the n, as iptables' statistic cascade.
+// Not one anonymous verdict map per service (kube-proxy's nftables mode):
+// the kernel names each anonymous set by scanning every set of the table,
+// so a full sync of thousands of services costs it quadratic time
+// (measured here: 16 s of kernel time at 3000 services × 10 endpoints).
 func balanceRule(i, n int, chain string) string {
 	if left := n - i; left > 1 {
 		return fmt.Sprintf("numgen random mod %d == 0 goto %s", left, chain)
@@ -668,6 +705,12 @@ func (r *Ruleset) Transaction(tx *knftables.Transaction, previous *Ruleset, comm
 			tx.Add(r.Elements[id])
 		}
 	}
+	r.deleteStale(tx, previous)
+}
+
+// deleteStale deletes the chains, affinity sets and endpoint maps previous
+// had and r has not.
+func (r *Ruleset) deleteStale(tx *knftables.Transaction, previous *Ruleset) {
 	if previous == nil {
 		return
 	}
@@ -678,10 +721,181 @@ func (r *Ruleset) Transaction(tx *knftables.Transaction, previous *Ruleset, comm
 	for _, c := range stale {
 		tx.Delete(&knftables.Chain{Name: c})
 	}
-	// Sets last: the rules using them are gone by now.
+	// Sets and maps last: the rules using them are gone by now.
 	for _, set := range missing(previous.AffinitySets, r.AffinitySets) {
 		tx.Delete(&knftables.Set{Name: set})
 	}
+	for _, m := range missing(previous.EndpointMaps, r.EndpointMaps) {
+		tx.Delete(&knftables.Map{Name: m})
+	}
+}
+
+// fixedChains are the chains every ruleset has (fixed), the rest being
+// the services'.
+var fixedChains = func() map[string]bool {
+	m := map[string]bool{markMasqChain: true, masqueradingChain: true, rejectChain: true, endpointsCheck: true, nodePortsCheck: true, servicesChain: true}
+	for _, bc := range baseChains {
+		m[bc.name] = true
+	}
+	return m
+}()
+
+// Transactions is Transaction split for a big ruleset: when the services'
+// chains number more than chunk, their rewrite is spread over several
+// transactions of about chunk chains each (a chain with its rules and its
+// endpoint map's elements always in one, so each service is consistent
+// between them), after one creating every container and fixed chain, and
+// before a last one switching the dispatch maps and deleting what is
+// stale. Packets see, at each step, every service either as before or as
+// after. newTx makes each transaction. A ruleset of chunk service chains
+// or fewer is one transaction, as Transaction.
+func (r *Ruleset) Transactions(newTx func() *knftables.Transaction, previous *Ruleset, comment string, chunk int) []*knftables.Transaction {
+	var svcChains []*knftables.Chain
+	for _, c := range r.chains {
+		if !fixedChains[c.Name] {
+			svcChains = append(svcChains, c)
+		}
+	}
+	if chunk <= 0 || len(svcChains) <= chunk {
+		tx := newTx()
+		r.Transaction(tx, previous, comment)
+		return []*knftables.Transaction{tx}
+	}
+	full := previous == nil || previous.Rules == nil
+	changed := func(c *knftables.Chain) bool {
+		return full || !previous.Chains[c.Name] || !slices.Equal(previous.Rules[c.Name], r.Rules[c.Name])
+	}
+	existed := func(name string) bool { return previous != nil && previous.Chains[name] }
+	// Elements by the container they are in.
+	byContainer := map[string][]string{}
+	for _, id := range sortedKeys(r.Elements) {
+		e := r.Elements[id]
+		byContainer[e.Map+e.Set] = append(byContainer[e.Map+e.Set], id)
+	}
+	var prevByContainer map[string][]string
+	if !full {
+		prevByContainer = map[string][]string{}
+		for _, id := range sortedKeys(previous.Elements) {
+			e := previous.Elements[id]
+			prevByContainer[e.Map+e.Set] = append(prevByContainer[e.Map+e.Set], id)
+		}
+	}
+	// elementDiff writes the element changes of one container.
+	elementDiff := func(tx *knftables.Transaction, container string) {
+		if !full {
+			for _, id := range prevByContainer[container] {
+				if e := r.Elements[id]; e == nil || !slices.Equal(e.Value, previous.Elements[id].Value) {
+					old := previous.Elements[id]
+					tx.Delete(&knftables.Element{Map: old.Map, Set: old.Set, Key: old.Key})
+				}
+			}
+		}
+		for _, id := range byContainer[container] {
+			if old := previousElement(previous, full, id); old == nil || !slices.Equal(old.Value, r.Elements[id].Value) {
+				tx.Add(r.Elements[id])
+			}
+		}
+	}
+
+	// First: the table, every container and the fixed chains (created
+	// empty if new; their rules come last).
+	first := newTx()
+	first.Add(&knftables.Table{Comment: ptr.To(comment)})
+	for _, o := range r.Containers {
+		first.Add(o)
+	}
+	for _, c := range r.chains {
+		if fixedChains[c.Name] {
+			first.Add(c)
+		}
+	}
+	out := []*knftables.Transaction{first}
+	// Then the services' chains, chunk by chunk (a chain only refers to
+	// earlier ones, so to chains of its own or an earlier chunk).
+	for i := 0; i < len(svcChains); i += chunk {
+		tx := newTx()
+		part := svcChains[i:min(i+chunk, len(svcChains))]
+		for _, c := range part {
+			m := endpointsPrefix + c.Name
+			if !r.EndpointMaps[m] {
+				continue
+			}
+			if full {
+				tx.Flush(&knftables.Map{Name: m})
+			}
+			elementDiff(tx, m)
+		}
+		var rewrite []*knftables.Chain
+		for _, c := range part {
+			if changed(c) {
+				rewrite = append(rewrite, c)
+			}
+		}
+		for _, c := range rewrite {
+			tx.Add(c)
+			if existed(c.Name) {
+				tx.Flush(&knftables.Chain{Name: c.Name})
+			}
+		}
+		for _, c := range rewrite {
+			for _, rule := range r.Rules[c.Name] {
+				tx.Add(&knftables.Rule{Chain: c.Name, Rule: rule})
+			}
+		}
+		if tx.NumOperations() > 0 {
+			out = append(out, tx)
+		}
+	}
+	// Last: the fixed chains' rules, the other containers' elements (the
+	// dispatch maps), and what is stale.
+	last := newTx()
+	for _, o := range r.Containers {
+		var name string
+		switch o := o.(type) {
+		case *knftables.Map:
+			name = o.Name
+		case *knftables.Set:
+			name = o.Name
+		}
+		if r.EndpointMaps[name] || r.AffinitySets[name] {
+			continue
+		}
+		if full {
+			if _, isMap := o.(*knftables.Map); isMap {
+				last.Flush(&knftables.Map{Name: name})
+			} else {
+				last.Flush(&knftables.Set{Name: name})
+			}
+		}
+		elementDiff(last, name)
+	}
+	// Elements of endpoint maps that are gone (their maps go below).
+	if !full {
+		for m := range previous.EndpointMaps {
+			if !r.EndpointMaps[m] {
+				elementDiff(last, m)
+			}
+		}
+	}
+	for _, c := range r.chains {
+		if fixedChains[c.Name] && changed(c) {
+			if existed(c.Name) {
+				last.Flush(&knftables.Chain{Name: c.Name})
+			}
+			for _, rule := range r.Rules[c.Name] {
+				last.Add(&knftables.Rule{Chain: c.Name, Rule: rule})
+			}
+		}
+	}
+	r.deleteStale(last, previous)
+	return append(out, last)
+}
+
+func previousElement(previous *Ruleset, full bool, id string) *knftables.Element {
+	if full {
+		return nil
+	}
+	return previous.Elements[id]
 }
 
 func sortedKeys[V any](m map[string]V) []string {

@@ -6,6 +6,7 @@ import (
 	"math"
 	"net/netip"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -82,6 +83,32 @@ func value(tb *knftables.FakeTable, m string, key ...string) string {
 	return ""
 }
 
+func sortedLines(s string) string {
+	lines := strings.Split(s, "\n")
+	slices.Sort(lines)
+	return strings.Join(lines, "\n")
+}
+
+// targets are the endpoints (ip:port) a chain's dnat rules reach: a plain
+// dnat's, or every element of the endpoint map a numgen dnat indexes.
+func targets(tb *knftables.FakeTable, chain string) []string {
+	var out []string
+	for _, r := range rules(tb, chain) {
+		if _, m, ok := strings.Cut(r, " map @"); ok {
+			for i := 0; ; i++ {
+				e := tb.Maps[m].FindElement(strconv.Itoa(i))
+				if e == nil {
+					break
+				}
+				out = append(out, strings.Join(e.Value, ":"))
+			}
+		} else if _, to, ok := strings.Cut(r, " dnat ip to "); ok {
+			out = append(out, to)
+		}
+	}
+	return out
+}
+
 func chainsWith(tb *knftables.FakeTable, prefix string) []string {
 	var out []string
 	for name := range tb.Chains {
@@ -96,8 +123,7 @@ func chainsWith(tb *knftables.FakeTable, prefix string) []string {
 func TestBuild(t *testing.T) {
 	svcChain := chainName("service", "ns/web/tcp/http")
 	extChain := chainName("external", "ns/web/tcp/http")
-	epA := chainName("endpoint", "ns/web/tcp/http__10.244.0.5/8080")
-	epB := chainName("endpoint", "ns/web/tcp/http__10.244.0.6/8080")
+	epMap := endpointsPrefix + svcChain
 	for _, tc := range []struct {
 		name     string
 		services []*v1.Service
@@ -113,17 +139,22 @@ func TestBuild(t *testing.T) {
 			}
 			want := []string{
 				"ip daddr 10.96.0.10 tcp dport 80 ip saddr != 10.244.0.0/24 jump mark-for-masquerade",
-				"numgen random mod 2 == 0 goto " + epA,
-				"goto " + epB,
+				"meta l4proto tcp dnat ip to numgen random mod 2 map @" + epMap,
 			}
 			if got := rules(tb, svcChain); !slices.Equal(got, want) {
 				t.Errorf("service chain rules:\n got %q\nwant %q", got, want)
 			}
-			if got := rules(tb, epA); !slices.Equal(got, []string{"ip saddr 10.244.0.5 jump mark-for-masquerade", "meta l4proto tcp dnat to 10.244.0.5:8080"}) {
-				t.Errorf("endpoint chain rules: %q", got)
+			if got := targets(tb, svcChain); !slices.Equal(got, []string{"10.244.0.5:8080", "10.244.0.6:8080"}) {
+				t.Errorf("endpoints %q, want the two ready ones", got)
 			}
-			if got := chainsWith(tb, "endpoint-"); len(got) != 2 {
-				t.Errorf("endpoint chains %q, want the two ready endpoints'", got)
+			// Hairpin: each endpoint reaching itself is masqueraded.
+			for _, ip := range []string{"10.244.0.5", "10.244.0.6"} {
+				if tb.Sets[hairpinSet].FindElement(ip, ip) == nil {
+					t.Errorf("%s . %s not in %s", ip, ip, hairpinSet)
+				}
+			}
+			if got := chainsWith(tb, "endpoint-"); len(got) != 0 {
+				t.Errorf("endpoint chains %q without session affinity", got)
 			}
 			if len(tb.Maps[noEndpointSvcs].Elements) != 0 || len(chainsWith(tb, "external-")) != 0 {
 				t.Errorf("a ClusterIP service with endpoints got reject or external rules")
@@ -218,8 +249,12 @@ func TestTransactionReplacesPreviousRuleset(t *testing.T) {
 	apply(t, fake, first, nil)
 	second := Build([]*v1.Service{svc}, []*discoveryv1.EndpointSlice{slice("web", "http", 8080, ep{ip: "10.244.0.6"})}, testParams)
 	tb := apply(t, fake, second, first)
-	if got := chainsWith(tb, "endpoint-"); !slices.Equal(got, []string{chainName("endpoint", "ns/web/tcp/http__10.244.0.6/8080")}) {
-		t.Errorf("endpoint chains after the endpoint left: %q", got)
+	svcChain := chainName("service", "ns/web/tcp/http")
+	if got := targets(tb, svcChain); !slices.Equal(got, []string{"10.244.0.6:8080"}) {
+		t.Errorf("endpoints after one left: %q", got)
+	}
+	if tb.Maps[endpointsPrefix+svcChain] != nil || tb.Sets[hairpinSet].FindElement("10.244.0.5", "10.244.0.5") != nil {
+		t.Errorf("the endpoint map or the gone endpoint's hairpin element is left")
 	}
 	if n := len(tb.Maps[serviceIPsMap].Elements); n != 1 {
 		t.Errorf("service-ips has %d elements, want 1", n)
@@ -303,13 +338,14 @@ func TestTransactionIsIncremental(t *testing.T) {
 			t.Errorf("the transaction touches %q, which did not change:\n%s", untouched, ops)
 		}
 	}
-	if !strings.Contains(ops, "delete chain ip berth-test "+chainName("endpoint", "ns/web/tcp/http__10.244.0.5/8080")) {
-		t.Errorf("the gone endpoint's chain is not deleted:\n%s", ops)
+	if !strings.Contains(ops, "delete element ip berth-test "+hairpinSet+" { 10.244.0.5 . 10.244.0.5 }") {
+		t.Errorf("the gone endpoint's hairpin element is not deleted:\n%s", ops)
 	}
 	// The result equals a full sync of the same objects.
 	full := knftables.NewFake(knftables.IPv4Family, "berth-test")
 	apply(t, full, second, nil)
-	if fake.Dump() != full.Dump() {
+	// (As sets of lines: the fake dumps elements in insertion order.)
+	if sortedLines(fake.Dump()) != sortedLines(full.Dump()) {
 		t.Errorf("incremental result differs from a full sync:\n%s\nfull:\n%s", fake.Dump(), full.Dump())
 	}
 }
@@ -349,8 +385,6 @@ func TestTrafficPolicies(t *testing.T) {
 	params.NodeName = "here"
 	local := epOn("10.244.0.5", "here", true, true, false)
 	remote := epOn("10.244.1.5", "there", true, true, false)
-	epLocal := chainName("endpoint", "ns/web/tcp/http__10.244.0.5/8080")
-	epRemote := chainName("endpoint", "ns/web/tcp/http__10.244.1.5/8080")
 	clusterChain := chainName("service", "ns/web/tcp/http")
 	localChain := chainName("local", "ns/web/tcp/http")
 	extChain := chainName("external", "ns/web/tcp/http")
@@ -373,11 +407,11 @@ func TestTrafficPolicies(t *testing.T) {
 			if got := value(tb, serviceIPsMap, "10.96.0.10", "tcp", "80"); got != "goto "+localChain {
 				t.Errorf("service-ips = %q, want goto %s", got, localChain)
 			}
-			if got := rules(tb, localChain); !slices.Contains(got, "goto "+epLocal) || slices.Contains(got, "goto "+epRemote) {
-				t.Errorf("local chain %q, want only the local endpoint", got)
+			if got := targets(tb, localChain); !slices.Equal(got, []string{"10.244.0.5:8080"}) {
+				t.Errorf("local chain reaches %q, want only the local endpoint", got)
 			}
-			if tb.Chains[epRemote] != nil || tb.Chains[clusterChain] != nil {
-				t.Errorf("the remote endpoint or the cluster chain was programmed")
+			if tb.Chains[clusterChain] != nil {
+				t.Errorf("the cluster chain was programmed")
 			}
 		},
 	}, {
@@ -410,8 +444,11 @@ func TestTrafficPolicies(t *testing.T) {
 			if got := rules(tb, extChain); !slices.Equal(got, want) {
 				t.Errorf("external chain:\n got %q\nwant %q", got, want)
 			}
-			if got := rules(tb, localChain); !slices.Equal(got, []string{"goto " + epLocal}) {
-				t.Errorf("local chain %q, want the local endpoint only", got)
+			if got := targets(tb, localChain); !slices.Equal(got, []string{"10.244.0.5:8080"}) {
+				t.Errorf("local chain reaches %q, want the local endpoint only", got)
+			}
+			if got := targets(tb, clusterChain); !slices.Equal(got, []string{"10.244.0.5:8080", "10.244.1.5:8080"}) {
+				t.Errorf("cluster chain reaches %q, want both", got)
 			}
 			if got := value(tb, noEndpointNPs, "tcp", "30080"); got != "" {
 				t.Errorf("no-endpoint-nodeports = %q, want none", got)
@@ -435,8 +472,8 @@ func TestTrafficPolicies(t *testing.T) {
 		name: "no ready endpoint: the serving terminating ones are used",
 		eps:  []discoveryv1.Endpoint{epOn("10.244.0.5", "here", false, true, true), epOn("10.244.1.5", "there", false, false, true)},
 		check: func(t *testing.T, tb *knftables.FakeTable) {
-			if got := rules(tb, clusterChain); !slices.Contains(got, "goto "+epLocal) || tb.Chains[epRemote] != nil {
-				t.Errorf("service chain %q, want the serving terminating endpoint only", got)
+			if got := targets(tb, clusterChain); !slices.Equal(got, []string{"10.244.0.5:8080"}) {
+				t.Errorf("service chain reaches %q, want the serving terminating endpoint only", got)
 			}
 		},
 	}} {
@@ -546,5 +583,55 @@ func TestFirstSyncFlushesOnlyExistingChains(t *testing.T) {
 	rs.Transaction(tx, nil, "test")
 	if flushes := strings.Count(tx.String(), "flush chain"); flushes != len(rs.Chains) {
 		t.Errorf("%d chains flushed over an unknown table, want all %d", flushes, len(rs.Chains))
+	}
+}
+
+// A big ruleset applied in chunks ends as the single transaction does,
+// from nothing and incrementally, and each chunk holds whole chains.
+func TestTransactionsInChunks(t *testing.T) {
+	svcs, sls := benchObjects(30)
+	// Some with one endpoint, one with session affinity, one NodePort.
+	sls[3].Endpoints = sls[3].Endpoints[:1]
+	svcs[4].Spec.SessionAffinity = v1.ServiceAffinityClientIP
+	svcs[5].Spec.Type, svcs[5].Spec.Ports[0].NodePort = v1.ServiceTypeNodePort, 30080
+	first := Build(svcs, sls, testParams)
+	apply2 := func(fake *knftables.Fake, rs, previous *Ruleset, chunk int) int {
+		t.Helper()
+		txs := rs.Transactions(fake.NewTransaction, previous, "test", chunk)
+		for i, tx := range txs {
+			if err := fake.Run(context.Background(), tx); err != nil {
+				t.Fatalf("transaction %d of %d rejected: %v\n%s", i+1, len(txs), err, tx)
+			}
+		}
+		return len(txs)
+	}
+	chunked := knftables.NewFake(knftables.IPv4Family, "berth-test")
+	if n := apply2(chunked, first, nil, 10); n < 4 {
+		t.Fatalf("%d transactions for %d service chains in chunks of 10", n, len(first.Chains)-len(fixedChains))
+	}
+	whole := knftables.NewFake(knftables.IPv4Family, "berth-test")
+	if n := apply2(whole, first, nil, 0); n != 1 {
+		t.Fatalf("%d transactions without chunks", n)
+	}
+	if sortedLines(chunked.Dump()) != sortedLines(whole.Dump()) {
+		t.Fatalf("chunked differs from whole:\n%s\nwhole:\n%s", chunked.Dump(), whole.Dump())
+	}
+	// Incrementally: endpoints change, services go, one comes.
+	sls2 := slices.Clone(sls)
+	sls2[7] = sls2[7].DeepCopy()
+	sls2[7].Endpoints = sls2[7].Endpoints[2:]
+	sls2[7].ResourceVersion = "2"
+	svcs2 := append(slices.Clone(svcs[2:]), service("late", func(s *v1.Service) { s.Spec.ClusterIP, s.Spec.ClusterIPs = "10.96.9.9", []string{"10.96.9.9"} }))
+	second := Build(svcs2, append(sls2, slice("late", "http", 8080, ep{ip: "10.244.9.9"})), testParams)
+	apply2(chunked, second, first, 10)
+	fresh := knftables.NewFake(knftables.IPv4Family, "berth-test")
+	apply2(fresh, second, nil, 0)
+	if sortedLines(chunked.Dump()) != sortedLines(fresh.Dump()) {
+		t.Fatalf("chunked incremental differs from a full sync:\n%s\nfull:\n%s", chunked.Dump(), fresh.Dump())
+	}
+	// A full resync of a table that has it all, in chunks.
+	apply2(chunked, second, &Ruleset{Chains: second.Chains, AffinitySets: second.AffinitySets, EndpointMaps: second.EndpointMaps}, 10)
+	if sortedLines(chunked.Dump()) != sortedLines(fresh.Dump()) {
+		t.Fatalf("chunked resync differs from a full sync")
 	}
 }

@@ -62,4 +62,8 @@ var markedRequired = map[string]bool{
 	"io.k8s.api.flowcontrol.v1.LimitedPriorityLevelConfiguration.limitResponse":                  true,
 	"io.k8s.api.flowcontrol.v1.PriorityLevelConfiguration.spec":                                  true,
 	"io.k8s.api.flowcontrol.v1.PriorityLevelConfigurationCondition.type":                         true,
+	"io.k8s.api.networking.v1.IPAddress.spec":                                                    true,
+	"io.k8s.api.networking.v1.IPAddressSpec.parentRef":                                           true,
+	"io.k8s.api.networking.v1.ParentReference.name":                                              true,
+	"io.k8s.api.networking.v1.ParentReference.resource":                                          true,
 }

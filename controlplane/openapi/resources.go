@@ -172,6 +172,8 @@ func DefaultResources() []Resource {
 		in(flowcontrolv1.SchemeGroupVersion, "FlowSchema", "flowschemas", false, &flowcontrolv1.FlowSchema{}, &flowcontrolv1.FlowSchemaList{}, SubresourceStatus),
 		in(flowcontrolv1.SchemeGroupVersion, "PriorityLevelConfiguration", "prioritylevelconfigurations", false,
 			&flowcontrolv1.PriorityLevelConfiguration{}, &flowcontrolv1.PriorityLevelConfigurationList{}, SubresourceStatus),
+		in(networkingv1.SchemeGroupVersion, "ServiceCIDR", "servicecidrs", false, &networkingv1.ServiceCIDR{}, &networkingv1.ServiceCIDRList{}, SubresourceStatus),
+		in(networkingv1.SchemeGroupVersion, "IPAddress", "ipaddresses", false, &networkingv1.IPAddress{}, &networkingv1.IPAddressList{}),
 		// Not stored: create only (kubectl auth whoami).
 		{GVK: authenticationv1.SchemeGroupVersion.WithKind("SelfSubjectReview"), Resource: "selfsubjectreviews",
 			Verbs: []string{VerbCreate}, Object: &authenticationv1.SelfSubjectReview{}},

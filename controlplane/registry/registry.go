@@ -59,6 +59,8 @@ import (
 	"berth/controlplane/registry/flowcontrol/prioritylevel"
 	"berth/controlplane/registry/networking/ingress"
 	"berth/controlplane/registry/networking/ingressclass"
+	"berth/controlplane/registry/networking/ipaddress"
+	"berth/controlplane/registry/networking/servicecidr"
 	"berth/controlplane/registry/node/runtimeclass"
 	"berth/controlplane/registry/policy/poddisruptionbudget"
 	"berth/controlplane/registry/rbac/clusterrole"
@@ -203,6 +205,11 @@ func Resources(typer runtime.ObjectTyper) map[schema.GroupResource]Resource {
 			StatusStrategy: flowschema.NewStatusStrategy(typer), Table: flowschema.Table, AttrFunc: flowschema.GetAttrs, PredicateFunc: flowschema.Predicate},
 		{GroupResource: gr(flowcontrolv1.SchemeGroupVersion, "prioritylevelconfigurations"), Strategy: prioritylevel.NewStrategy(typer),
 			StatusStrategy: prioritylevel.NewStatusStrategy(typer), Table: prioritylevel.Table, AttrFunc: prioritylevel.GetAttrs, PredicateFunc: prioritylevel.Predicate},
+		{GroupResource: gr(networkingv1.SchemeGroupVersion, "servicecidrs"), Strategy: servicecidr.NewStrategy(typer),
+			StatusStrategy: servicecidr.NewStatusStrategy(typer), Table: servicecidr.Table,
+			AttrFunc: servicecidr.GetAttrs, PredicateFunc: servicecidr.Predicate},
+		{GroupResource: gr(networkingv1.SchemeGroupVersion, "ipaddresses"), Strategy: ipaddress.NewStrategy(typer), Table: ipaddress.Table,
+			AttrFunc: ipaddress.GetAttrs, PredicateFunc: ipaddress.Predicate},
 	}
 	out := make(map[schema.GroupResource]Resource, len(list))
 	for _, r := range list {

@@ -125,6 +125,9 @@ func samples() map[schema.GroupResource]runtime.Object {
 		{Group: "flowcontrol.apiserver.k8s.io", Resource: "prioritylevelconfigurations"}: &flowcontrolv1.PriorityLevelConfiguration{ObjectMeta: cl,
 			Spec: flowcontrolv1.PriorityLevelConfigurationSpec{Type: flowcontrolv1.PriorityLevelEnablementLimited,
 				Limited: &flowcontrolv1.LimitedPriorityLevelConfiguration{LimitResponse: flowcontrolv1.LimitResponse{Type: flowcontrolv1.LimitResponseTypeReject}}}},
+		{Group: "networking.k8s.io", Resource: "servicecidrs"}: &networkingv1.ServiceCIDR{ObjectMeta: cl, Spec: networkingv1.ServiceCIDRSpec{CIDRs: []string{"10.96.0.0/16"}}},
+		{Group: "networking.k8s.io", Resource: "ipaddresses"}: &networkingv1.IPAddress{ObjectMeta: metav1.ObjectMeta{Name: "10.96.0.10", Labels: map[string]string{"app": "web"}},
+			Spec: networkingv1.IPAddressSpec{ParentRef: &networkingv1.ParentReference{Resource: "services", Namespace: "default", Name: "web"}}},
 	}
 }
 
@@ -207,7 +210,7 @@ func TestEveryResourceThroughTheGenericRegistryFlow(t *testing.T) {
 			if len(table.Rows) != 1 || len(table.Rows[0].Cells) != len(table.ColumnDefinitions) {
 				t.Fatalf("table: %d rows, cells %v for %d columns", len(table.Rows), table.Rows, len(table.ColumnDefinitions))
 			}
-			if table.Rows[0].Cells[0] != "s" && table.ColumnDefinitions[0].Name == "Name" && gr.Resource != "csidrivers" {
+			if table.Rows[0].Cells[0] != "s" && table.ColumnDefinitions[0].Name == "Name" && gr.Resource != "csidrivers" && gr.Resource != "ipaddresses" {
 				t.Errorf("NAME cell = %v", table.Rows[0].Cells[0])
 			}
 

@@ -114,6 +114,15 @@ func TestTableCells(t *testing.T) {
 		{schema.GroupResource{Group: "networking.k8s.io", Resource: "ingressclasses"}, &networkingv1.IngressClass{ObjectMeta: meta, Spec: networkingv1.IngressClassSpec{
 			Controller: "berth.dev/ingress"}},
 			map[int]interface{}{0: "x", 1: "berth.dev/ingress", 2: "<none>"}},
+		{schema.GroupResource{Group: "networking.k8s.io", Resource: "servicecidrs"}, &networkingv1.ServiceCIDR{ObjectMeta: meta,
+			Spec: networkingv1.ServiceCIDRSpec{CIDRs: []string{"10.96.0.0/16", "fd00::/108"}}},
+			map[int]interface{}{0: "x", 1: "10.96.0.0/16,fd00::/108"}},
+		{schema.GroupResource{Group: "networking.k8s.io", Resource: "ipaddresses"}, &networkingv1.IPAddress{ObjectMeta: meta,
+			Spec: networkingv1.IPAddressSpec{ParentRef: &networkingv1.ParentReference{Resource: "services", Namespace: "default", Name: "web"}}},
+			map[int]interface{}{0: "x", 1: "services/default/web"}},
+		{schema.GroupResource{Group: "networking.k8s.io", Resource: "ipaddresses"}, &networkingv1.IPAddress{ObjectMeta: meta,
+			Spec: networkingv1.IPAddressSpec{ParentRef: &networkingv1.ParentReference{Group: "gateway.networking.k8s.io", Resource: "Gateways", Name: "gw"}}},
+			map[int]interface{}{0: "x", 1: "gateways.gateway.networking.k8s.io/gw"}},
 	} {
 		t.Run(tc.gr.String(), func(t *testing.T) {
 			res := Resources(scheme.New())[tc.gr]

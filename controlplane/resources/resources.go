@@ -236,6 +236,10 @@ func defs() []def {
 		{gv: flowcontrolv1.SchemeGroupVersion, resource: "prioritylevelconfigurations", singular: "prioritylevelconfiguration", kind: "PriorityLevelConfiguration", status: true,
 			newObj:  func() runtime.Object { return &flowcontrolv1.PriorityLevelConfiguration{} },
 			newList: func() runtime.Object { return &flowcontrolv1.PriorityLevelConfigurationList{} }},
+		{gv: networkingv1.SchemeGroupVersion, resource: "servicecidrs", singular: "servicecidr", kind: "ServiceCIDR", status: true,
+			newObj: func() runtime.Object { return &networkingv1.ServiceCIDR{} }, newList: func() runtime.Object { return &networkingv1.ServiceCIDRList{} }},
+		{gv: networkingv1.SchemeGroupVersion, resource: "ipaddresses", singular: "ipaddress", kind: "IPAddress", short: []string{"ip"},
+			newObj: func() runtime.Object { return &networkingv1.IPAddress{} }, newList: func() runtime.Object { return &networkingv1.IPAddressList{} }},
 	}
 }
 

@@ -144,8 +144,12 @@ func (s *Server) Run(ctx context.Context) (err error) {
 	}
 	defer set.Destroy()
 	// As kube-apiserver, the allocations are repaired before serving.
-	repairers := svcAlloc.repairers(cfg, set)
-	if err := repairAtStart(ctx, set, repairers); err != nil {
+	repairers, err := svcAlloc.bind(cfg, set)
+	if err != nil {
+		return err
+	}
+	dsc := &defaultServiceCIDR{set: set, cidrs: []string{svcAlloc.ipRange.String()}, log: log.With("component", "default-service-cidr")}
+	if err := repairAtStart(ctx, set, dsc, repairers); err != nil {
 		return err
 	}
 
@@ -279,6 +283,7 @@ func (s *Server) Run(ctx context.Context) (err error) {
 		return err
 	}
 	comps = append(comps, csrComp, auth.component(), repairComp, metricsAPI)
+	comps = append(comps, component{name: "default-service-cidr", run: dsc.run})
 	k8sSvc, err := kubernetesServiceComponent(cfg, factory, svcAlloc, rc, ln.Addr().(*net.TCPAddr).Port)
 	if err != nil {
 		ln.Close()

@@ -26,6 +26,7 @@ import (
 	"berth/controlplane/kubernetesservice"
 	"berth/controlplane/registry/core/service"
 	"berth/controlplane/registry/core/service/allocator"
+	"berth/controlplane/registry/core/service/ipallocator"
 	"berth/controlplane/resources"
 	"berth/controlplane/storage"
 	"berth/internal/errdefs"
@@ -62,10 +63,14 @@ func validateServices(c *Config) error {
 	return nil
 }
 
-// serviceAllocation is the service ranges' allocators on etcd.
+// serviceAllocation is the services' allocators: cluster IPs as
+// IPAddress objects in the ServiceCIDRs (the default one made of the
+// service range), node ports as a bitmap on etcd.
 type serviceAllocation struct {
 	ipRange    *allocator.IPRange
-	ips, ports *allocator.Allocator
+	ipStore    *ipStore
+	ips        *ipallocator.Allocator
+	ports      *allocator.Allocator
 	allocators *service.Allocators
 	closeFns   []func()
 }
@@ -84,8 +89,13 @@ func newServiceAllocation(cfg Config, f *storage.Factory) (*serviceAllocation, e
 	if err != nil {
 		return nil, err
 	}
-	sa := &serviceAllocation{ipRange: ipRange, closeFns: []func(){closeFn},
-		ips:   allocator.New(ipRange, st, allocator.ServiceIPsKey),
+	family := corev1.IPv4Protocol
+	if ipRange.Prefix().Addr().Is6() {
+		family = corev1.IPv6Protocol
+	}
+	store := &ipStore{}
+	sa := &serviceAllocation{ipRange: ipRange, closeFns: []func(){closeFn}, ipStore: store,
+		ips:   ipallocator.New(store, family),
 		ports: allocator.New(portRange, st, allocator.ServiceNodePortsKey)}
 	sa.allocators = &service.Allocators{IPs: sa.ips, Ports: sa.ports, Log: cfg.Logger.With("component", "service-allocator")}
 	return sa, nil
@@ -97,28 +107,49 @@ func (sa *serviceAllocation) close() {
 	}
 }
 
-// repairers reconcile both ranges with the stored Services.
-func (sa *serviceAllocation) repairers(cfg Config, set *resources.Set) []*allocator.Repairer {
-	lister := set.ByGVR[corev1.SchemeGroupVersion.WithResource("services")].Store.(rest.Lister)
-	list := func(uses func([]corev1.Service) []allocator.Use) func(context.Context) ([]allocator.Use, error) {
-		return func(ctx context.Context) ([]allocator.Use, error) {
-			obj, err := lister.List(genericapirequest.WithNamespace(ctx, ""), &metainternalversion.ListOptions{})
-			if err != nil {
-				return nil, err
-			}
-			return uses(obj.(*corev1.ServiceList).Items), nil
-		}
-	}
-	log := cfg.Logger.With("component", "service-repair")
-	return []*allocator.Repairer{
-		allocator.NewRepairer(sa.ips, list(service.ClusterIPUses), log),
-		allocator.NewRepairer(sa.ports, list(service.NodePortUses), log),
-	}
+// repairers reconcile the IPAddresses and the node port range with the
+// stored Services.
+type repairers struct {
+	ips   *ipallocator.Repairer
+	ports *allocator.Repairer
 }
 
-// repairAtStart repairs both ranges once the services' watch cache is
-// ready (as kube-apiserver does before it serves).
-func repairAtStart(ctx context.Context, set *resources.Set, reps []*allocator.Repairer) error {
+// bind hands the built resources to the cluster IP allocator and returns
+// the repairers.
+func (sa *serviceAllocation) bind(cfg Config, set *resources.Set) (repairers, error) {
+	if err := sa.ipStore.bind(set); err != nil {
+		return repairers{}, err
+	}
+	lister := set.ByGVR[corev1.SchemeGroupVersion.WithResource("services")].Store.(rest.Lister)
+	services := func(ctx context.Context) ([]corev1.Service, error) {
+		obj, err := lister.List(genericapirequest.WithNamespace(ctx, ""), &metainternalversion.ListOptions{})
+		if err != nil {
+			return nil, err
+		}
+		return obj.(*corev1.ServiceList).Items, nil
+	}
+	log := cfg.Logger.With("component", "service-repair")
+	ips := ipallocator.NewRepairer(sa.ipStore, func(ctx context.Context) ([]ipallocator.Use, error) {
+		svcs, err := services(ctx)
+		return service.ClusterIPUses(svcs), err
+	}, log)
+	// An unheld address goes after upstream's grace, or after three
+	// repairs when they run more often (as the node ports' leaks).
+	ips.Grace = min(ipallocator.OrphanGrace, allocator.LeakRepairs*cfg.ServiceRepairInterval)
+	return repairers{
+		ips: ips,
+		ports: allocator.NewRepairer(sa.ports, func(ctx context.Context) ([]allocator.Use, error) {
+			svcs, err := services(ctx)
+			return service.NodePortUses(svcs), err
+		}, log),
+	}, nil
+}
+
+// repairAtStart makes sure of the default ServiceCIDR and repairs the
+// allocations once the services' watch cache is ready (as kube-apiserver
+// does before it serves); stored Services of a berth that kept cluster IPs
+// in a bitmap get their IPAddresses here.
+func repairAtStart(ctx context.Context, set *resources.Set, dsc *defaultServiceCIDR, reps repairers) error {
 	store := set.ByGVR[corev1.SchemeGroupVersion.WithResource("services")].Store
 	if rc, ok := store.(interface{ ReadinessCheck() error }); ok {
 		err := wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, time.Minute, true, func(context.Context) (bool, error) {
@@ -128,10 +159,14 @@ func repairAtStart(ctx context.Context, set *resources.Set, reps []*allocator.Re
 			return fmt.Errorf("server: the services' storage is not ready: %w", err)
 		}
 	}
-	for _, r := range reps {
-		if _, err := r.RunOnce(ctx); err != nil {
-			return fmt.Errorf("server: %w", err)
-		}
+	if err := dsc.sync(ctx); err != nil {
+		return fmt.Errorf("server: %w", err)
+	}
+	if _, err := reps.ips.RunOnce(ctx); err != nil {
+		return fmt.Errorf("server: %w", err)
+	}
+	if _, err := reps.ports.RunOnce(ctx); err != nil {
+		return fmt.Errorf("server: %w", err)
 	}
 	return nil
 }
@@ -139,7 +174,7 @@ func repairAtStart(ctx context.Context, set *resources.Set, reps []*allocator.Re
 // repairComponent repairs both ranges every interval (in every server:
 // each repair is a compare-and-swap), reporting what it finds as Warning
 // Events on the Services, as kube-apiserver's repair controllers.
-func repairComponent(interval time.Duration, rc *restclient.Config, reps []*allocator.Repairer) (component, error) {
+func repairComponent(interval time.Duration, rc *restclient.Config, reps repairers) (component, error) {
 	client, err := kubernetes.NewForConfig(rc)
 	if err != nil {
 		return component{}, fmt.Errorf("server: service repair client: %w", err)
@@ -149,19 +184,46 @@ func repairComponent(interval time.Duration, rc *restclient.Config, reps []*allo
 		broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: client.CoreV1().Events("")})
 		defer broadcaster.Shutdown()
 		rec := broadcaster.NewRecorder(clientgoscheme.Scheme, corev1.EventSource{Component: "service-allocator-repair"})
-		done := make(chan struct{}, len(reps))
-		for i, r := range reps {
-			r.Report = repairEvents(rec, i == 0)
-			go func() {
-				defer func() { done <- struct{}{} }()
-				_ = r.Run(ctx, interval)
-			}()
-		}
-		for range reps {
-			<-done
-		}
+		reps.ips.Report = ipRepairEvents(rec)
+		reps.ports.Report = repairEvents(rec, false)
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			_ = reps.ips.Run(ctx, interval)
+		}()
+		_ = reps.ports.Run(ctx, interval)
+		<-done
 		return nil
 	}}, nil
+}
+
+// ipRepairEvents turns the IPAddress repair's findings into upstream's
+// Events on each Service concerned (a leak concerns none and is only
+// logged).
+func ipRepairEvents(rec record.EventRecorder) func(allocator.Finding) {
+	return func(f allocator.Finding) {
+		family := "IPv4"
+		if a, err := netip.ParseAddr(f.Item); err == nil && a.Is6() {
+			family = "IPv6"
+		}
+		var reason, msg string
+		switch f.Kind {
+		case allocator.FindingRepaired:
+			reason, msg = "ClusterIPNotAllocated", fmt.Sprintf("Cluster IP [%s]: %s is not allocated; repairing", family, f.Item)
+		case ipallocator.FindingWrongReference:
+			reason, msg = "ClusterIPNotAllocated", fmt.Sprintf("the ClusterIP [%s]: %s has a wrong reference; repairing", family, f.Item)
+		case allocator.FindingDuplicate:
+			reason, msg = "ClusterIPAlreadyAllocated", fmt.Sprintf("Cluster IP [%s]:%s was assigned to multiple services; please recreate service", family, f.Item)
+		case allocator.FindingOutOfRange:
+			reason, msg = "ClusterIPOutOfRange", fmt.Sprintf("Cluster IP [%s]: %s is not within any configured Service CIDR; please recreate service", family, f.Item)
+		default:
+			return
+		}
+		for _, key := range f.Services {
+			ns, name, _ := strings.Cut(key, "/")
+			rec.Event(&corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}, corev1.EventTypeWarning, reason, msg)
+		}
+	}
 }
 
 // repairEvents turns findings into upstream's repair Events on each

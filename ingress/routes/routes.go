@@ -29,10 +29,12 @@
 //     lowest namespace/name) wins; so for a TLS host.
 //   - Backends: a Service port (by number, or by name) resolves, through
 //     the Service's EndpointSlices, to the ready endpoints' addresses on the
-//     slice port of the same name; Pick hands them out round-robin. A
-//     missing Service or port, a Service with no ready endpoint, an
-//     ExternalName Service or a resource backend has no address (the
-//     proxy answers 503) and says why.
+//     slice port of the same name; Pick hands them out round-robin. An
+//     ExternalName Service resolves to its external name on the port (the
+//     proxy dials it by DNS). A missing Service or port, a Service with no
+//     ready endpoint or a resource backend (no kind of resource is known
+//     to this controller) has no address (the proxy answers 503) and says
+//     why.
 //   - TLS: each spec.tls entry's Secret (kubernetes.io/tls, in the
 //     Ingress's namespace) serves its hosts (exact or wildcard); an entry
 //     without hosts serves the DNS names of its certificate.
@@ -399,17 +401,32 @@ func (b *builder) shared(name string, fill func(*Backend)) *Backend {
 	return be
 }
 
+// external fills an ExternalName Service backend: its external name on
+// the Service port's number (or, the Service listing no such port, the
+// backend's port number), as ingress-nginx does.
+func external(be *Backend, key types.NamespacedName, svc *corev1.Service, sp *corev1.ServicePort, number int32) {
+	port := number
+	if sp != nil {
+		port = sp.Port
+	}
+	host := strings.TrimSuffix(svc.Spec.ExternalName, ".")
+	switch {
+	case host == "":
+		be.Reason = fmt.Sprintf("service %s of type ExternalName has no externalName", key)
+	case port == 0:
+		be.Reason = fmt.Sprintf("service %s has no port %s", key, strings.TrimPrefix(be.Name, key.String()+":"))
+	default:
+		be.Addresses = []string{net.JoinHostPort(host, strconv.Itoa(int(port)))}
+	}
+}
+
 // resolve fills a Service backend's addresses from the Service's
-// EndpointSlices.
+// EndpointSlices (an ExternalName Service's from its external name).
 func (b *builder) resolve(be *Backend, ns string, sb *networkingv1.IngressServiceBackend) {
 	key := types.NamespacedName{Namespace: ns, Name: sb.Name}
 	svc, ok := b.services[key]
 	if !ok {
 		be.Reason = fmt.Sprintf("service %s not found", key)
-		return
-	}
-	if svc.Spec.Type == corev1.ServiceTypeExternalName {
-		be.Reason = fmt.Sprintf("service %s is of type ExternalName", key)
 		return
 	}
 	var sp *corev1.ServicePort
@@ -419,6 +436,10 @@ func (b *builder) resolve(be *Backend, ns string, sb *networkingv1.IngressServic
 			sp = p
 			break
 		}
+	}
+	if svc.Spec.Type == corev1.ServiceTypeExternalName {
+		external(be, key, svc, sp, sb.Port.Number)
+		return
 	}
 	if sp == nil {
 		be.Reason = fmt.Sprintf("service %s has no port %s", key, strings.TrimPrefix(be.Name, key.String()+":"))

@@ -229,13 +229,16 @@ func TestBackendResolution(t *testing.T) {
 	// Service f: no ready endpoint; g: ExternalName; h: its slice lacks the port's name.
 	svcF, esF := service("f", "10.2.0.1")
 	esF.Endpoints[0].Conditions.Ready = &no
-	svcG := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "g"}, Spec: corev1.ServiceSpec{Type: corev1.ServiceTypeExternalName, ExternalName: "example.com"}}
+	svcG := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "g"}, Spec: corev1.ServiceSpec{Type: corev1.ServiceTypeExternalName, ExternalName: "example.com."}}
+	// g2: ExternalName with a named port.
+	svcG2 := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "g2"}, Spec: corev1.ServiceSpec{Type: corev1.ServiceTypeExternalName,
+		ExternalName: "backend.example.org", Ports: []corev1.ServicePort{{Name: "web", Port: 8443}}}}
 	svcH, esH := service("h", "10.3.0.1")
 	esH.Ports = esH.Ports[1:]
 	fqdn := es.DeepCopy()
 	fqdn.Name, fqdn.AddressType = "e-fqdn", discoveryv1.AddressTypeFQDN
 	fqdn.Endpoints = []discoveryv1.Endpoint{{Addresses: []string{"example.com"}}}
-	in.Services = append(in.Services, svc, svcF, svcG, svcH)
+	in.Services = append(in.Services, svc, svcF, svcG, svcG2, svcH)
 	in.Slices = append(in.Slices, es, es2, esF, esH, fqdn)
 
 	byName := networkingv1.IngressBackend{Service: &networkingv1.IngressServiceBackend{Name: "e", Port: networkingv1.ServiceBackendPort{Name: "admin"}}}
@@ -246,6 +249,8 @@ func TestBackendResolution(t *testing.T) {
 	in.Ingresses = []*networkingv1.Ingress{ing("x", 0, rule("r.example",
 		p("/e", svcBackend("e", 80)), p("/e-again", svcBackend("e", 80)), p("/e-admin", byName),
 		p("/f", svcBackend("f", 80)), p("/g", svcBackend("g", 80)), p("/h", svcBackend("h", 80)),
+		p("/g2", networkingv1.IngressBackend{Service: &networkingv1.IngressServiceBackend{Name: "g2", Port: networkingv1.ServiceBackendPort{Name: "web"}}}),
+		p("/g2-missing", networkingv1.IngressBackend{Service: &networkingv1.IngressServiceBackend{Name: "g2", Port: networkingv1.ServiceBackendPort{Name: "nope"}}}),
 		p("/missing", svcBackend("nope", 80)), p("/noport", svcBackend("e", 8080)), p("/res", resource)))}
 	table := Build(in)
 	for _, tc := range []struct {
@@ -256,7 +261,9 @@ func TestBackendResolution(t *testing.T) {
 		{"/e", []string{"10.1.0.1:8080", "10.1.0.3:8080", "10.1.0.4:8080"}, ""},
 		{"/e-admin", []string{"10.1.0.1:9090", "10.1.0.3:9090", "10.1.0.4:9090"}, ""},
 		{"/f", nil, "service default/f has no ready endpoints"},
-		{"/g", nil, "service default/g is of type ExternalName"},
+		{"/g", []string{"example.com:80"}, ""},
+		{"/g2", []string{"backend.example.org:8443"}, ""},
+		{"/g2-missing", nil, "service default/g2 has no port nope"},
 		{"/h", nil, "service default/h has no ready endpoints"},
 		{"/missing", nil, "service default/nope not found"},
 		{"/noport", nil, "service default/e has no port 8080"},

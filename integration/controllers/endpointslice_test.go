@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
@@ -117,8 +118,34 @@ func TestEndpointSlices(t *testing.T) {
 	})
 
 	// Readiness lost, then a graceful delete (the pod terminates).
-	setPodStatus(t, ns, "a", "10.42.0.2", false)
+	// (At a transition time of its own: times are kept to the second, and
+	// one not after the last the controller saw is no change.)
+	podA, err := env.client.CoreV1().Pods(ns).Get(ctx, "a", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	lost := metav1.NewTime(time.Now().Add(time.Hour).Truncate(time.Second))
+	podA.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionFalse, LastTransitionTime: lost}}
+	if _, err := env.client.CoreV1().Pods(ns).UpdateStatus(ctx, podA, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
 	waitSlices(t, ns, "web", "10.42.0.2:8080 false/false/false,10.42.0.3:8081 true/true/false,10.42.0.4:8080 false/false/false")
+	// The slice written for it carries the pod's Ready transition as its
+	// last-change-trigger-time.
+	want := lost.UTC().Format(time.RFC3339Nano)
+	eventually(t, "the slice's last-change-trigger-time "+want, func() (bool, error) {
+		l, err := env.client.DiscoveryV1().EndpointSlices(ns).List(ctx, metav1.ListOptions{LabelSelector: discoveryv1.LabelServiceName + "=web"})
+		if err != nil {
+			return false, err
+		}
+		for _, s := range l.Items { // the slice of port 8080, a's
+			if len(s.Ports) == 1 && *s.Ports[0].Port == 8080 {
+				got := s.Annotations[corev1.EndpointsLastChangeTriggerTime]
+				return got == want, fmt.Errorf("annotation %q", got)
+			}
+		}
+		return false, fmt.Errorf("no slice of port 8080")
+	})
 	if err := env.client.CoreV1().Pods(ns).Delete(ctx, "b", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}

@@ -15,6 +15,7 @@ import (
 	"k8s.io/client-go/util/workqueue"
 
 	"berth/controlplane/controller"
+	"berth/controlplane/controller/endpointslice"
 )
 
 // Name is the controller's name (kube-controller-manager's).
@@ -33,6 +34,7 @@ type Controller struct {
 	endpoints corelisters.EndpointsLister
 	synced    []cache.InformerSynced
 	queue     workqueue.TypedRateLimitingInterface[string]
+	triggers  *endpointslice.TriggerTimes
 }
 
 // New validates cfg and registers the Service, Pod and Endpoints informers.
@@ -45,7 +47,7 @@ func New(cfg Config) (*Controller, error) {
 	c := &Controller{
 		cfg: cfg, services: svcInf.Lister(), pods: podInf.Lister(), endpoints: epInf.Lister(),
 		synced: []cache.InformerSynced{svcInf.Informer().HasSynced, podInf.Informer().HasSynced, epInf.Informer().HasSynced},
-		queue:  controller.NewQueue(Name, cfg.Clock),
+		queue:  controller.NewQueue(Name, cfg.Clock), triggers: endpointslice.NewTriggerTimes(),
 	}
 	enqueue := func(obj any) {
 		if key, ok := controller.KeyFunc(obj); ok {
@@ -104,6 +106,7 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 	}
 	svc, err := c.services.Services(ns).Get(name)
 	if apierrors.IsNotFound(err) {
+		c.triggers.Forget(key)
 		// The apiserver deletes a deleted Service's Endpoints; a leftover
 		// goes too, as upstream.
 		if _, err := c.endpoints.Endpoints(ns).Get(name); err != nil {
@@ -126,13 +129,18 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 		return err
 	}
 	subsets, wantLabels := Desired(svc, pods)
+	trigger, commit := c.triggers.Compute(key, svc, pods)
 	cur, err := c.endpoints.Endpoints(ns).Get(name)
 	if apierrors.IsNotFound(err) {
 		ep := &corev1.Endpoints{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, Labels: wantLabels}, Subsets: subsets}
+		setTriggerTime(ep, trigger)
 		_, err = c.cfg.Client.CoreV1().Endpoints(ns).Create(ctx, ep, metav1.CreateOptions{})
 		if apierrors.IsAlreadyExists(err) {
 			c.queue.AddAfter(key, staleRetry)
 			return nil
+		}
+		if err == nil {
+			commit()
 		}
 		return err
 	}
@@ -140,10 +148,28 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 		return err
 	}
 	if apiequality.Semantic.DeepEqual(cur.Subsets, subsets) && apiequality.Semantic.DeepEqual(cur.Labels, wantLabels) {
+		commit()
 		return nil
 	}
 	upd := cur.DeepCopy()
 	upd.Subsets, upd.Labels = subsets, wantLabels
-	_, err = c.cfg.Client.CoreV1().Endpoints(ns).Update(ctx, upd, metav1.UpdateOptions{})
-	return err
+	setTriggerTime(upd, trigger)
+	if _, err = c.cfg.Client.CoreV1().Endpoints(ns).Update(ctx, upd, metav1.UpdateOptions{}); err != nil {
+		return err
+	}
+	commit()
+	return nil
+}
+
+// setTriggerTime sets (or, zero, clears) the Endpoints'
+// endpoints.kubernetes.io/last-change-trigger-time, as upstream.
+func setTriggerTime(ep *corev1.Endpoints, trigger time.Time) {
+	if trigger.IsZero() {
+		delete(ep.Annotations, corev1.EndpointsLastChangeTriggerTime)
+		return
+	}
+	if ep.Annotations == nil {
+		ep.Annotations = map[string]string{}
+	}
+	ep.Annotations[corev1.EndpointsLastChangeTriggerTime] = trigger.UTC().Format(time.RFC3339Nano)
 }

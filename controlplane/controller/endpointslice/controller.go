@@ -41,6 +41,8 @@ type Controller struct {
 	// written tracks, per Service key, the slices this controller created
 	// and deleted that its informer may not have seen yet.
 	written tracker
+	// triggers compute the slices' last-change-trigger-time.
+	triggers *TriggerTimes
 }
 
 // tracker remembers recent writes so a sync on a stale cache waits
@@ -108,7 +110,7 @@ func New(cfg Config) (*Controller, error) {
 	c := &Controller{
 		cfg: cfg, services: svcInf.Lister(), pods: podInf.Lister(), nodes: nodeInf.Lister(), slices: sliceInf.Lister(),
 		synced: []cache.InformerSynced{svcInf.Informer().HasSynced, podInf.Informer().HasSynced, nodeInf.Informer().HasSynced, sliceInf.Informer().HasSynced},
-		queue:  controller.NewQueue(Name, cfg.Clock),
+		queue:  controller.NewQueue(Name, cfg.Clock), triggers: NewTriggerTimes(),
 	}
 	enqueue := func(obj any) {
 		if key, ok := controller.KeyFunc(obj); ok {
@@ -216,6 +218,7 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 	if apierrors.IsNotFound(err) || (err == nil && (svc.Spec.Selector == nil || svc.Spec.Type == corev1.ServiceTypeExternalName)) {
 		// Gone or not ours to fill: its managed slices go (the garbage
 		// collector would take a deleted Service's too).
+		c.triggers.Forget(key)
 		return c.apply(ctx, key, PlanResult{Delete: existing})
 	}
 	if err != nil {
@@ -235,7 +238,12 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 			}
 		}
 	}
-	return c.apply(ctx, key, Plan(svc, pods, zones, existing))
+	trigger, commit := c.triggers.Compute(key, svc, pods)
+	if err := c.apply(ctx, key, Plan(svc, pods, zones, existing, trigger)); err != nil {
+		return err
+	}
+	commit()
+	return nil
 }
 
 // staleRetry is how soon a sync on a stale cache is tried again.

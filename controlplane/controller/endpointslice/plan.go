@@ -19,6 +19,7 @@ import (
 	"net/netip"
 	"slices"
 	"strings"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
@@ -76,8 +77,10 @@ func deref[T any](p *T) T {
 // any state; the plan filters them), zones (node name → zone label) and
 // the existing slices this controller manages for svc. Existing slices are
 // reused for the endpoints of their address type and ports; only slices
-// whose content changed are updated.
-func Plan(svc *corev1.Service, pods []*corev1.Pod, zones map[string]string, existing []*discoveryv1.EndpointSlice) PlanResult {
+// whose content changed are updated. The slices written carry trigger (see
+// TriggerTimes) as endpoints.kubernetes.io/last-change-trigger-time, or
+// lose that annotation when it is zero.
+func Plan(svc *corev1.Service, pods []*corev1.Pod, zones map[string]string, existing []*discoveryv1.EndpointSlice, trigger time.Time) PlanResult {
 	groups := desiredGroups(svc, pods, zones)
 	byKey := map[string][]*discoveryv1.EndpointSlice{}
 	for _, s := range slices.SortedFunc(slices.Values(existing), func(a, b *discoveryv1.EndpointSlice) int { return cmp.Compare(a.Name, b.Name) }) {
@@ -109,7 +112,22 @@ func Plan(svc *corev1.Service, pods []*corev1.Pod, zones map[string]string, exis
 	for _, k := range slices.Sorted(maps.Keys(byKey)) {
 		res.Delete = append(res.Delete, byKey[k]...)
 	}
+	for _, s := range slices.Concat(res.Create, res.Update) {
+		setTriggerTime(s, trigger)
+	}
 	return res
+}
+
+// setTriggerTime sets or clears the last-change-trigger-time annotation.
+func setTriggerTime(s *discoveryv1.EndpointSlice, trigger time.Time) {
+	if trigger.IsZero() {
+		delete(s.Annotations, corev1.EndpointsLastChangeTriggerTime)
+		return
+	}
+	if s.Annotations == nil {
+		s.Annotations = map[string]string{}
+	}
+	s.Annotations[corev1.EndpointsLastChangeTriggerTime] = trigger.UTC().Format(time.RFC3339Nano)
 }
 
 // desiredGroups groups the endpoints of svc's pods. A Service with no pod

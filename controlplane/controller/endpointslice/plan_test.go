@@ -3,6 +3,7 @@ package endpointslice
 import (
 	"fmt"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
@@ -56,7 +57,7 @@ func TestPlanEndpoints(t *testing.T) {
 		testPod("d-noip", "", true, 8080, func(p *corev1.Pod) { p.Status.PodIPs = nil }),
 		testPod("e-done", "10.42.0.6", false, 8080, func(p *corev1.Pod) { p.Status.Phase = corev1.PodSucceeded }),
 	}
-	plan := Plan(testService(), pods, map[string]string{"node1": "zone-a"}, nil)
+	plan := Plan(testService(), pods, map[string]string{"node1": "zone-a"}, nil, time.Time{})
 	if len(plan.Create) != 1 || len(plan.Update)+len(plan.Delete) != 0 {
 		t.Fatalf("plan %+v", plan)
 	}
@@ -87,7 +88,7 @@ func TestPlanEndpoints(t *testing.T) {
 	}
 
 	// publishNotReadyAddresses: every endpoint ready.
-	plan = Plan(testService(func(s *corev1.Service) { s.Spec.PublishNotReadyAddresses = true }), pods, nil, nil)
+	plan = Plan(testService(func(s *corev1.Service) { s.Spec.PublishNotReadyAddresses = true }), pods, nil, nil, time.Time{})
 	for _, e := range plan.Create[0].Endpoints {
 		if !*e.Conditions.Ready {
 			t.Errorf("%s not ready with publishNotReadyAddresses", e.Addresses[0])
@@ -102,7 +103,7 @@ func TestPlanGroupsAndChunks(t *testing.T) {
 	}
 	// A pod whose named port resolves differently gets a slice of its own.
 	pods = append(pods, testPod("other", "10.42.9.9", true, 9090))
-	plan := Plan(testService(), pods, nil, nil)
+	plan := Plan(testService(), pods, nil, nil, time.Time{})
 	if len(plan.Create) != 3 {
 		t.Fatalf("%d slices, want 100+50 on 8080 and 1 on 9090", len(plan.Create))
 	}
@@ -118,14 +119,14 @@ func TestPlanGroupsAndChunks(t *testing.T) {
 func TestPlanReusesExisting(t *testing.T) {
 	svc := testService()
 	pods := []*corev1.Pod{testPod("a", "10.42.0.2", true, 8080)}
-	created := Plan(svc, pods, nil, nil).Create[0]
+	created := Plan(svc, pods, nil, nil, time.Time{}).Create[0]
 	created.Name, created.UID = "web-abc", "slice-uid"
-	if p := Plan(svc, pods, nil, []*discoveryv1.EndpointSlice{created}); !p.Empty() {
+	if p := Plan(svc, pods, nil, []*discoveryv1.EndpointSlice{created}, time.Time{}); !p.Empty() {
 		t.Fatalf("nothing changed, plan %+v", p)
 	}
 	// A pod more: the slice is updated in place.
 	more := append(pods, testPod("b", "10.42.0.3", false, 8080))
-	p := Plan(svc, more, nil, []*discoveryv1.EndpointSlice{created})
+	p := Plan(svc, more, nil, []*discoveryv1.EndpointSlice{created}, time.Time{})
 	if len(p.Update) != 1 || len(p.Create)+len(p.Delete) != 0 || p.Update[0].Name != "web-abc" || len(p.Update[0].Endpoints) != 2 {
 		t.Fatalf("plan %+v", p)
 	}
@@ -134,18 +135,18 @@ func TestPlanReusesExisting(t *testing.T) {
 	stale.Name, stale.UID = "web-old", "old-uid"
 	port := int32(1234)
 	stale.Ports[0].Port = &port
-	p = Plan(svc, pods, nil, []*discoveryv1.EndpointSlice{created, stale})
+	p = Plan(svc, pods, nil, []*discoveryv1.EndpointSlice{created, stale}, time.Time{})
 	if len(p.Create)+len(p.Update) != 0 || len(p.Delete) != 1 || p.Delete[0].Name != "web-old" {
 		t.Fatalf("plan %+v", p)
 	}
 	// No pod left: the slices go, one empty placeholder stays (and is kept).
-	p = Plan(svc, nil, nil, []*discoveryv1.EndpointSlice{created})
+	p = Plan(svc, nil, nil, []*discoveryv1.EndpointSlice{created}, time.Time{})
 	if len(p.Create) != 1 || len(p.Create[0].Endpoints)+len(p.Create[0].Ports) != 0 || len(p.Delete) != 1 {
 		t.Fatalf("plan %+v", p)
 	}
 	placeholder := p.Create[0]
 	placeholder.Name = "web-empty"
-	if p := Plan(svc, nil, nil, []*discoveryv1.EndpointSlice{placeholder}); !p.Empty() {
+	if p := Plan(svc, nil, nil, []*discoveryv1.EndpointSlice{placeholder}, time.Time{}); !p.Empty() {
 		t.Fatalf("placeholder replaced: %+v", p)
 	}
 }
@@ -155,7 +156,7 @@ func TestPlanEmptyServiceAndIPv6(t *testing.T) {
 		s.Spec.Ports = append(s.Spec.Ports, corev1.ServicePort{Name: "metrics", Port: 9100, Protocol: corev1.ProtocolTCP})
 		s.Spec.ClusterIP = corev1.ClusterIPNone
 	})
-	p := Plan(svc, nil, nil, nil)
+	p := Plan(svc, nil, nil, nil, time.Time{})
 	if len(p.Create) != 1 || len(p.Create[0].Endpoints) != 0 || len(p.Create[0].Ports) != 0 {
 		t.Fatalf("empty service plan %+v", p.Create)
 	}
@@ -163,8 +164,55 @@ func TestPlanEmptyServiceAndIPv6(t *testing.T) {
 		t.Error("headless label missing")
 	}
 	v6 := testService(func(s *corev1.Service) { s.Spec.IPFamilies = []corev1.IPFamily{corev1.IPv6Protocol} })
-	p = Plan(v6, []*corev1.Pod{testPod("a", "fd00::2", true, 8080), testPod("b", "10.42.0.2", true, 8080)}, nil, nil)
+	p = Plan(v6, []*corev1.Pod{testPod("a", "fd00::2", true, 8080), testPod("b", "10.42.0.2", true, 8080)}, nil, nil, time.Time{})
 	if len(p.Create) != 1 || p.Create[0].AddressType != discoveryv1.AddressTypeIPv6 || len(p.Create[0].Endpoints) != 1 || p.Create[0].Endpoints[0].Addresses[0] != "fd00::2" {
 		t.Fatalf("IPv6 plan %+v", p.Create)
+	}
+}
+
+func TestLastChangeTriggerTime(t *testing.T) {
+	t0 := time.Date(2026, 1, 2, 3, 4, 5, 600, time.UTC)
+	svc := testService()
+	svc.CreationTimestamp = metav1.NewTime(t0)
+	readyAt := func(p *corev1.Pod, at time.Time) *corev1.Pod {
+		p.Status.Conditions[0].LastTransitionTime = metav1.NewTime(at)
+		return p
+	}
+	a := readyAt(testPod("a", "10.42.0.1", true, 8080), t0.Add(time.Second))
+	b := readyAt(testPod("b", "10.42.0.2", true, 8080), t0.Add(2*time.Second))
+	tr := NewTriggerTimes()
+	// First sync: the Service's creation.
+	got, commit := tr.Compute("ns/s", svc, []*corev1.Pod{a, b})
+	if !got.Equal(t0) {
+		t.Fatalf("first: %v", got)
+	}
+	commit()
+	// Nothing changed: zero.
+	if got, _ := tr.Compute("ns/s", svc, []*corev1.Pod{a, b}); !got.IsZero() {
+		t.Fatalf("unchanged: %v", got)
+	}
+	// The earliest of the changed pods' transitions, until committed (a
+	// failed write gets the same time again).
+	a2 := readyAt(a.DeepCopy(), t0.Add(5*time.Second))
+	b2 := readyAt(b.DeepCopy(), t0.Add(4*time.Second))
+	for range 2 {
+		got, commit = tr.Compute("ns/s", svc, []*corev1.Pod{a2, b2})
+		if !got.Equal(t0.Add(4 * time.Second)) {
+			t.Fatalf("changed: %v", got)
+		}
+	}
+	commit()
+	if got, _ := tr.Compute("ns/s", svc, []*corev1.Pod{a2, b2}); !got.IsZero() {
+		t.Fatalf("committed: %v", got)
+	}
+	// Written slices carry it in RFC 3339 with nanoseconds, UTC; a zero
+	// time clears it.
+	p := Plan(svc, []*corev1.Pod{a2}, nil, nil, t0)
+	if got := p.Create[0].Annotations[corev1.EndpointsLastChangeTriggerTime]; got != "2026-01-02T03:04:05.0000006Z" {
+		t.Fatalf("annotation %q", got)
+	}
+	p = Plan(svc, []*corev1.Pod{a2, b2}, nil, p.Create, time.Time{})
+	if _, ok := p.Update[0].Annotations[corev1.EndpointsLastChangeTriggerTime]; ok || len(p.Update) != 1 {
+		t.Fatalf("zero trigger kept the annotation: %+v", p.Update)
 	}
 }

@@ -64,6 +64,7 @@ import (
 	"berth/controlplane/controller/replicaset"
 	"berth/controlplane/controller/rootcacertpublisher"
 	"berth/controlplane/controller/serviceaccount"
+	"berth/controlplane/controller/servicecidr"
 	"berth/controlplane/controller/storageprotection"
 	"berth/controlplane/controller/tokencleaner"
 	"berth/controlplane/controller/ttlafterfinished"
@@ -96,6 +97,7 @@ var Controllers = []string{
 	disruption.Name,
 	tokencleaner.Name,
 	policystatus.Name,
+	servicecidr.Name,
 }
 
 // Config configures the manager.
@@ -370,6 +372,8 @@ func (m *Manager) build(name string, base controller.Config) (interface{ Run(con
 		return policystatus.New(policystatus.Config{Config: base})
 	case garbagecollector.Name:
 		return garbagecollector.New(garbagecollector.Config{Config: base, Dynamic: m.cfg.Dynamic, Options: m.cfg.GarbageCollector})
+	case servicecidr.Name:
+		return servicecidr.New(servicecidr.Config{Config: base})
 	}
 	return nil, fmt.Errorf("unknown controller %q: %w", name, errdefs.ErrInvalidArgument)
 }

@@ -18,15 +18,16 @@ import (
 	genericregistry "k8s.io/apiserver/pkg/registry/generic/registry"
 
 	"berth/controlplane/registry/core/service/allocator"
+	"berth/controlplane/registry/core/service/ipallocator"
 )
 
 // Allocators give Services their cluster IPs (single stack, the family of
-// IPs' range) and node ports, as kube-apiserver's service REST does: the
+// the IP allocator) and node ports, as kube-apiserver's service REST does: the
 // generic Store's BeginCreate/BeginUpdate hooks take what a Service needs
 // before it is written and give it back if the write fails; AfterDelete
 // gives back what a deleted Service held.
 type Allocators struct {
-	IPs   *allocator.Allocator
+	IPs   ClusterIPAllocator
 	Ports *allocator.Allocator
 	// DeleteEndpoints removes the deleted Service's Endpoints, as upstream
 	// does (nil: not done).
@@ -34,13 +35,21 @@ type Allocators struct {
 	Log             *slog.Logger
 }
 
-// family is the cluster's (the IP range's) family.
-func (al *Allocators) family() v1.IPFamily {
-	if p, err := netip.ParsePrefix(al.IPs.Range().String()); err == nil && p.Addr().Is6() {
-		return v1.IPv6Protocol
-	}
-	return v1.IPv4Protocol
+// ClusterIPAllocator hands out the cluster IPs of one family
+// (ipallocator.Allocator: one IPAddress object per IP).
+type ClusterIPAllocator interface {
+	// Family is the IP family served.
+	Family() v1.IPFamily
+	// Allocate takes the requested IPs and n more (returned) for svc, all
+	// or nothing: a requested IP taken or out of range fails with an
+	// *allocator.ItemError; none left: allocator.ErrFull.
+	Allocate(ctx context.Context, svc *v1.Service, requested []string, n int, dryRun bool) ([]string, error)
+	// Release gives IPs back.
+	Release(ctx context.Context, ips []string) error
 }
+
+// family is the cluster's (the IP allocator's) family.
+func (al *Allocators) family() v1.IPFamily { return al.IPs.Family() }
 
 // held is what one operation took and what it gives back on success.
 type held struct {
@@ -298,7 +307,7 @@ func (al *Allocators) allocClusterIP(ctx context.Context, svc *v1.Service, h *he
 		}
 		requested, n = svc.Spec.ClusterIPs[:1], 0
 	}
-	picked, err := al.IPs.Allocate(ctx, requested, n, dryRun)
+	picked, err := al.IPs.Allocate(ctx, svc, requested, n, dryRun)
 	var ie *allocator.ItemError
 	switch {
 	case errors.As(err, &ie):
@@ -413,11 +422,11 @@ func (al *Allocators) allocNodePorts(ctx context.Context, svc, old *v1.Service, 
 }
 
 // ClusterIPUses lists the cluster IPs Services hold, for the repair.
-func ClusterIPUses(svcs []v1.Service) []allocator.Use {
-	var out []allocator.Use
+func ClusterIPUses(svcs []v1.Service) []ipallocator.Use {
+	var out []ipallocator.Use
 	for i := range svcs {
 		for _, ip := range allocatedIPs(&svcs[i]) {
-			out = append(out, allocator.Use{Service: svcs[i].Namespace + "/" + svcs[i].Name, Item: ip})
+			out = append(out, ipallocator.Use{Service: &svcs[i], IP: ip})
 		}
 	}
 	return out

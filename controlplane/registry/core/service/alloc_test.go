@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	v1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -13,12 +14,20 @@ import (
 	"k8s.io/apiserver/pkg/storage/etcd3/testserver"
 
 	"berth/controlplane/registry/core/service/allocator"
+	"berth/controlplane/registry/core/service/ipallocator"
+	"berth/controlplane/registry/core/service/ipallocator/ipallocatortest"
 	"berth/controlplane/storage"
 	"berth/internal/api/defaults"
 	"berth/internal/api/scheme"
 )
 
-func newAllocators(t *testing.T) *Allocators {
+// testAllocators are Allocators with their IPAddress store at hand.
+type testAllocators struct {
+	*Allocators
+	ips *ipallocatortest.Store
+}
+
+func newAllocators(t *testing.T) testAllocators {
 	t.Helper()
 	f, err := storage.New(storage.Config{Client: testserver.RunEtcd(t, nil), Scheme: scheme.New()})
 	if err != nil {
@@ -30,9 +39,10 @@ func newAllocators(t *testing.T) *Allocators {
 		t.Fatal(err)
 	}
 	t.Cleanup(closeFn)
-	ips, _ := allocator.ParseIPRange("10.43.0.0/24")
 	ports, _ := allocator.ParsePortRange("30000-30099")
-	return &Allocators{IPs: allocator.New(ips, st, allocator.ServiceIPsKey), Ports: allocator.New(ports, st, allocator.ServiceNodePortsKey)}
+	ips := ipallocatortest.New(networkingv1.ServiceCIDR{ObjectMeta: metav1.ObjectMeta{Name: "kubernetes"},
+		Spec: networkingv1.ServiceCIDRSpec{CIDRs: []string{"10.43.0.0/24"}}})
+	return testAllocators{&Allocators{IPs: ipallocator.New(ips, v1.IPv4Protocol), Ports: allocator.New(ports, st, allocator.ServiceNodePortsKey)}, ips}
 }
 
 func svcOf(typ v1.ServiceType, ports ...v1.ServicePort) *v1.Service {
@@ -41,27 +51,27 @@ func svcOf(typ v1.ServiceType, ports ...v1.ServicePort) *v1.Service {
 	return s
 }
 
-func mustHold(t *testing.T, al *Allocators, items ...string) {
+// isHeld reports whether a node port or cluster IP is taken.
+func isHeld(al testAllocators, item string) (bool, error) {
+	if len(item) > 5 {
+		return al.ips.Get(item) != nil, nil
+	}
+	return al.Ports.Has(context.Background(), item)
+}
+
+func mustHold(t *testing.T, al testAllocators, items ...string) {
 	t.Helper()
 	for _, it := range items {
-		a := al.Ports
-		if len(it) > 5 {
-			a = al.IPs
-		}
-		if has, err := a.Has(context.Background(), it); err != nil || !has {
+		if has, err := isHeld(al, it); err != nil || !has {
 			t.Errorf("%s not held (%v)", it, err)
 		}
 	}
 }
 
-func mustBeFree(t *testing.T, al *Allocators, items ...string) {
+func mustBeFree(t *testing.T, al testAllocators, items ...string) {
 	t.Helper()
 	for _, it := range items {
-		a := al.Ports
-		if len(it) > 5 {
-			a = al.IPs
-		}
-		if has, _ := a.Has(context.Background(), it); has {
+		if has, _ := isHeld(al, it); has {
 			t.Errorf("%s still held", it)
 		}
 	}
@@ -175,7 +185,7 @@ func TestRepairUses(t *testing.T) {
 	hl := *svcOf(v1.ServiceTypeClusterIP)
 	hl.Spec.ClusterIPs = []string{"None"}
 	all := []v1.Service{np, ext, hl}
-	if got := ClusterIPUses(all); len(got) != 1 || got[0].Item != "10.43.0.5" || got[0].Service != "ns/s" {
+	if got := ClusterIPUses(all); len(got) != 1 || got[0].IP != "10.43.0.5" || got[0].Service.Name != "s" {
 		t.Errorf("ip uses %+v", got)
 	}
 	if got := NodePortUses(all); len(got) != 1 || got[0].Item != "30001" {
