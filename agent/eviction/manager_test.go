@@ -215,4 +215,3 @@ func TestManagerReclaimsImagesBeforeEvicting(t *testing.T) {
 		t.Errorf("message %q", h.killed[0].message)
 	}
 }
-
