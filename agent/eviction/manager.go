@@ -159,6 +159,9 @@ func (m *Manager) Run(ctx context.Context) error {
 	for {
 		if pod := m.synchronize(ctx); pod != nil {
 			m.waitStopped(ctx, pod)
+			// What the eviction freed shows only in samples taken after
+			// it: older ones would evict the next pod for nothing.
+			m.lastSample = m.cfg.Clock.Now()
 		}
 		select {
 		case <-ctx.Done():
