@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -181,6 +182,7 @@ authorization: {mode: AlwaysAllow}
 	stopKubelet := func() {
 		_ = cmd.Process.Signal(os.Interrupt)
 		_ = cmd.Wait()
+		unmountUnder(b, kdir) // the kubelet bind-mounts its root dir onto itself
 	}
 	insecure := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}}
 	k := measure(b, ctx, rt, cmd.Process.Pid, pods, window, scrape(b, insecure, port))
@@ -277,6 +279,26 @@ func removeCgroup(root string) {
 		})
 		for i := len(dirs) - 1; i >= 0; i-- {
 			_ = os.Remove(dirs[i])
+		}
+	}
+}
+
+// unmountUnder detaches every mount at or below dir, deepest first.
+func unmountUnder(b *testing.B, dir string) {
+	data, err := os.ReadFile("/proc/self/mounts")
+	if err != nil {
+		b.Error(err)
+		return
+	}
+	var mounts []string
+	for _, line := range strings.Split(string(data), "\n") {
+		if f := strings.Fields(line); len(f) > 1 && (f[1] == dir || strings.HasPrefix(f[1], dir+"/")) {
+			mounts = append(mounts, f[1])
+		}
+	}
+	for i := len(mounts) - 1; i >= 0; i-- {
+		if err := syscall.Unmount(mounts[i], syscall.MNT_DETACH); err != nil {
+			b.Errorf("unmounting %s: %v", mounts[i], err)
 		}
 	}
 }
