@@ -37,6 +37,8 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -50,6 +52,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/record"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+	statsapi "k8s.io/kubelet/pkg/apis/stats/v1alpha1"
 
 	"berth/agent/backoff"
 	"berth/agent/bootstrap"
@@ -58,6 +61,7 @@ import (
 	agentcsi "berth/agent/csi"
 	"berth/agent/dns"
 	"berth/agent/envsource"
+	"berth/agent/eviction"
 	"berth/agent/imagegc"
 	"berth/agent/images"
 	"berth/agent/kubeletapi"
@@ -93,6 +97,8 @@ type Agent struct {
 	networkErr    error // why the node's CNI config does not work; nil when it does
 	criNetworkErr error // why the runtime reports its network not ready
 	runtimeErr    error // why the runtime is not ready; nil when it is
+
+	evictions atomic.Pointer[eviction.Manager] // once wired: the node's pressure conditions
 }
 
 // New validates cfg (see Config) and returns an agent.
@@ -202,6 +208,10 @@ func (a *Agent) join(ctx context.Context, run *supervisor, n *conn) error {
 	nodes, err := node.New(node.Config{
 		Client: n.kube, NodeName: cfg.NodeName, InternalIP: net.ParseIP(cfg.NodeIP), Runtime: n.client, RootDir: cfg.RootDir,
 		KubeletPort: int32(cfg.KubeletPort), Logger: cfg.Logger,
+		MaxPods: cfg.MaxPods, SystemReserved: cfg.SystemReserved, KubeReserved: cfg.KubeReserved, EvictionHard: cfg.EvictionHard,
+		Labels: cfg.NodeLabels, Taints: cfg.RegisterWithTaints,
+		StatusUpdateFrequency: cfg.NodeStatusUpdateFrequency, StatusReportFrequency: cfg.NodeStatusReportFrequency,
+		Pressure: a.pressure,
 		OnPodCIDRs: func(c []string) {
 			select {
 			case cidrs <- c:
@@ -260,7 +270,8 @@ type pods struct {
 	prober   *probes.Manager
 	backOff  *backoff.Tracker
 	recorder probes.EventRecorder
-	close    func() // stops the event broadcaster
+	events   record.EventRecorder // the same, nil standalone
+	close    func()               // stops the event broadcaster
 }
 
 // wire builds the pod path (source → workers → hooks → runtime → cache →
@@ -276,7 +287,8 @@ func (a *Agent) wire(ctx context.Context, run *supervisor, n *conn) (*pods, erro
 		events := record.NewBroadcaster(record.WithContext(ctx))
 		events.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: n.kube.CoreV1().Events("")})
 		p.close = events.Shutdown
-		p.recorder = events.NewRecorder(kubescheme.Scheme, v1.EventSource{Component: "kubelet", Host: cfg.NodeName})
+		p.events = events.NewRecorder(kubescheme.Scheme, v1.EventSource{Component: "kubelet", Host: cfg.NodeName})
+		p.recorder = p.events
 		services := envsource.NewServiceCache(n.kube)
 		run.Go("services", services.Run)
 		pullCreds = pullCredentials(n.kube, cfg.Logger)
@@ -329,7 +341,105 @@ func (a *Agent) housekeeping(run *supervisor, n *conn, p *pods) error {
 		return fmt.Errorf("agent: %w", err)
 	}
 	run.Go("image gc", imageGC.Run)
+	return a.evictionManager(run, n, p, imageGC)
+}
+
+// evictionManager runs the node-pressure eviction manager (agent/eviction)
+// on the housekeeping samples: it evicts through the pod workers, reclaims
+// images through imageGC, and gives the node its pressure conditions and
+// the workers its admission.
+func (a *Agent) evictionManager(run *supervisor, n *conn, p *pods, imageGC *imagegc.Manager) error {
+	cfg := &a.cfg
+	thresholds, err := eviction.Thresholds(cfg.EvictionHard, cfg.EvictionSoft, cfg.EvictionSoftGracePeriod, cfg.EvictionMinimumReclaim)
+	if err != nil {
+		return fmt.Errorf("agent: %w", err)
+	}
+	ecfg := eviction.Config{
+		Thresholds: thresholds, PressureTransitionPeriod: cfg.EvictionPressureTransitionPeriod,
+		MaxPodGracePeriod: cfg.EvictionMaxPodGracePeriod, Period: cfg.HousekeepingInterval,
+		Summary: func() (*statsapi.Summary, time.Time, error) {
+			snap, err := p.usage.Latest()
+			if snap == nil {
+				return nil, time.Time{}, err
+			}
+			return &snap.Summary, snap.Time, err
+		},
+		Refresh: p.usage.Refresh,
+		Pods:    p.activePods,
+		Kill: func(pod *v1.Pod, grace time.Duration, message string, condition *v1.PodCondition) bool {
+			return p.workers.Evict(pod.UID, podworker.Eviction{GracePeriod: grace, Reason: eviction.Reason, Message: message, Condition: condition})
+		},
+		Stopped:            p.workers.Stopped,
+		DeleteUnusedImages: imageGC.DeleteUnused,
+		DedicatedImageFs:   dedicatedImageFs(cfg.RootDir, n.client),
+		Registerer:         n.registry,
+		Logger:             cfg.Logger,
+	}
+	if p.events != nil {
+		ecfg.Recorder = p.events
+		ecfg.NodeRef = &v1.ObjectReference{Kind: "Node", Name: cfg.NodeName, UID: types.UID(cfg.NodeName)}
+	}
+	m, err := eviction.New(ecfg)
+	if err != nil {
+		return fmt.Errorf("agent: %w", err)
+	}
+	a.evictions.Store(m)
+	run.Go("eviction manager", m.Run)
 	return nil
+}
+
+// pressure is the node's pressure conditions, the eviction manager's
+// (none before it runs).
+func (a *Agent) pressure() []v1.NodeConditionType {
+	if m := a.evictions.Load(); m != nil {
+		return m.Conditions()
+	}
+	return nil
+}
+
+// admitUnderPressure is the eviction manager's admission (all pods before
+// it runs).
+func (a *Agent) admitUnderPressure(pod *v1.Pod) (reason, message string, ok bool) {
+	if m := a.evictions.Load(); m != nil {
+		return m.Admit(pod)
+	}
+	return "", "", true
+}
+
+// activePods are the pods the agent runs that have not ended: the
+// candidates for eviction.
+func (p *pods) activePods() []*v1.Pod {
+	var out []*v1.Pod
+	for _, pod := range p.statuses.List() {
+		if pod.Status.Phase == v1.PodSucceeded || pod.Status.Phase == v1.PodFailed {
+			continue
+		}
+		out = append(out, &pod)
+	}
+	return out
+}
+
+// dedicatedImageFs reports whether the runtime's image filesystem is
+// another device than the one holding rootDir (the node's).
+func dedicatedImageFs(rootDir string, client *cri.Client) func(context.Context) (bool, error) {
+	return func(ctx context.Context) (bool, error) {
+		resp, err := client.ImageFsInfo(ctx)
+		if err != nil {
+			return false, err
+		}
+		fss := resp.GetImageFilesystems()
+		if len(fss) == 0 || fss[0].GetFsId().GetMountpoint() == "" {
+			return false, fmt.Errorf("the runtime names no image filesystem")
+		}
+		var node, images syscall.Stat_t
+		if err := syscall.Stat(rootDir, &node); err != nil {
+			return false, err
+		}
+		if err := syscall.Stat(fss[0].GetFsId().GetMountpoint(), &images); err != nil {
+			return false, err
+		}
+		return node.Dev != images.Dev, nil
+	}
 }
 
 // volumes makes the volume manager (with the CSI plugins, run by run) and,
@@ -402,7 +512,12 @@ func (a *Agent) workerConfig(n *conn, p *pods, pullCreds func(context.Context, *
 			NodeName: cfg.NodeName, HostIPs: []string{cfg.NodeIP}, MemoryCapacity: memory, CgroupV2: cgroupV2(),
 			NodeAllocatable: allocatable,
 		},
-		Admit:        sysctls.Admit,
+		Admit: func(pod *v1.Pod) (string, string, bool) {
+			if reason, message, ok := sysctls.Admit(pod); !ok {
+				return reason, message, false
+			}
+			return a.admitUnderPressure(pod)
+		},
 		NetworkReady: a.networkReady,
 		PodCleanup: func(uid types.UID, _ *v1.Pod) error {
 			return cgroups.RemovePod(mounts, cfg.CgroupRoot, uid)

@@ -10,8 +10,12 @@ import (
 	"strings"
 	"time"
 
+	v1 "k8s.io/api/core/v1"
+
 	"berth/agent/backoff"
+	"berth/agent/eviction"
 	"berth/agent/imagegc"
+	"berth/agent/node"
 	"berth/agent/proxy"
 	"berth/agent/sysctl"
 	"berth/internal/errdefs"
@@ -96,6 +100,36 @@ type Config struct {
 	// ImageGCPolicy is when unused images are removed; zero is the
 	// kubelet's (85 % / 80 % of the image filesystem, images at least 2m old).
 	ImageGCPolicy imagegc.Policy
+	// EvictionHard are the hard eviction thresholds (--eviction-hard); nil
+	// is the kubelet's defaults (memory.available<100Mi, nodefs.available<10%,
+	// nodefs.inodesFree<5%, imagefs.available<15%), an empty map none.
+	// EvictionSoft are the soft ones, each needing a grace period in
+	// EvictionSoftGracePeriod; EvictionMinimumReclaim is how much more than
+	// a threshold to reclaim once it is met.
+	EvictionHard, EvictionSoft node.Thresholds
+	EvictionSoftGracePeriod    map[node.Signal]time.Duration
+	EvictionMinimumReclaim     node.Thresholds
+	// EvictionMaxPodGracePeriod bounds the grace period of pods evicted
+	// for a soft threshold (--eviction-max-pod-grace-period).
+	EvictionMaxPodGracePeriod time.Duration
+	// EvictionPressureTransitionPeriod is how long a pressure condition
+	// stays after its threshold was last met; zero is 5m.
+	EvictionPressureTransitionPeriod time.Duration
+	// MaxPods is the node's pods capacity; zero is 110.
+	MaxPods int64
+	// SystemReserved and KubeReserved are subtracted from the node's
+	// capacity for its allocatable (cpu, memory, ephemeral-storage, pid).
+	SystemReserved, KubeReserved v1.ResourceList
+	// RegisterWithTaints are the Node's taints when it registers.
+	RegisterWithTaints []v1.Taint
+	// NodeLabels are added to the Node's standard labels.
+	NodeLabels map[string]string
+	// NodeStatusUpdateFrequency is how often the node's status is
+	// computed (and written if it changed); zero is 10 s.
+	// NodeStatusReportFrequency is how often it is written even unchanged;
+	// zero is 5 m.
+	NodeStatusUpdateFrequency, NodeStatusReportFrequency time.Duration
+
 	// HousekeepingInterval is how often resource usage is sampled for
 	// /stats/summary and /metrics/{resource,cadvisor}; zero is 10 s.
 	HousekeepingInterval time.Duration
@@ -271,6 +305,28 @@ func (c *Config) validate() error {
 	}
 	if err := c.ImageGCPolicy.Validate(); err != nil {
 		return bad("ImageGCPolicy (--image-gc-high-threshold, --image-gc-low-threshold, --minimum-image-ttl-duration)", "%v", err)
+	}
+	if c.EvictionHard == nil {
+		c.EvictionHard = node.DefaultEvictionHard()
+	}
+	if _, err := eviction.Thresholds(c.EvictionHard, c.EvictionSoft, c.EvictionSoftGracePeriod, c.EvictionMinimumReclaim); err != nil {
+		return bad("EvictionSoftGracePeriod (--eviction-soft-grace-period)", "%v", err)
+	}
+	for _, d := range []struct {
+		name  string
+		value time.Duration
+	}{
+		{"EvictionMaxPodGracePeriod (--eviction-max-pod-grace-period)", c.EvictionMaxPodGracePeriod},
+		{"EvictionPressureTransitionPeriod (--eviction-pressure-transition-period)", c.EvictionPressureTransitionPeriod},
+		{"NodeStatusUpdateFrequency (--node-status-update-frequency)", c.NodeStatusUpdateFrequency},
+		{"NodeStatusReportFrequency", c.NodeStatusReportFrequency},
+	} {
+		if d.value < 0 {
+			return bad(d.name, "%s must not be negative", d.value)
+		}
+	}
+	if c.MaxPods < 0 {
+		return bad("MaxPods (--max-pods)", "%d must not be negative", c.MaxPods)
 	}
 	if c.MaxParallelStarts < 0 {
 		return bad("MaxParallelStarts", "%d must not be negative", c.MaxParallelStarts)

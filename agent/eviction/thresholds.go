@@ -1,12 +1,16 @@
-// Package eviction holds the decisions of node-pressure eviction, as the
-// kubelet's eviction manager makes them: the eviction thresholds (hard ones
-// and soft ones with grace periods, with minimum reclaims), the signals
-// observed in a stats Summary, which thresholds are met, and the order in
-// which pods are evicted for each signal. All of it is pure; acting on it
-// (evicting pods, reclaiming node resources first, the pressure conditions
-// and taints) is the caller's. Signals and threshold values are
-// agent/node's, which computes allocatable and the pressure conditions
-// from the hard thresholds.
+// Package eviction is the kubelet's node-pressure eviction. The decisions
+// are pure: the eviction thresholds (hard ones and soft ones with grace
+// periods, with minimum reclaims), the signals observed in a stats
+// Summary, which thresholds are met (Met), one synchronization of the
+// eviction manager's state — thresholds met for their grace period, the
+// pressure conditions with their transition period (Synchronize) — the
+// order in which pods are evicted for each signal (Rank) and the evicted
+// pod's message (Message). Manager acts on them: it reports the pressure
+// conditions to the node manager, admits pods as the kubelet does under
+// pressure, reclaims unused images first for disk, and evicts one pod at a
+// time through a narrow Kill function (the pod workers'). Signals and
+// threshold values are agent/node's, which computes allocatable from the
+// hard thresholds.
 package eviction
 
 import (

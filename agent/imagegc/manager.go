@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"slices"
 	"sync"
 	"time"
@@ -126,6 +127,32 @@ func (m *Manager) GarbageCollect(ctx context.Context) error {
 	}
 	m.cfg.Logger.Info("disk usage on the image filesystem is over the high threshold, freeing down to the low threshold",
 		"usage", usage, "highThreshold", m.cfg.Policy.HighThresholdPercent, "lowThreshold", m.cfg.Policy.LowThresholdPercent, "amountToFree", toFree)
+	freed, err := m.free(ctx, images, toFree)
+	if err != nil {
+		return fmt.Errorf("wanted to free %d bytes, but freed %d bytes space with errors in image deletion: %w", toFree, freed, err)
+	}
+	if freed < toFree {
+		return fmt.Errorf("Failed to garbage collect required amount of images. Attempted to free %d bytes, but only found %d bytes eligible to free.", toFree, freed)
+	}
+	return nil
+}
+
+// DeleteUnused removes every image eligible for collection (unused, not
+// pinned, first seen at least MinAge ago) whatever the thresholds, as the
+// kubelet's DeleteUnusedImages, which the eviction manager calls under
+// disk pressure before it evicts pods.
+func (m *Manager) DeleteUnused(ctx context.Context) error {
+	images, err := m.observe(ctx)
+	if err != nil {
+		return err
+	}
+	_, err = m.free(ctx, images, math.MaxInt64)
+	return err
+}
+
+// free removes candidates of images, in order, until toFree bytes are
+// freed: the bytes freed and the removals that failed.
+func (m *Manager) free(ctx context.Context, images []Image, toFree int64) (int64, error) {
 	var freed int64
 	var errs []error
 	for _, im := range Candidates(images, m.cfg.Now(), m.cfg.Policy.MinAge) {
@@ -140,13 +167,7 @@ func (m *Manager) GarbageCollect(ctx context.Context) error {
 		m.forget(im.ID)
 		freed += im.Size
 	}
-	if len(errs) > 0 {
-		return fmt.Errorf("wanted to free %d bytes, but freed %d bytes space with errors in image deletion: %w", toFree, freed, errors.Join(errs...))
-	}
-	if freed < toFree {
-		return fmt.Errorf("Failed to garbage collect required amount of images. Attempted to free %d bytes, but only found %d bytes eligible to free.", toFree, freed)
-	}
-	return nil
+	return freed, errors.Join(errs...)
 }
 
 // observe lists the images and the containers, records first sightings

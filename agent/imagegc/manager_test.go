@@ -162,3 +162,23 @@ func TestConfigValidation(t *testing.T) {
 		}
 	}
 }
+
+// DeleteUnused, the eviction manager's reclaim, removes every eligible
+// image whatever the thresholds: not the one in use, not the pinned ones,
+// not one seen for less than MinAge.
+func TestDeleteUnusedIgnoresThresholds(t *testing.T) {
+	e := newGCEnv(t)
+	ctx := context.Background()
+	e.run(t, "x", "example.com/a:1")
+	if err := e.m.GarbageCollect(ctx); err != nil { // 10% used: nothing, the images are now known
+		t.Fatal(err)
+	}
+	e.now = e.now.Add(5 * time.Minute)
+	e.ids["d"] = e.srv.PreloadImage("example.com/d:1")
+	if err := e.m.DeleteUnused(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got := e.images(t); strings.Join(got, ",") != "a,d,pause,sandbox" {
+		t.Errorf("after DeleteUnused: %v, want b and c gone", got)
+	}
+}

@@ -2,6 +2,7 @@ package node
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -99,6 +100,17 @@ func PressureConditions(m Machine, th Thresholds) []Condition {
 		(m.FsInodes > 0 && (th.breached(SignalNodeFsInodesFree, m.FsInodesFree, m.FsInodes) ||
 			th.breached(SignalImageFsInodesFree, m.FsInodesFree, m.FsInodes)))
 	pid := m.PIDMax > 0 && th.breached(SignalPIDAvailable, m.PIDMax-min(m.Processes, m.PIDMax), m.PIDMax)
+	return pressureConditions(memory, disk, pid)
+}
+
+// PressureConditionsOf are MemoryPressure, DiskPressure and PIDPressure,
+// true for the types in under (the eviction manager's), with the kubelet's
+// reasons and messages.
+func PressureConditionsOf(under []v1.NodeConditionType) []Condition {
+	return pressureConditions(slices.Contains(under, v1.NodeMemoryPressure), slices.Contains(under, v1.NodeDiskPressure), slices.Contains(under, v1.NodePIDPressure))
+}
+
+func pressureConditions(memory, disk, pid bool) []Condition {
 	return []Condition{
 		pressure(v1.NodeMemoryPressure, memory,
 			"KubeletHasInsufficientMemory", "kubelet has insufficient memory available",

@@ -78,6 +78,10 @@ type Config struct {
 	// deciding the pressure conditions. Nil: DefaultEvictionHard(); use an
 	// empty map for none.
 	EvictionHard Thresholds
+	// Pressure, when set, gives the node's pressure conditions that are
+	// true (the eviction manager's, with its transition period) instead of
+	// deciding them from the machine against EvictionHard.
+	Pressure func() []v1.NodeConditionType
 	// Labels are added to the standard labels at registration
 	// (--node-labels).
 	Labels map[string]string

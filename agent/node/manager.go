@@ -210,7 +210,10 @@ func (m *Manager) fillStatus(ctx context.Context, node *v1.Node, now time.Time) 
 	st.Addresses = Addresses(m.internalIP, m.cfg.Hostname)
 	st.DaemonEndpoints.KubeletEndpoint.Port = m.cfg.KubeletPort
 	var want []Condition
-	if merr == nil {
+	switch {
+	case m.cfg.Pressure != nil:
+		want = PressureConditionsOf(m.cfg.Pressure())
+	case merr == nil:
 		want = PressureConditions(machine, m.cfg.EvictionHard)
 	}
 	want = append(want, ReadyCondition(rs, st.Capacity, now, m.cfg.RuntimeDownAfter))

@@ -209,6 +209,10 @@ func TestPressureConditions(t *testing.T) {
 		cs[1].Reason != "KubeletHasNoDiskPressure" || cs[2].Reason != "KubeletHasSufficientPID" || cs[2].Message != "kubelet has sufficient PID available" {
 		t.Fatalf("reasons and messages = %+v", cs)
 	}
+	cs = PressureConditionsOf([]v1.NodeConditionType{v1.NodeDiskPressure})
+	if cs[0].Status != v1.ConditionFalse || cs[1].Status != v1.ConditionTrue || cs[1].Reason != "KubeletHasDiskPressure" || cs[2].Status != v1.ConditionFalse {
+		t.Fatalf("the eviction manager's DiskPressure: %+v", cs)
+	}
 }
 
 func TestSetConditionsStampsHeartbeatAndTransition(t *testing.T) {

@@ -81,6 +81,9 @@ func ParseThresholds(s string) (Thresholds, error) {
 			return nil, fmt.Errorf("eviction threshold %q: signal %q given twice: %w", item, sig, errdefs.ErrInvalidArgument)
 		}
 		value = strings.TrimSpace(value)
+		if value == "0%" || value == "100%" {
+			continue // as upstream: no threshold
+		}
 		if pct, isPct := strings.CutSuffix(value, "%"); isPct {
 			p, err := strconv.ParseFloat(pct, 64)
 			if err != nil || p < 0 || p > 100 || math.IsNaN(p) {

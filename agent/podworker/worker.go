@@ -30,11 +30,16 @@ type worker struct {
 	dead        bool               // the worker ended; callers must make a new one
 	cancelSync  context.CancelFunc // ends the sync in flight (the pod is removed)
 	freshAfter  time.Time          // Wake: the next read must come from a relist begun after it
+	// evicted is the node's eviction of the pod (Evict), once decided;
+	// stoppedEvicted says the eviction is done.
+	evicted        *Eviction
+	stoppedEvicted bool
 
 	failures     map[string]status.Failure // last start failure per container
 	failureCount int                       // start failures recorded (fail): did acting fail?
 	unpublished  map[string]bool           // containers whose failure (fail) no status showed yet
 	rejected     *status.Failure           // why the agent ended the pod (Failed), once it did
+	conditions   []v1.PodCondition         // pod conditions the agent set for its own reasons (an eviction's DisruptionTarget)
 	admitted     bool                      // the pod passed admission (admit.go)
 	seq          uint64
 
@@ -136,7 +141,9 @@ func (w *worker) finishTermination() bool {
 	}
 	w.m.cfg.Metrics.PodRestarted(source.IsStatic(w.readd))
 	w.pod, w.readd, w.terminating = w.readd, nil, false
+	w.evicted, w.stoppedEvicted = nil, false
 	w.failures, w.rejected, w.admitted, w.holdUntil = map[string]status.Failure{}, nil, false, time.Time{}
+	w.conditions = nil
 	clear(w.unpublished)
 	w.firstSeen, w.synced, w.running = w.m.cfg.Clock.Now(), false, false
 	w.poke()
@@ -175,6 +182,9 @@ func (w *worker) sync(ctx context.Context, pod *v1.Pod) time.Duration {
 	if err != nil {
 		log.Warn("reading the pod's runtime state failed", "err", err)
 		return time.Second
+	}
+	if e := w.eviction(); e != nil {
+		return w.syncEvicted(ctx, log, pod, rt, e)
 	}
 	if !w.admit(pod, rt) {
 		w.publish(pod, rt, false) // rejected before it ran: nothing to stop
@@ -277,7 +287,7 @@ func (w *worker) publish(pod *v1.Pod, rt *podstate.Pod, terminal bool) {
 		oldp = &old
 	}
 	in := status.Input{
-		Pod: pod, Runtime: rt, Old: oldp, Failures: w.failures, Rejected: w.rejected, Terminal: terminal,
+		Pod: pod, Runtime: rt, Old: oldp, Failures: w.failures, Rejected: w.rejected, Terminal: terminal, Conditions: w.conditions,
 		RuntimeName: cfg.RuntimeName, HostIP: cfg.HostIP, QOSClass: cfg.QOSClass(pod), Now: cfg.Clock.Now(),
 	}
 	st := status.Observe(in)

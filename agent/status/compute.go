@@ -64,6 +64,11 @@ type Input struct {
 	// policy, so the phase is terminal — Succeeded when every container
 	// ended in success, else Failed — as the kubelet's for a terminated pod.
 	Terminal bool
+	// Conditions are pod conditions the agent sets for its own reasons
+	// (the eviction manager's DisruptionTarget), added to the ones it
+	// computes; their lastTransitionTime is kept from Old while their
+	// status is unchanged.
+	Conditions []v1.PodCondition
 }
 
 // Compute returns the pod's status, each container started and ready while
@@ -152,6 +157,19 @@ func Finish(in Input, st v1.PodStatus) v1.PodStatus {
 		rt = &podstate.Pod{UID: pod.UID}
 	}
 	st.Conditions = conditions(in, rt, &st)
+	for _, c := range in.Conditions {
+		if c.LastTransitionTime.IsZero() {
+			c.LastTransitionTime = metav1.NewTime(in.Now)
+		}
+		if in.Old != nil {
+			for _, old := range in.Old.Conditions {
+				if old.Type == c.Type && old.Status == c.Status {
+					c.LastTransitionTime = old.LastTransitionTime
+				}
+			}
+		}
+		st.Conditions = append(st.Conditions, c)
+	}
 	// As upstream (PodObservedGenerationTracking, on since 1.34): the
 	// status and the agent's conditions say which spec they reflect.
 	st.ObservedGeneration = pod.Generation

@@ -217,22 +217,23 @@ func statusPatch(uid types.UID, old, st v1.PodStatus) ([]byte, error) {
 }
 
 // Merge returns the agent's status st with the conditions of old the agent
-// does not own appended, and the apiserver's nominatedNodeName and
+// neither owns nor publishes (an eviction's DisruptionTarget replaces the
+// apiserver's) kept before its own, and the apiserver's nominatedNodeName and
 // resource claim statuses kept (the strategic merge patch would otherwise
 // remove them).
 func Merge(old, st v1.PodStatus) v1.PodStatus {
 	out := *st.DeepCopy()
 	var conds []v1.PodCondition
-	for _, c := range old.Conditions {
-		if !agentConditions[c.Type] {
-			conds = append(conds, c)
-		}
-	}
+	set := map[v1.PodConditionType]bool{} // what the agent publishes (an eviction's DisruptionTarget too)
 	for _, c := range out.Conditions {
-		if agentConditions[c.Type] {
+		set[c.Type] = true
+	}
+	for _, c := range old.Conditions {
+		if !agentConditions[c.Type] && !set[c.Type] {
 			conds = append(conds, c)
 		}
 	}
+	conds = append(conds, out.Conditions...)
 	out.Conditions = conds
 	// What others own: the scheduler's nomination and resource claims.
 	out.NominatedNodeName = old.NominatedNodeName

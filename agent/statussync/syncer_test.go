@@ -41,6 +41,31 @@ func TestMergeKeepsForeignConditions(t *testing.T) {
 	}
 }
 
+// An eviction's DisruptionTarget, published by the agent, replaces one the
+// apiserver's eviction API may have set; without one the apiserver's stays.
+func TestMergeTakesTheAgentsDisruptionTarget(t *testing.T) {
+	old := v1.PodStatus{Conditions: []v1.PodCondition{
+		{Type: v1.PodScheduled, Status: v1.ConditionTrue},
+		{Type: v1.DisruptionTarget, Status: v1.ConditionTrue, Reason: "EvictionByEvictionAPI"},
+	}}
+	st := v1.PodStatus{Phase: v1.PodFailed, Conditions: []v1.PodCondition{
+		{Type: v1.PodReady, Status: v1.ConditionFalse},
+		{Type: v1.DisruptionTarget, Status: v1.ConditionTrue, Reason: v1.PodReasonTerminationByKubelet},
+	}}
+	got := Merge(old, st)
+	var reasons []string
+	for _, c := range got.Conditions {
+		reasons = append(reasons, string(c.Type)+"/"+c.Reason)
+	}
+	if strings.Join(reasons, " ") != "PodScheduled/ Ready/ DisruptionTarget/TerminationByKubelet" {
+		t.Errorf("merged conditions %v", reasons)
+	}
+	got = Merge(old, v1.PodStatus{Phase: v1.PodRunning, Conditions: st.Conditions[:1]})
+	if len(got.Conditions) != 3 || got.Conditions[1].Reason != "EvictionByEvictionAPI" {
+		t.Errorf("without the agent's: %+v", got.Conditions)
+	}
+}
+
 // patches records the pods/status patches an HTTP apiserver receives.
 type patches struct {
 	mu     sync.Mutex

@@ -16,6 +16,7 @@ import (
 	"berth/agent"
 	"berth/agent/backoff"
 	"berth/agent/imagegc"
+	"berth/agent/kubeletconfig"
 	"berth/agent/stats"
 	"berth/internal/exepages"
 )
@@ -52,6 +53,8 @@ func newAgentCommand() *cobra.Command {
 		cniBinDirs string
 		logLevel   string
 		backOff    backoff.Policy
+		configFile string
+		nodeFlags  nodeResourceFlags
 	)
 	cmd := &cobra.Command{
 		Use:   "agent",
@@ -64,6 +67,24 @@ func newAgentCommand() *cobra.Command {
 			}
 			cfg.Logger = slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: level}))
 			cfg.CNIBinDirs = strings.Split(cniBinDirs, ":")
+			changed := cmd.Flags().Changed
+			if err := nodeFlags.apply(&cfg, changed); err != nil {
+				return err
+			}
+			if configFile != "" {
+				// As the kubelet's --config: the flags given override it.
+				file, err := kubeletconfig.Load(configFile)
+				if err != nil {
+					return err
+				}
+				warnings, err := file.Apply(&cfg, changed)
+				if err != nil {
+					return err
+				}
+				for _, w := range warnings {
+					cfg.Logger.Warn(w)
+				}
+			}
 			if backOff != (backoff.Policy{}) {
 				cfg.ContainerBackOff = backoff.DefaultPolicy()
 				if backOff.Initial != 0 {
@@ -116,6 +137,8 @@ func newAgentCommand() *cobra.Command {
 	f.BoolVar(&cfg.ProxyCleanupOnExit, "proxy-cleanup-on-exit", false, "delete the service proxy's nftables table when the agent stops (default: leave it, as kube-proxy, so Services keep working across agent restarts)")
 	f.StringVar(&cfg.ProxyHealthzBindAddress, "proxy-healthz-bind-address", "127.0.0.1:10256", `host:port the service proxy serves kube-proxy's /healthz and /livez on ("" turns them off)`)
 	f.StringVar(&logLevel, "log-level", "info", "log level: debug, info, warn or error")
+	f.StringVar(&configFile, "config", "", "a kubelet configuration file (KubeletConfiguration, kubelet.config.k8s.io/v1beta1): berth applies the fields it supports, warns about the others; flags given override it")
+	nodeFlags.register(f)
 	// Test-only: scale the crash-loop back-off so integration tests can watch
 	// several restarts in seconds. Hidden; real nodes keep upstream's 10 s / 5 min.
 	f.DurationVar(&backOff.Initial, "container-backoff-initial", 0, "test only: first crash-loop back-off delay (default 10s)")

@@ -23,6 +23,12 @@ func TestAgentCommandRejectsBadFlags(t *testing.T) {
 		{[]string{"--server", "https://127.0.0.1:6443", "--container-runtime-endpoint", "unix:///x.sock", "--root-dir", "/tmp/x"}, "--token-file"},
 		{[]string{"--server", "127.0.0.1:6443", "--token-file", "/t", "--container-runtime-endpoint", "unix:///x.sock", "--root-dir", "/tmp/x"}, "--server"},
 		{[]string{"--kubeconfig", "/k", "--container-runtime-endpoint", "unix:///x.sock", "--root-dir", "/tmp/x", "--tls-cert-file", "/c"}, "--tls-cert-file"},
+		{[]string{"--kubeconfig", "/k", "--container-runtime-endpoint", "unix:///x.sock", "--root-dir", "/tmp/x", "--eviction-hard", "memory.free<1Gi"}, "--eviction-hard"},
+		{[]string{"--kubeconfig", "/k", "--container-runtime-endpoint", "unix:///x.sock", "--root-dir", "/tmp/x", "--eviction-soft", "memory.available<1Gi"}, "--eviction-soft-grace-period"},
+		{[]string{"--kubeconfig", "/k", "--container-runtime-endpoint", "unix:///x.sock", "--root-dir", "/tmp/x", "--register-with-taints", "a=b:Sometimes"}, "--register-with-taints"},
+		{[]string{"--kubeconfig", "/k", "--container-runtime-endpoint", "unix:///x.sock", "--root-dir", "/tmp/x", "--config", "testdata/kubelet-unknown-field.yaml"}, `unknown field "evictionHardd"`},
+		// The file is applied (its port is checked as the flag's would be).
+		{[]string{"--kubeconfig", "/k", "--container-runtime-endpoint", "unix:///x.sock", "--root-dir", "/tmp/x", "--config", "testdata/kubelet-bad-port.yaml"}, "--kubelet-port"},
 	}
 	for _, tc := range tests {
 		cmd := newAgentCommand()

@@ -102,6 +102,7 @@ DATA-DIR and come back on the next start.
 	f.StringVar(&logLevel, "log-level", "info", "log level: debug, info, warn or error")
 	f.IntVar(&cfg.IngressHTTPPort, "ingress-http-port", cluster.DefaultIngressHTTPPort, "port of the built-in ingress controller's HTTP listener, on every address")
 	f.IntVar(&cfg.IngressHTTPSPort, "ingress-https-port", cluster.DefaultIngressHTTPSPort, "port of the built-in ingress controller's HTTPS listener, on every address")
+	f.StringVar(&cfg.KubeletConfig, "kubelet-config", "", "a kubelet configuration file (KubeletConfiguration) for the agent, as berth agent --config; what berth up wires itself (apiserver, runtime, static pods, pod CIDR, cluster DNS, its ports) stays")
 	f.BoolVar(&cfg.DisableIngress, "disable-ingress", false, "do not run the built-in ingress controller (nor create its IngressClass \"berth\")")
 	return cmd
 }

@@ -202,7 +202,7 @@ start berth-agent "$BERTH" agent --kubeconfig "$WORK/node.kubeconfig" \
   --cni-conf-dir "$WORK/cni/net.d" --cni-bin-dir /usr/lib/cni --cni-bridge "$BRIDGE" \
   --node-name "$node_name" --node-ip "$node_ip" --read-only-port 0 --kubelet-port "$KUBELET_PORT" \
   --tls-cert-file "$pki/kubelet.crt" --tls-private-key-file "$pki/kubelet.key" --client-ca-file "$pki/ca.crt" \
-  --proxy-cleanup-on-exit
+  --proxy-cleanup-on-exit --eviction-hard "memory.available<100Mi" # as kind: no disk thresholds on a shared build machine
 wait_for "the node to register" 120 "$BIN/kubectl" --kubeconfig "$WORK/admin.kubeconfig" get node "$node_name"
 echo "upstream: etcd :$etcd_port, kube-apiserver :$api_port, node $node_name ($node_ip), pod CIDR $POD_CIDR, services $SERVICE_CIDR"
 touch "$WORK/ready"

@@ -106,6 +106,8 @@ func (n *node) start() *agentProc {
 		"--cgroup-root", n.cgroupRoot,
 		"--manifest-rescan", "2s",
 		"--log-level", "debug",
+		// As kind: no disk thresholds on the shared test machine's disk.
+		"--eviction-hard", "memory.available<100Mi",
 	}
 	args = append(args, n.extraArgs...)
 	proc, err := harness.Launch("berth agent", args...)

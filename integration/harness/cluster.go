@@ -170,6 +170,10 @@ func (c *Cluster) StartAgent(tb testing.TB, env *nodeenv.Env, node, rootDir, cgr
 		"--read-only-port", "0", "--kubelet-address", "127.0.0.1", "--kubelet-port", strconv.Itoa(port),
 		"--image-backoff-initial", "1s", "--image-backoff-max", "4s", "--container-backoff-initial", "1s", "--container-backoff-max", "2s",
 		"--log-level", "debug",
+		// As kind: no disk thresholds, the shared test machine's disk is
+		// fuller than the kubelet's defaults allow (its node would be
+		// tainted disk-pressure and its pods evicted); memory's is kept.
+		"--eviction-hard", "memory.available<100Mi",
 		// Tests leave no table behind; a test of restarts keeps it with
 		// --proxy-cleanup-on-exit=false in extra.
 		"--proxy-cleanup-on-exit"}, servingFlags...)

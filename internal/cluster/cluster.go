@@ -13,6 +13,9 @@ import (
 	"time"
 
 	"berth/agent"
+	"berth/agent/imagegc"
+	"berth/agent/kubeletconfig"
+	"berth/agent/node"
 	"berth/controlplane/controller/nodeipam"
 	"berth/controlplane/pki"
 	"berth/controlplane/server"
@@ -128,28 +131,11 @@ func (c *Cluster) Run(ctx context.Context) (err error) {
 	if err := startClusterDNS(sup, info.Kubeconfig, cfg.ResolvConf, dnsAddr, log); err != nil {
 		return err
 	}
-	ag, err := agent.New(agent.Config{
-		Server:          "https://" + addr,
-		TokenFile:       filepath.Join(cfg.DataDir, pki.AgentTokenFile),
-		CAFile:          filepath.Join(cfg.DataDir, pki.CAFile),
-		KubeletPort:     cfg.KubeletPort,
-		PodManifestPath: cfg.ManifestDir(),
-		RuntimeEndpoint: info.RuntimeEndpoint,
-		RootDir:         filepath.Join(cfg.DataDir, "agent"),
-		// No PodCIDR: the agent takes the Node's spec.podCIDR, which
-		// nodeipam sets to cfg.PodCIDR.
-		CNIConfDir:      cfg.CNIConfDir,
-		CNIBinDirs:      []string{cfg.CNIBinDir},
-		CNIBridge:       cfg.CNIBridge,
-		ClusterDNS:      []net.IP{dnsAddr.Addr().AsSlice()},
-		ResolvConf:      cfg.ResolvConf,
-		NodeName:        cfg.NodeName,
-		ReadOnlyAddress: cfg.ReadOnlyAddress,
-		ReadOnlyPort:    cfg.ReadOnlyPort,
-		// berth up stops the whole node: nothing of it stays in nftables.
-		ProxyCleanupOnExit: true,
-		Logger:             log.With("component", "agent"),
-	})
+	acfg, err := agentConfig(&cfg, addr, info.RuntimeEndpoint, []net.IP{dnsAddr.Addr().AsSlice()})
+	if err != nil {
+		return err
+	}
+	ag, err := agent.New(acfg)
 	if err != nil {
 		return err
 	}
@@ -289,4 +275,58 @@ func lockDataDir(dir string) (func(), error) {
 		return nil, fmt.Errorf("cluster: lock %s: %w", path, err)
 	}
 	return func() { f.Close() }, nil
+}
+
+// agentConfig is the agent's Config in the cluster whose apiserver is at
+// addr: berth up's wiring, its defaults, and cfg.KubeletConfig's fields
+// over the defaults. The file's warnings are logged.
+func agentConfig(cfg *Config, addr, runtimeEndpoint string, clusterDNS []net.IP) (agent.Config, error) {
+	acfg := agent.Config{
+		Server:          "https://" + addr,
+		TokenFile:       filepath.Join(cfg.DataDir, pki.AgentTokenFile),
+		CAFile:          filepath.Join(cfg.DataDir, pki.CAFile),
+		KubeletPort:     cfg.KubeletPort,
+		PodManifestPath: cfg.ManifestDir(),
+		RuntimeEndpoint: runtimeEndpoint,
+		RootDir:         filepath.Join(cfg.DataDir, "agent"),
+		// No PodCIDR: the agent takes the Node's spec.podCIDR, which
+		// nodeipam sets to cfg.PodCIDR.
+		CNIConfDir:      cfg.CNIConfDir,
+		CNIBinDirs:      []string{cfg.CNIBinDir},
+		CNIBridge:       cfg.CNIBridge,
+		ClusterDNS:      clusterDNS,
+		ResolvConf:      cfg.ResolvConf,
+		NodeName:        cfg.NodeName,
+		ReadOnlyAddress: cfg.ReadOnlyAddress,
+		ReadOnlyPort:    cfg.ReadOnlyPort,
+		// As kind for a node on a developer's machine: no disk thresholds
+		// (a full laptop disk would taint the node and evict its pods),
+		// the kubelet's memory one.
+		EvictionHard:  node.Thresholds{node.SignalMemoryAvailable: node.DefaultEvictionHard()[node.SignalMemoryAvailable]},
+		ImageGCPolicy: imagegc.DefaultPolicy(),
+		// berth up stops the whole node: nothing of it stays in nftables.
+		ProxyCleanupOnExit: true,
+		Logger:             cfg.Logger.With("component", "agent"),
+	}
+	if cfg.KubeletConfig == "" {
+		return acfg, nil
+	}
+	file, err := kubeletconfig.Load(cfg.KubeletConfig)
+	if err != nil {
+		return acfg, err
+	}
+	owned := map[string]bool{
+		"pod-manifest-path": true, "container-runtime-endpoint": true, "pod-cidr": true, "cluster-dns": true,
+		"kubelet-port": true, "read-only-port": true, "kubelet-address": true, "resolv-conf": true,
+	}
+	warnings, err := file.Apply(&acfg, func(flag string) bool { return owned[flag] })
+	if err != nil {
+		return acfg, err
+	}
+	if addr != "" { // once, when the agent is made
+		for _, w := range warnings {
+			acfg.Logger.Warn(w)
+		}
+	}
+	return acfg, nil
 }

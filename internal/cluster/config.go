@@ -137,6 +137,12 @@ type Config struct {
 	// IngressClass uncreated).
 	IngressHTTPPort, IngressHTTPSPort int
 	DisableIngress                    bool
+	// KubeletConfig is a KubeletConfiguration file (--kubelet-config)
+	// applied to the agent, as `berth agent --config`: except for what
+	// berth up wires itself (the apiserver and credentials, the runtime,
+	// the static pod directory, the pod CIDR, the cluster DNS, and the
+	// ports its own flags set), its fields win over berth up's defaults.
+	KubeletConfig string
 	// OnReady is called once, when every component is up.
 	OnReady func(Info)
 	// Logger receives every component's log; nil discards.
@@ -271,6 +277,12 @@ func (c *Config) Validate() error {
 	}
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	if c.KubeletConfig != "" {
+		// Read now, so a bad file stops berth up before anything starts.
+		if _, err := agentConfig(c, "", "", nil); err != nil {
+			return err
+		}
 	}
 	return nil
 }

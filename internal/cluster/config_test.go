@@ -2,6 +2,8 @@ package cluster
 
 import (
 	"errors"
+	"net"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -28,6 +30,9 @@ func TestConfigValidateNamesTheField(t *testing.T) {
 		{"bad registries", func(c *Config) {
 			c.Registries = containerd.Registries{Mirrors: map[string]containerd.Mirror{"docker.io": {}}}
 		}, `mirrors["docker.io"].endpoint`},
+		{"kubelet config unknown field", func(c *Config) {
+			c.KubeletConfig = writeFile(c.DataDir, "kind: KubeletConfiguration\napiVersion: kubelet.config.k8s.io/v1beta1\nmaxPod: 3\n")
+		}, `unknown field "maxPod"`},
 		{"pause registry taken", func(c *Config) {
 			c.Registries = containerd.Registries{Mirrors: map[string]containerd.Mirror{PauseRegistryHost: {Endpoints: []string{"http://x"}}}}
 		}, "Registries (--registries)"},
@@ -92,4 +97,44 @@ func TestDataDirLockIsExclusive(t *testing.T) {
 		t.Fatalf("lock after unlock: %v", err)
 	}
 	again()
+}
+
+func writeFile(dir, body string) string {
+	path := filepath.Join(dir, "kubelet.yaml")
+	if err := os.WriteFile(path, []byte(body), 0o600); err != nil {
+		panic(err)
+	}
+	return path
+}
+
+// berth up's agent: no disk eviction thresholds by default (as kind); a
+// KubeletConfiguration's fields apply, except what berth up wires itself.
+func TestAgentConfigWithAKubeletConfiguration(t *testing.T) {
+	cfg := Config{DataDir: t.TempDir(), CNIBinDir: "/usr/lib/cni"}
+	if err := cfg.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	acfg, err := agentConfig(&cfg, "127.0.0.1:6443", "unix:///c.sock", []net.IP{net.ParseIP("10.0.0.10")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if acfg.EvictionHard.String() != "memory.available<100Mi" {
+		t.Errorf("default eviction thresholds %s", acfg.EvictionHard)
+	}
+	cfg.KubeletConfig = writeFile(cfg.DataDir, `apiVersion: kubelet.config.k8s.io/v1beta1
+kind: KubeletConfiguration
+maxPods: 20
+evictionHard: {nodefs.available: 5%}
+staticPodPath: /elsewhere
+port: 1234
+`)
+	if err := cfg.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	if acfg, err = agentConfig(&cfg, "127.0.0.1:6443", "unix:///c.sock", nil); err != nil {
+		t.Fatal(err)
+	}
+	if acfg.MaxPods != 20 || acfg.EvictionHard.String() != "nodefs.available<5%" || acfg.PodManifestPath != cfg.ManifestDir() || acfg.KubeletPort != cfg.KubeletPort {
+		t.Errorf("maxPods %d, evictionHard %s, static pods %s, port %d", acfg.MaxPods, acfg.EvictionHard, acfg.PodManifestPath, acfg.KubeletPort)
+	}
 }

@@ -103,12 +103,57 @@ func UnknownConditions(node *corev1.Node, h Health, now time.Time, grace, startu
 	return conds, changed
 }
 
-// DesiredTaints returns node's taints as its Ready condition wants them:
+// conditionTaints are the NoSchedule taints of the node conditions that
+// keep new pods away while True, upstream's (TaintNodesByCondition).
+var conditionTaints = map[corev1.NodeConditionType]string{
+	corev1.NodeMemoryPressure:     corev1.TaintNodeMemoryPressure,
+	corev1.NodeDiskPressure:       corev1.TaintNodeDiskPressure,
+	corev1.NodePIDPressure:        corev1.TaintNodePIDPressure,
+	corev1.NodeNetworkUnavailable: corev1.TaintNodeNetworkUnavailable,
+}
+
+// DesiredTaints returns node's taints as its conditions want them: Ready
 // Unknown → unreachable NoSchedule and NoExecute; False → not-ready
-// NoSchedule and NoExecute; True → neither. Existing taints keep their
-// TimeAdded; new NoExecute taints get now. changed says whether the list
-// differs from node's.
+// NoSchedule and NoExecute; True → neither; and MemoryPressure,
+// DiskPressure, PIDPressure or NetworkUnavailable True → its NoSchedule
+// taint (node.kubernetes.io/memory-pressure, …). Existing taints keep
+// their TimeAdded; new NoExecute taints get now. changed says whether the
+// list differs from node's.
 func DesiredTaints(node *corev1.Node, now time.Time) ([]corev1.Taint, bool) {
+	out, changed := readyTaints(node, now)
+	want := map[string]bool{}
+	for _, c := range node.Status.Conditions {
+		if key, ok := conditionTaints[c.Type]; ok && c.Status == corev1.ConditionTrue {
+			want[key] = true
+		}
+	}
+	managed := map[string]bool{}
+	for _, key := range conditionTaints {
+		managed[key] = true
+	}
+	kept := out[:0]
+	have := map[string]bool{}
+	for _, t := range out {
+		if managed[t.Key] && t.Effect == corev1.TaintEffectNoSchedule {
+			if !want[t.Key] || have[t.Key] {
+				changed = true
+				continue
+			}
+			have[t.Key] = true
+		}
+		kept = append(kept, t)
+	}
+	for _, c := range node.Status.Conditions { // in the conditions' order
+		if key, ok := conditionTaints[c.Type]; ok && want[key] && !have[key] {
+			kept = append(kept, corev1.Taint{Key: key, Effect: corev1.TaintEffectNoSchedule})
+			have[key], changed = true, true
+		}
+	}
+	return kept, changed
+}
+
+// readyTaints is DesiredTaints for the Ready condition alone.
+func readyTaints(node *corev1.Node, now time.Time) ([]corev1.Taint, bool) {
 	var want string
 	if c := readyCondition(&node.Status); c != nil {
 		switch c.Status {

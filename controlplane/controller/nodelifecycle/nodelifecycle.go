@@ -5,7 +5,11 @@
 // reporting Ready=False gets node.kubernetes.io/not-ready), its pods are
 // marked not ready, and pods that do not tolerate a NoExecute taint are
 // deleted once their tolerationSeconds have passed — so their controllers
-// replace them elsewhere. A node that reports again loses the taints.
+// replace them elsewhere. A node that reports again loses the taints. A node
+// reporting MemoryPressure, DiskPressure, PIDPressure or NetworkUnavailable
+// True gets that condition's NoSchedule taint (node.kubernetes.io/
+// memory-pressure, …) until it reports it False, as upstream's
+// TaintNodesByCondition.
 //
 // The decisions (Observe, UnknownConditions, DesiredTaints, EvictionPlan)
 // are pure functions of the node, its lease, its pods and the time.

@@ -2,6 +2,7 @@ package nodelifecycle
 
 import (
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -94,10 +95,17 @@ func TestDesiredTaints(t *testing.T) {
 		{"false adds not-ready and drops unreachable", corev1.ConditionFalse, []corev1.Taint{{Key: TaintUnreachable, Effect: corev1.TaintEffectNoExecute, TimeAdded: &old}}, []string{"node.kubernetes.io/not-ready:NoSchedule", "node.kubernetes.io/not-ready:NoExecute"}, true},
 		{"true removes both", corev1.ConditionTrue, []corev1.Taint{other, {Key: TaintNotReady, Effect: corev1.TaintEffectNoSchedule}}, []string{"dedicated:NoSchedule"}, true},
 		{"unknown already tainted", corev1.ConditionUnknown, []corev1.Taint{{Key: TaintUnreachable, Effect: corev1.TaintEffectNoSchedule}, {Key: TaintUnreachable, Effect: corev1.TaintEffectNoExecute, TimeAdded: &old}}, []string{"node.kubernetes.io/unreachable:NoSchedule", "node.kubernetes.io/unreachable:NoExecute"}, false},
+		{"memory pressure adds its NoSchedule taint", corev1.ConditionTrue, []corev1.Taint{other}, []string{"dedicated:NoSchedule", "node.kubernetes.io/memory-pressure:NoSchedule"}, true},
+		{"pressure gone removes it", corev1.ConditionTrue, []corev1.Taint{{Key: corev1.TaintNodeDiskPressure, Effect: corev1.TaintEffectNoSchedule}, other}, []string{"dedicated:NoSchedule"}, true},
+		{"still under memory pressure", corev1.ConditionTrue, []corev1.Taint{{Key: corev1.TaintNodeMemoryPressure, Effect: corev1.TaintEffectNoSchedule}}, []string{"node.kubernetes.io/memory-pressure:NoSchedule"}, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			n := readyNode(tc.ready, t0)
 			n.Spec.Taints = tc.taints
+			if strings.Contains(tc.name, "memory pressure") {
+				n.Status.Conditions = append(n.Status.Conditions, corev1.NodeCondition{Type: corev1.NodeMemoryPressure, Status: corev1.ConditionTrue},
+					corev1.NodeCondition{Type: corev1.NodeDiskPressure, Status: corev1.ConditionFalse})
+			}
 			got, changed := DesiredTaints(n, t0)
 			var s []string
 			for _, tt := range got {
