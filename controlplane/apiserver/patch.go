@@ -33,13 +33,16 @@ func (h *Handler) servePatch(w http.ResponseWriter, r *http.Request, res *Resour
 	}
 	pt := types.PatchType(ct)
 	fm := h.fieldManager(res, subresourceOf(r), kind)
+	// Custom resources have no Go types to say how lists merge: no
+	// strategic merge patches, as upstream.
+	strategic := res.Custom == nil
 	switch {
-	case pt == types.JSONPatchType, pt == types.MergePatchType, pt == types.StrategicMergePatchType:
+	case pt == types.JSONPatchType, pt == types.MergePatchType, pt == types.StrategicMergePatchType && strategic:
 	case pt == types.ApplyYAMLPatchType && fm != nil:
 	default:
 		h.writeError(w, r, apierrors.NewGenericServerResponse(http.StatusUnsupportedMediaType, "patch",
 			schema.GroupResource{Group: res.GroupVersion.Group, Resource: res.Resource}, name,
-			fmt.Sprintf("the body of the request was in an unknown format - accepted media types include: %s", strings.Join(patchTypes(fm != nil), ", ")), 0, false))
+			fmt.Sprintf("the body of the request was in an unknown format - accepted media types include: %s", strings.Join(patchTypes(strategic, fm != nil), ", ")), 0, false))
 		return
 	}
 	opts := &metav1.PatchOptions{}
@@ -112,8 +115,11 @@ func (h *Handler) servePatch(w http.ResponseWriter, r *http.Request, res *Resour
 }
 
 // patchTypes are the accepted patch media types.
-func patchTypes(apply bool) []string {
-	pts := []string{string(types.JSONPatchType), string(types.MergePatchType), string(types.StrategicMergePatchType)}
+func patchTypes(strategic, apply bool) []string {
+	pts := []string{string(types.JSONPatchType), string(types.MergePatchType)}
+	if strategic {
+		pts = append(pts, string(types.StrategicMergePatchType))
+	}
 	if apply {
 		pts = append(pts, string(types.ApplyYAMLPatchType))
 	}
@@ -151,12 +157,13 @@ func (p *patchInfo) UpdatedObject(ctx context.Context, old runtime.Object) (runt
 	if m, err := meta.Accessor(unwrapCacheable(old)); err != nil || m.GetUID() == "" {
 		return nil, apierrors.NewNotFound(p.resource, p.name)
 	}
-	jsonInfo, ok := runtime.SerializerInfoForMediaType(p.h.codecs.SupportedMediaTypes(), runtime.ContentTypeJSON)
+	ser := p.h.serializer(ctx)
+	jsonInfo, ok := runtime.SerializerInfoForMediaType(ser.SupportedMediaTypes(), runtime.ContentTypeJSON)
 	if !ok {
 		return nil, fmt.Errorf("no JSON serializer")
 	}
 	var orig bytes.Buffer
-	if err := p.h.codecs.EncoderForVersion(jsonInfo.Serializer, p.kind.GroupVersion()).Encode(unwrapCacheable(old), &orig); err != nil {
+	if err := ser.EncoderForVersion(jsonInfo.Serializer, p.kind.GroupVersion()).Encode(unwrapCacheable(old), &orig); err != nil {
 		return nil, err
 	}
 	var patched []byte

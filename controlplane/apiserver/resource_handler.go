@@ -32,6 +32,7 @@ func (h *Handler) serveResource(w http.ResponseWriter, r *http.Request, info *ge
 	} else {
 		ctx = genericapirequest.WithNamespace(ctx, "")
 	}
+	ctx = withCustom(ctx, res.Custom)
 	r = r.WithContext(ctx)
 	if res.Verbs != nil && (info.Subresource != "" || !slices.Contains(res.Verbs, info.Verb)) {
 		h.writeError(w, r, apierrors.NewMethodNotSupported(res.GroupVersionResource().GroupResource(), info.Verb))
@@ -143,6 +144,9 @@ func (h *Handler) listOptions(r *http.Request, res *Resource) (*metainternalvers
 	if opts.FieldSelector != nil {
 		gvk := res.GroupVersionKind()
 		sel, err := opts.FieldSelector.Transform(func(label, value string) (string, string, error) {
+			if res.Custom != nil {
+				return res.Custom.ConvertFieldLabel(label, value)
+			}
 			return h.cfg.Scheme.ConvertFieldLabel(gvk, label, value)
 		})
 		if err != nil {

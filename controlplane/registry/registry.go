@@ -19,6 +19,7 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	schedulingv1 "k8s.io/api/scheduling/v1"
 	storagev1 "k8s.io/api/storage/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -28,6 +29,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	"berth/controlplane/registry/admissionregistration/webhookconfiguration"
+	"berth/controlplane/registry/apiextensions/customresourcedefinition"
 	"berth/controlplane/registry/apps/controllerrevision"
 	"berth/controlplane/registry/apps/daemonset"
 	"berth/controlplane/registry/apps/deployment"
@@ -190,6 +192,9 @@ func Resources(typer runtime.ObjectTyper) map[schema.GroupResource]Resource {
 		{GroupResource: gr(policyv1.SchemeGroupVersion, "poddisruptionbudgets"), Strategy: poddisruptionbudget.NewStrategy(typer),
 			StatusStrategy: poddisruptionbudget.NewStatusStrategy(typer), Table: poddisruptionbudget.Table,
 			AttrFunc: poddisruptionbudget.GetAttrs, PredicateFunc: poddisruptionbudget.Predicate},
+		{GroupResource: gr(apiextensionsv1.SchemeGroupVersion, "customresourcedefinitions"), Strategy: customresourcedefinition.NewStrategy(typer),
+			StatusStrategy: customresourcedefinition.NewStatusStrategy(typer), Table: customresourcedefinition.Table,
+			AttrFunc: customresourcedefinition.GetAttrs, PredicateFunc: customresourcedefinition.Predicate},
 	}
 	out := make(map[schema.GroupResource]Resource, len(list))
 	for _, r := range list {

@@ -7,6 +7,7 @@ package resources
 
 import (
 	"fmt"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"net/http"
 	"time"
 
@@ -222,6 +223,10 @@ func defs() []def {
 			short: []string{"pdb"}, status: true,
 			newObj:  func() runtime.Object { return &policyv1.PodDisruptionBudget{} },
 			newList: func() runtime.Object { return &policyv1.PodDisruptionBudgetList{} }},
+		{gv: apiextensionsv1.SchemeGroupVersion, resource: "customresourcedefinitions", singular: "customresourcedefinition", kind: "CustomResourceDefinition",
+			short: []string{"crd", "crds"}, categories: []string{"api-extensions"}, status: true,
+			newObj:  func() runtime.Object { return &apiextensionsv1.CustomResourceDefinition{} },
+			newList: func() runtime.Object { return &apiextensionsv1.CustomResourceDefinitionList{} }},
 	}
 }
 
@@ -349,6 +354,8 @@ func Build(cfg Config) (_ *Set, err error) {
 			endpoints = store
 		case d.gv.Group == "" && d.resource == "events":
 			coreEvents = store
+		case d.gv == apiextensionsv1.SchemeGroupVersion && d.resource == "customresourcedefinitions":
+			res.Store = &crdREST{Store: store}
 		}
 		set.Resources = append(set.Resources, res)
 		set.ByGVR[res.GroupVersionResource()] = res
