@@ -40,13 +40,21 @@ func (h *Handler) decodeBody(r *http.Request, body []byte, want schema.GroupVers
 	return h.decodeWith(r.Context(), info, body, want, validation)
 }
 
-func (h *Handler) decodeWith(ctx context.Context, info runtime.SerializerInfo, body []byte, want schema.GroupVersionKind, validation string) (runtime.Object, error) {
+func (h *Handler) decodeWith(ctx context.Context, info runtime.SerializerInfo, body []byte, want schema.GroupVersionKind, validation string) (_ runtime.Object, err error) {
 	s := info.Serializer
 	if validation != metav1.FieldValidationIgnore && info.StrictSerializer != nil {
 		s = info.StrictSerializer
 	}
 	dec := h.serializer(ctx).DecoderToVersion(s, want.GroupVersion())
-	obj, got, err := dec.Decode(body, &want, nil)
+	var into runtime.Object
+	if c := customFrom(ctx); c != nil {
+		// Unstructured objects decode into a new object of the wanted
+		// kind, as upstream's handlers do (no conversion on the way in).
+		if into, err = c.Creater.New(want); err != nil {
+			return nil, err
+		}
+	}
+	obj, got, err := dec.Decode(body, &want, into)
 	if err != nil {
 		if strict, ok := runtime.AsStrictDecodingError(err); ok && obj != nil {
 			if validation == metav1.FieldValidationStrict {

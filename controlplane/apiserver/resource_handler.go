@@ -32,7 +32,11 @@ func (h *Handler) serveResource(w http.ResponseWriter, r *http.Request, info *ge
 	} else {
 		ctx = genericapirequest.WithNamespace(ctx, "")
 	}
-	ctx = withCustom(ctx, res.Custom)
+	if sub, ok := res.Subresources[info.Subresource]; info.Subresource == "" || (ok && sub.Kind == res.GroupVersionKind()) {
+		// Custom objects' own machinery, for the resource and the
+		// subresources exchanging its kind (status); scale speaks autoscaling/v1.
+		ctx = withCustom(ctx, res.Custom)
+	}
 	r = r.WithContext(ctx)
 	if res.Verbs != nil && (info.Subresource != "" || !slices.Contains(res.Verbs, info.Verb)) {
 		h.writeError(w, r, apierrors.NewMethodNotSupported(res.GroupVersionResource().GroupResource(), info.Verb))
