@@ -20,6 +20,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/managedfields"
 	"k8s.io/apimachinery/pkg/util/strategicpatch"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/yaml"
 )
 
@@ -147,6 +148,15 @@ func (p *patchInfo) Preconditions() *metav1.Preconditions { return nil }
 // UpdatedObject implements rest.UpdatedObjectInfo.
 func (p *patchInfo) UpdatedObject(ctx context.Context, old runtime.Object) (runtime.Object, error) {
 	if p.patchType == types.ApplyYAMLPatchType {
+		if m, err := meta.Accessor(unwrapCacheable(old)); err == nil && m.GetUID() == "" {
+			// Apply creates: from a new object of the kind, as upstream
+			// (the store's empty object of an unstructured kind has no kind).
+			fresh, err := p.h.creater(ctx).New(p.kind)
+			if err != nil {
+				return nil, err
+			}
+			old = fresh
+		}
 		return p.apply(old)
 	}
 	// The store hands a new, empty object when none is stored (it may
@@ -198,7 +208,8 @@ func (p *patchInfo) UpdatedObject(ctx context.Context, old runtime.Object) (runt
 // apply merges a server-side apply configuration into the live object.
 func (p *patchInfo) apply(live runtime.Object) (runtime.Object, error) {
 	cfg := &unstructured.Unstructured{Object: map[string]any{}}
-	if err := yaml.Unmarshal(p.patch, &cfg.Object); err != nil {
+	// Numbers decode as int64 where integral (as upstream), not float64.
+	if err := utilyaml.Unmarshal(p.patch, &cfg.Object); err != nil {
 		return nil, apierrors.NewBadRequest(fmt.Sprintf("error decoding YAML: %v", err))
 	}
 	if cfg.GetAPIVersion() != p.kind.GroupVersion().String() || cfg.GetKind() != p.kind.Kind {

@@ -83,7 +83,7 @@ func (s *Serving) build(crd *apiextensionsv1.CustomResourceDefinition) (_ *serve
 		sch.byVersion[v.Name] = st
 	}
 
-	safe, unsafe, err := s.converters.NewConverter(crd)
+	safe, _, err := s.converters.NewConverter(crd)
 	if err != nil {
 		return nil, err
 	}
@@ -178,7 +178,7 @@ func (s *Serving) build(crd *apiextensionsv1.CustomResourceDefinition) (_ *serve
 		def := defaulter{sch}
 		c := creator{}
 		custom := &apiserver.Custom{
-			Serializer: newNegotiated(sch, t, safe, unsafeDecoding{}),
+			Serializer: newNegotiated(sch, t, safe, noConversion{}),
 			Creater:    c, Typer: t,
 			Objects: objectInterfaces{creater: c, typer: t, defaulter: def, converter: safe, mapper: mapper},
 			ConvertFieldLabel: func(label, value string) (string, string, error) {
@@ -186,7 +186,7 @@ func (s *Serving) build(crd *apiextensionsv1.CustomResourceDefinition) (_ *serve
 			},
 			FieldManagers: map[string]*managedfields.FieldManager{},
 		}
-		fm, err := managedfields.NewDefaultCRDFieldManager(typeConverter, unsafe, def, c, kind, gv, "",
+		fm, err := managedfields.NewDefaultCRDFieldManager(typeConverter, safe, def, c, kind, gv, "",
 			fieldpath.NewExcludeFilterSetMap(st.CustomResource.GetResetFields()))
 		if err != nil {
 			return nil, err
@@ -201,7 +201,7 @@ func (s *Serving) build(crd *apiextensionsv1.CustomResourceDefinition) (_ *serve
 		}
 		if st.Status != nil {
 			res.Subresources["status"] = apiserver.Subresource{Kind: kind, Storage: statusStore{st.Status}}
-			fm, err := managedfields.NewDefaultCRDFieldManager(typeConverter, unsafe, def, c, kind, gv, "status",
+			fm, err := managedfields.NewDefaultCRDFieldManager(typeConverter, safe, def, c, kind, gv, "status",
 				fieldpath.NewExcludeFilterSetMap(st.Status.GetResetFields()))
 			if err != nil {
 				return nil, err
@@ -261,12 +261,12 @@ func (s *Serving) typeConverter(crd *apiextensionsv1.CustomResourceDefinition) (
 	return managedfields.NewTypeConverter(merged.Components.Schemas, crd.Spec.PreserveUnknownFields)
 }
 
-// unsafeDecoding converts nothing: decoded custom objects keep the
+// noConversion converts nothing: decoded custom objects keep the
 // version of the request body (the handler refuses a mismatch), as
 // upstream's decoders.
-type unsafeDecoding struct{}
+type noConversion struct{}
 
-func (unsafeDecoding) Convert(in, out, _ any) error {
+func (noConversion) Convert(in, out, _ any) error {
 	i, ok1 := in.(runtime.Unstructured)
 	o, ok2 := out.(runtime.Unstructured)
 	if !ok1 || !ok2 {
@@ -276,11 +276,11 @@ func (unsafeDecoding) Convert(in, out, _ any) error {
 	return nil
 }
 
-func (unsafeDecoding) ConvertToVersion(in runtime.Object, _ runtime.GroupVersioner) (runtime.Object, error) {
+func (noConversion) ConvertToVersion(in runtime.Object, _ runtime.GroupVersioner) (runtime.Object, error) {
 	return in, nil
 }
 
-func (unsafeDecoding) ConvertFieldLabel(_ schema.GroupVersionKind, label, value string) (string, string, error) {
+func (noConversion) ConvertFieldLabel(_ schema.GroupVersionKind, label, value string) (string, string, error) {
 	return label, value, nil
 }
 

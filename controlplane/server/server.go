@@ -171,10 +171,11 @@ func (s *Server) Run(ctx context.Context) (err error) {
 	var openapiHandler http.Handler
 	var converter managedfields.TypeConverter
 	var models map[string]*spec.Schema
+	var staticV2 *spec.Swagger
 	if docs, err := openapi.New(openapiResources(set), openapi.Info{Version: version.Kubernetes(), ServerSideApply: true}); err != nil {
 		log.Warn("OpenAPI documents unavailable; kubectl validation, explain and server-side apply will not work", "err", err)
 	} else {
-		openapiHandler = docs.Handler()
+		openapiHandler, staticV2 = docs.Handler(), docs.Swagger()
 		if models, err = staticModels(docs); err == nil {
 			converter, err = managedfields.NewTypeConverter(models, false)
 		}
@@ -204,6 +205,9 @@ func (s *Server) Run(ctx context.Context) (err error) {
 	if err != nil {
 		ln.Close()
 		return err
+	}
+	if openapiHandler != nil {
+		openapiHandler = crs.serving.OpenAPI(openapiHandler, staticV2)
 	}
 	handler, err := apiserver.New(apiserver.Config{
 		Dynamic:        crs.serving,
