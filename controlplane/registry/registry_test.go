@@ -8,6 +8,7 @@ import (
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/pem"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"reflect"
 	"testing"
 	"time"
@@ -111,6 +112,12 @@ func samples() map[schema.GroupResource]runtime.Object {
 		{Group: "scheduling.k8s.io", Resource: "priorityclasses"}: &schedulingv1.PriorityClass{ObjectMeta: cl, Value: 100},
 		{Group: "policy", Resource: "poddisruptionbudgets"}: &policyv1.PodDisruptionBudget{ObjectMeta: ns, Spec: policyv1.PodDisruptionBudgetSpec{
 			MinAvailable: &minAvailable, Selector: sel}},
+		{Group: "apiextensions.k8s.io", Resource: "customresourcedefinitions"}: &apiextensionsv1.CustomResourceDefinition{
+			ObjectMeta: metav1.ObjectMeta{Name: "widgets.example.com", Labels: map[string]string{"app": "web"}},
+			Spec: apiextensionsv1.CustomResourceDefinitionSpec{Group: "example.com", Scope: apiextensionsv1.NamespaceScoped,
+				Names: apiextensionsv1.CustomResourceDefinitionNames{Plural: "widgets", Singular: "widget", Kind: "Widget", ListKind: "WidgetList"},
+				Versions: []apiextensionsv1.CustomResourceDefinitionVersion{{Name: "v1", Served: true, Storage: true,
+					Schema: &apiextensionsv1.CustomResourceValidation{OpenAPIV3Schema: &apiextensionsv1.JSONSchemaProps{Type: "object"}}}}}},
 	}
 }
 
@@ -193,7 +200,7 @@ func TestEveryResourceThroughTheGenericRegistryFlow(t *testing.T) {
 			if len(table.Rows) != 1 || len(table.Rows[0].Cells) != len(table.ColumnDefinitions) {
 				t.Fatalf("table: %d rows, cells %v for %d columns", len(table.Rows), table.Rows, len(table.ColumnDefinitions))
 			}
-			if table.Rows[0].Cells[0] != "s" && table.ColumnDefinitions[0].Name == "Name" && gr.Resource != "csidrivers" {
+			if table.Rows[0].Cells[0] != "s" && table.ColumnDefinitions[0].Name == "Name" && gr.Resource != "csidrivers" && gr.Resource != "customresourcedefinitions" {
 				t.Errorf("NAME cell = %v", table.Rows[0].Cells[0])
 			}
 

@@ -172,7 +172,14 @@ func (s Strategy) AllowUnconditionalUpdate(ctx context.Context) bool {
 
 // GetResetFields: status is reset by writes to the main resource.
 func (s Strategy) GetResetFields() map[fieldpath.APIVersion]*fieldpath.Set {
-	return s.inner.GetResetFields()
+	return servedOnly(s.inner.GetResetFields())
+}
+
+// servedOnly keeps upstream's reset fields of the served version, v1
+// (upstream also lists v1beta1, which berth does not serve).
+func servedOnly(in map[fieldpath.APIVersion]*fieldpath.Set) map[fieldpath.APIVersion]*fieldpath.Set {
+	v1 := fieldpath.APIVersion(apiextensionsv1.SchemeGroupVersion.String())
+	return map[fieldpath.APIVersion]*fieldpath.Set{v1: in[v1]}
 }
 
 // StatusStrategy is the customresourcedefinitions/status strategy.
@@ -208,7 +215,7 @@ func (s StatusStrategy) AllowUnconditionalUpdate(ctx context.Context) bool {
 
 // GetResetFields: spec is reset by writes to /status.
 func (s StatusStrategy) GetResetFields() map[fieldpath.APIVersion]*fieldpath.Set {
-	return s.status.GetResetFields()
+	return servedOnly(s.status.GetResetFields())
 }
 
 // GetAttrs returns a CRD's labels and metadata fields.
