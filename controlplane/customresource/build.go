@@ -54,33 +54,9 @@ func (s *Serving) build(crd *apiextensionsv1.CustomResourceDefinition) (_ *serve
 		return nil, fmt.Errorf("CustomResourceDefinition %s has no accepted names yet", crd.Name)
 	}
 	group := crd.Spec.Group
-	sch := schemas{byVersion: map[string]*structuralschema.Structural{}, gk: schema.GroupKind{Group: group, Kind: names.Kind},
-		preserveUnknown: crd.Spec.PreserveUnknownFields}
-	internalSchemas := map[string]*apiextensions.JSONSchemaProps{}
-	for _, v := range crd.Spec.Versions {
-		val, err := apihelpers.GetSchemaForVersion(crd, v.Name)
-		if err != nil || val == nil {
-			continue
-		}
-		internal := &apiextensions.CustomResourceValidation{}
-		if err := apiextensionsv1.Convert_v1_CustomResourceValidation_To_apiextensions_CustomResourceValidation(val, internal, nil); err != nil {
-			return nil, fmt.Errorf("converting the schema of %s %s: %w", crd.Name, v.Name, err)
-		}
-		internalSchemas[v.Name] = internal.OpenAPIV3Schema
-		st, err := structuralschema.NewStructural(internal.OpenAPIV3Schema)
-		if err != nil {
-			if !crd.Spec.PreserveUnknownFields {
-				return nil, fmt.Errorf("the schema of %s %s is not structural: %w", crd.Name, v.Name, err)
-			}
-			continue
-		}
-		if !crd.Spec.PreserveUnknownFields {
-			st = st.DeepCopy()
-			if err := structuraldefaulting.PruneDefaults(st); err != nil {
-				return nil, fmt.Errorf("pruning the defaults of %s %s: %w", crd.Name, v.Name, err)
-			}
-		}
-		sch.byVersion[v.Name] = st
+	sch, internalSchemas, err := schemasOf(crd)
+	if err != nil {
+		return nil, err
 	}
 
 	safe, _, err := s.converters.NewConverter(crd)
@@ -217,6 +193,40 @@ func (s *Serving) build(crd *apiextensionsv1.CustomResourceDefinition) (_ *serve
 		return nil, fmt.Errorf("CustomResourceDefinition %s has no storage version", crd.Name)
 	}
 	return out, nil
+}
+
+// schemasOf are crd's structural schemas (defaults pruned where they
+// would be pruned themselves) and its internal schemas, by version.
+func schemasOf(crd *apiextensionsv1.CustomResourceDefinition) (schemas, map[string]*apiextensions.JSONSchemaProps, error) {
+	sch := schemas{byVersion: map[string]*structuralschema.Structural{},
+		gk: schema.GroupKind{Group: crd.Spec.Group, Kind: crd.Status.AcceptedNames.Kind}, preserveUnknown: crd.Spec.PreserveUnknownFields}
+	internalSchemas := map[string]*apiextensions.JSONSchemaProps{}
+	for _, v := range crd.Spec.Versions {
+		val, err := apihelpers.GetSchemaForVersion(crd, v.Name)
+		if err != nil || val == nil {
+			continue
+		}
+		internal := &apiextensions.CustomResourceValidation{}
+		if err := apiextensionsv1.Convert_v1_CustomResourceValidation_To_apiextensions_CustomResourceValidation(val, internal, nil); err != nil {
+			return sch, nil, fmt.Errorf("converting the schema of %s %s: %w", crd.Name, v.Name, err)
+		}
+		internalSchemas[v.Name] = internal.OpenAPIV3Schema
+		st, err := structuralschema.NewStructural(internal.OpenAPIV3Schema)
+		if err != nil {
+			if !crd.Spec.PreserveUnknownFields {
+				return sch, nil, fmt.Errorf("the schema of %s %s is not structural: %w", crd.Name, v.Name, err)
+			}
+			continue
+		}
+		if !crd.Spec.PreserveUnknownFields {
+			st = st.DeepCopy()
+			if err := structuraldefaulting.PruneDefaults(st); err != nil {
+				return sch, nil, fmt.Errorf("pruning the defaults of %s %s: %w", crd.Name, v.Name, err)
+			}
+		}
+		sch.byVersion[v.Name] = st
+	}
+	return sch, internalSchemas, nil
 }
 
 // close stops the watch caches of every store.
