@@ -21,6 +21,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/strategicpatch"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"k8s.io/apiserver/pkg/warning"
 	"sigs.k8s.io/yaml"
 )
 
@@ -79,8 +80,10 @@ func (h *Handler) servePatch(w http.ResponseWriter, r *http.Request, res *Resour
 			field.ErrorList{field.Forbidden(field.NewPath("force"), "may not be specified for non-apply patch")}))
 		return
 	}
-	if pt != types.JSONPatchType {
+	if pt != types.JSONPatchType && pt != types.ApplyYAMLPatchType {
 		// Merge patches may come as YAML from some clients; JSON is YAML.
+		// (Apply configurations stay YAML: duplicate keys are reported
+		// with their line.)
 		if patch, err = yaml.YAMLToJSON(patch); err != nil {
 			h.writeError(w, r, apierrors.NewBadRequest(fmt.Sprintf("the patch is not valid JSON: %v", err)))
 			return
@@ -157,7 +160,7 @@ func (p *patchInfo) UpdatedObject(ctx context.Context, old runtime.Object) (runt
 			}
 			old = fresh
 		}
-		return p.apply(old)
+		return p.apply(ctx, old)
 	}
 	// The store hands a new, empty object when none is stored (it may
 	// create on update, as events and leases do): only apply creates, the
@@ -206,7 +209,7 @@ func (p *patchInfo) UpdatedObject(ctx context.Context, old runtime.Object) (runt
 }
 
 // apply merges a server-side apply configuration into the live object.
-func (p *patchInfo) apply(live runtime.Object) (runtime.Object, error) {
+func (p *patchInfo) apply(ctx context.Context, live runtime.Object) (runtime.Object, error) {
 	cfg := &unstructured.Unstructured{Object: map[string]any{}}
 	// Numbers decode as int64 where integral (as upstream), not float64.
 	if err := utilyaml.Unmarshal(p.patch, &cfg.Object); err != nil {
@@ -218,5 +221,18 @@ func (p *patchInfo) apply(live runtime.Object) (runtime.Object, error) {
 	if cfg.GetName() != p.name {
 		return nil, apierrors.NewBadRequest(fmt.Sprintf("the name of the object (%s) does not match the name on the URL (%s)", cfg.GetName(), p.name))
 	}
-	return p.fm.Apply(unwrapCacheable(live), cfg, p.manager, p.force)
+	obj, err := p.fm.Apply(unwrapCacheable(live), cfg, p.manager, p.force)
+	if err != nil {
+		return nil, err
+	}
+	// Duplicate keys, as upstream: refused with Strict, a warning with Warn.
+	if p.validation == metav1.FieldValidationStrict || p.validation == metav1.FieldValidationWarn {
+		if err := utilyaml.UnmarshalStrict(p.patch, &map[string]any{}); err != nil {
+			if p.validation == metav1.FieldValidationStrict {
+				return nil, apierrors.NewBadRequest(fmt.Sprintf("error strict decoding patch: %v", err))
+			}
+			warning.AddWarning(ctx, "", err.Error())
+		}
+	}
+	return obj, nil
 }

@@ -25,6 +25,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/utils/ptr"
@@ -313,6 +314,15 @@ func TestWidgetCRD(t *testing.T) {
 		}
 		if !managers["tester/Apply"] {
 			t.Fatalf("managed fields of w3: %+v", w.GetManagedFields())
+		}
+		// Duplicate keys in an apply configuration are refused with
+		// fieldValidation=Strict, naming the line, as upstream.
+		body := "apiVersion: example.com/v1\nkind: Widget\nmetadata:\n  name: w3\nspec:\n  replicas: 3\n  replicas: 4\n"
+		raw, err := apiextensionsclient.NewForConfigOrDie(cfg).Discovery().RESTClient().Patch(types.ApplyPatchType).
+			AbsPath("/apis/example.com/v1/namespaces/widgets/widgets/w3").Param("fieldManager", "tester").Param("fieldValidation", "Strict").
+			Body([]byte(body)).DoRaw(ctx)
+		if !apierrors.IsBadRequest(err) || !strings.Contains(string(raw), `line 7: key \"replicas\" already set in map`) {
+			t.Fatalf("apply with a duplicate key: %v %s", err, raw)
 		}
 	})
 
