@@ -46,6 +46,8 @@ type Custom struct {
 	FieldManagers map[string]*managedfields.FieldManager
 	// ConvertFieldLabel checks a field selector's label.
 	ConvertFieldLabel func(label, value string) (string, string, error)
+	// Warnings go with every response (a deprecated version's).
+	Warnings []string
 }
 
 type customKey struct{}

@@ -16,11 +16,12 @@ import (
 	"k8s.io/apiextensions-apiserver/pkg/registry/customresource"
 	"k8s.io/apiextensions-apiserver/pkg/registry/customresource/tableconvertor"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/managedfields"
-	"k8s.io/apiserver/pkg/admission"
+	"k8s.io/apimachinery/pkg/version"
 	"k8s.io/apiserver/pkg/registry/rest"
 	"k8s.io/kube-openapi/pkg/spec3"
 	"k8s.io/kube-openapi/pkg/validation/spec"
@@ -34,7 +35,6 @@ import (
 // etcd keys, each decoding into its version), plus the stored version's
 // store for the finalizer.
 type served struct {
-	uid           string
 	spec          *apiextensionsv1.CustomResourceDefinitionSpec
 	acceptedNames *apiextensionsv1.CustomResourceDefinitionNames
 	byVersion     map[string]*apiserver.Resource
@@ -91,7 +91,7 @@ func (s *Serving) build(crd *apiextensionsv1.CustomResourceDefinition) (_ *serve
 		}
 	}
 
-	out := &served{uid: string(crd.UID), spec: crd.Spec.DeepCopy(), acceptedNames: names.DeepCopy(), byVersion: map[string]*apiserver.Resource{}}
+	out := &served{spec: crd.Spec.DeepCopy(), acceptedNames: names.DeepCopy(), byVersion: map[string]*apiserver.Resource{}}
 	defer func() {
 		if err != nil {
 			out.close()
@@ -162,6 +162,13 @@ func (s *Serving) build(crd *apiextensionsv1.CustomResourceDefinition) (_ *serve
 			},
 			FieldManagers: map[string]*managedfields.FieldManager{},
 		}
+		if v.Deprecated {
+			w := deprecationWarning(v.Name, crd.Spec)
+			if v.DeprecationWarning != nil {
+				w = *v.DeprecationWarning
+			}
+			custom.Warnings = []string{w}
+		}
 		fm, err := managedfields.NewDefaultCRDFieldManager(typeConverter, safe, def, c, kind, gv, "",
 			fieldpath.NewExcludeFilterSetMap(st.CustomResource.GetResetFields()))
 		if err != nil {
@@ -227,6 +234,24 @@ func schemasOf(crd *apiextensionsv1.CustomResourceDefinition) (schemas, map[stri
 		sch.byVersion[v.Name] = st
 	}
 	return sch, internalSchemas, nil
+}
+
+// deprecationWarning is upstream's default warning for a deprecated
+// version: the newest served version that is not deprecated, if any, is
+// named as the one to use.
+func deprecationWarning(deprecated string, spec apiextensionsv1.CustomResourceDefinitionSpec) string {
+	msg := fmt.Sprintf("%s/%s %s is deprecated", spec.Group, deprecated, spec.Names.Kind)
+	best := ""
+	for _, v := range spec.Versions {
+		if v.Served && !v.Deprecated && version.CompareKubeAwareVersionStrings(deprecated, v.Name) < 0 &&
+			(best == "" || version.CompareKubeAwareVersionStrings(v.Name, best) > 0) {
+			best = v.Name
+		}
+	}
+	if best != "" {
+		msg += fmt.Sprintf("; use %s/%s %s", spec.Group, best, spec.Names.Kind)
+	}
+	return msg
 }
 
 // close stops the watch caches of every store.
@@ -305,8 +330,11 @@ type store struct {
 // Create implements rest.Creater.
 func (s *store) Create(ctx context.Context, obj runtime.Object, validate rest.ValidateObjectFunc, opts *metav1.CreateOptions) (runtime.Object, error) {
 	if crd, err := s.crds.lister.Get(s.name); err == nil && terminating(crd) {
-		attrs := admission.NewAttributesRecord(obj, nil, schema.GroupVersionKind{}, "", "", schema.GroupVersionResource{}, "", admission.Create, opts, false, nil)
-		return nil, apierrors.NewForbidden(s.DefaultQualifiedResource, attrs.GetName(), fmt.Errorf("create not allowed while custom resource definition is terminating"))
+		name := ""
+		if m, err := meta.Accessor(obj); err == nil {
+			name = m.GetName()
+		}
+		return nil, apierrors.NewForbidden(s.DefaultQualifiedResource, name, fmt.Errorf("create not allowed while custom resource definition is terminating"))
 	}
 	return s.REST.Create(ctx, obj, validate, opts)
 }
