@@ -362,7 +362,7 @@ func TestClusterScopedCRD(t *testing.T) {
 		Spec: apiextensionsv1.CustomResourceDefinitionSpec{
 			Group: "example.org", Scope: apiextensionsv1.ClusterScoped,
 			Names: apiextensionsv1.CustomResourceDefinitionNames{Plural: "gadgets", Singular: "gadget", Kind: "Gadget"},
-			Versions: []apiextensionsv1.CustomResourceDefinitionVersion{{Name: "v1", Served: true, Storage: true,
+			Versions: []apiextensionsv1.CustomResourceDefinitionVersion{{Name: "v1", Served: true, Storage: true, Deprecated: true,
 				Schema: &apiextensionsv1.CustomResourceValidation{OpenAPIV3Schema: &apiextensionsv1.JSONSchemaProps{
 					Type: "object", XPreserveUnknownFields: ptr.To(true)}}}},
 		},
@@ -380,8 +380,12 @@ func TestClusterScopedCRD(t *testing.T) {
 	if out := mustKubectl(t, "", "get", "gadgets", "--field-selector", "metadata.name=g2", "-o", "name"); strings.TrimSpace(out) != "gadget.example.org/g2" {
 		t.Errorf("field selector: %q", out)
 	}
-	if out := mustKubectl(t, "", "get", "gadget", "g1", "-o", "jsonpath={.anything}"); out != "[1,2]" {
-		t.Errorf("preserved unknown field: %q", out)
+	out, errOut, err := kubectl(t, "", "get", "gadget", "g1", "-o", "jsonpath={.anything}")
+	if err != nil || out != "[1,2]" {
+		t.Errorf("preserved unknown field: %q %v", out, err)
+	}
+	if !strings.Contains(errOut, "Warning: example.org/v1 Gadget is deprecated") {
+		t.Errorf("no deprecation warning for the deprecated version: %q", errOut)
 	}
 	if _, errOut, err := kubectl(t, "", "get", "--raw", "/apis/example.org/v1/namespaces/default/gadgets"); err == nil {
 		t.Errorf("a cluster-scoped custom resource was served in a namespace: %s", errOut)
