@@ -56,7 +56,7 @@ func BenchmarkCRDMemory(b *testing.B) {
 						Schema: &apiextensionsv1.CustomResourceValidation{OpenAPIV3Schema: &apiextensionsv1.JSONSchemaProps{Type: "object",
 							Properties: map[string]apiextensionsv1.JSONSchemaProps{"spec": {Type: "object", Properties: map[string]apiextensionsv1.JSONSchemaProps{
 								"size": {Type: "string"}, "replicas": {Type: "integer", Minimum: ptr.To(0.0)},
-								"labels": {Type: "object", AdditionalProperties: &apiextensionsv1.JSONSchemaPropsOrBool{Schema: &apiextensionsv1.JSONSchemaProps{Type: "string"}}},
+								"labels": {Type: "object", AdditionalProperties: &apiextensionsv1.JSONSchemaPropsOrBool{Allows: true, Schema: &apiextensionsv1.JSONSchemaProps{Type: "string"}}},
 							}}}}}}},
 				},
 			}
@@ -88,11 +88,11 @@ func BenchmarkCRDMemory(b *testing.B) {
 						"metadata": map[string]any{"name": fmt.Sprintf("t%d", n)},
 						"spec":     map[string]any{"size": "medium", "replicas": int64(n % 7), "labels": map[string]any{"app": "bench"}}}}
 					if _, err := dyn.Resource(gvr).Namespace("default").Create(ctx, obj, metav1.CreateOptions{}); err != nil {
+						// Keep draining the jobs: the feeder must not block.
 						select {
 						case errs <- err:
 						default:
 						}
-						return
 					}
 				}
 			}()
