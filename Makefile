@@ -39,9 +39,10 @@ kubectls:
 conformance-bin:
 	./hack/conformance/build.sh
 
-## test: every test, unit and integration, against real containerd
+## test: every test against real containerd: the unit packages under the race detector, then the integration suites
 test: deps build vet kubectls conformance-bin
-	BERTH_BIN=$(BERTH) go test -count=1 -timeout $(TEST_TIMEOUT) -v ./... 2>&1 | ./hack/testsummary.sh
+	{ BERTH_BIN=$(BERTH) go test -race -count=1 -timeout $(TEST_TIMEOUT) -v $$(go list ./... | grep -v '^berth/integration/'); \
+	  BERTH_BIN=$(BERTH) go test -count=1 -timeout $(TEST_TIMEOUT) -v ./integration/...; } 2>&1 | ./hack/testsummary.sh
 
 ## unit: the tests that need no runtime (fast feedback while editing)
 unit: build

@@ -16,6 +16,8 @@ wanted=(
   "iproute2:/usr/sbin/ip"
   "nftables:/usr/sbin/nft" # the agent's service proxy (agent/proxy, through knftables)
   "e2fsprogs:/usr/sbin/mkfs.ext4"
+  "gcc:/usr/bin/gcc" # cgo, which the race detector of `make test` needs
+  "libc6-dev:/usr/include/stdlib.h"
 )
 
 missing=()

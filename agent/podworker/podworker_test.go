@@ -146,10 +146,11 @@ func testPod(name string, policy v1.RestartPolicy, inits []string, apps ...strin
 	return p
 }
 
-// eventually polls cond until it holds or 10 s pass.
+// eventually polls cond until it holds or 30 s pass (generous: the race
+// detector and a busy CI machine slow everything down).
 func eventually(t *testing.T, what string, cond func() (bool, string)) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(30 * time.Second)
 	for {
 		ok, detail := cond()
 		if ok {

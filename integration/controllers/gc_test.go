@@ -2,11 +2,13 @@ package controllers
 
 import (
 	"context"
+	"fmt"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 )
 
 // withDeployment creates a 2-replica deployment and waits for its pods.
@@ -83,6 +85,41 @@ func TestGarbageCollectionForeground(t *testing.T) {
 	if n := len(listPods(t, ns)); n != 0 {
 		t.Fatalf("%d pods survive their foreground-deleted deployment", n)
 	}
+}
+
+// Three pods owning each other in a circle, all blocking their owner's
+// deletion: deleting one in the foreground deletes all three, as upstream's
+// collector does (the Conformance spec "should not be blocked by dependency
+// circle"): the pod that finds one of its dependents waiting too unblocks
+// its owner references first.
+func TestGarbageCollectionOwnershipCircle(t *testing.T) {
+	ctx := context.Background()
+	ns := namespace(t)
+	pods := env.client.CoreV1().Pods(ns)
+	var created []*corev1.Pod
+	for _, name := range []string{"pod1", "pod2", "pod3"} {
+		p, err := pods.Create(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name},
+			Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "img:v1"}}}}, metav1.CreateOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		created = append(created, p)
+	}
+	for i, p := range created {
+		owner := created[(i+2)%3] // pod1 ← pod3, pod2 ← pod1, pod3 ← pod2
+		patch := fmt.Sprintf(`{"metadata":{"ownerReferences":[{"apiVersion":"v1","kind":"Pod","name":%q,"uid":%q,"controller":true,"blockOwnerDeletion":true}]}}`, owner.Name, owner.UID)
+		if _, err := pods.Patch(ctx, p.Name, types.StrategicMergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	foreground := metav1.DeletePropagationForeground
+	if err := pods.Delete(ctx, "pod1", metav1.DeleteOptions{PropagationPolicy: &foreground, Preconditions: metav1.NewUIDPreconditions(string(created[0].UID))}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the circle of pods deleted", func() (bool, error) {
+		left := listPods(t, ns)
+		return len(left) == 0, fmt.Errorf("%d pods left", len(left))
+	})
 }
 
 func TestNamespaceDeletionEmptiesIt(t *testing.T) {

@@ -45,6 +45,8 @@ type Cluster struct {
 	KubeletPort int
 
 	kubectl, cacheDir string
+	// serverArgs and agentArgs start the server and the first agent again.
+	serverArgs, agentArgs []string
 }
 
 // ServerOptions configures StartServer.
@@ -78,9 +80,33 @@ func StartCluster(tb testing.TB, opts ClusterOptions) *Cluster {
 		tb.Fatal(err)
 	}
 	c.AgentRootDir = filepath.Join(dir, "agent")
-	args := append([]string{"--pod-manifest-path", c.Manifests, "--manifest-rescan", "2s"}, opts.AgentArgs...)
-	c.Agent, c.KubeletPort = c.StartAgent(tb, env, c.Node, c.AgentRootDir, "/berth-"+env.BridgeName, args...)
+	c.agentArgs = append([]string{"--pod-manifest-path", c.Manifests, "--manifest-rescan", "2s"}, opts.AgentArgs...)
+	c.Agent, c.KubeletPort = c.StartAgent(tb, env, c.Node, c.AgentRootDir, "/berth-"+env.BridgeName, c.agentArgs...)
 	return c
+}
+
+// RestartAgent ends StartCluster's agent — SIGKILLed when kill is set,
+// else stopped — and starts it again on the same root dir with the same
+// arguments (and a new agent API port).
+func (c *Cluster) RestartAgent(tb testing.TB, kill bool) {
+	tb.Helper()
+	if kill {
+		c.Agent.Kill()
+	} else {
+		c.Agent.Stop()
+	}
+	c.Agent, c.KubeletPort = c.StartAgent(tb, c.Env, c.Node, c.AgentRootDir, "/berth-"+c.Env.BridgeName, c.agentArgs...)
+}
+
+// RestartServer starts `berth server` again, after its process ended, on
+// the same data dir and address, and waits until it serves.
+func (c *Cluster) RestartServer(tb testing.TB) {
+	tb.Helper()
+	c.Server.Stop()
+	c.Server = Start(tb, "berth server", append(c.serverArgs, "--listen", c.Addr)...)
+	if _, err := c.Server.ListenAddress(c.DataDir, 90*time.Second); err != nil {
+		tb.Fatal(err)
+	}
 }
 
 // StartServer runs `berth server` on 127.0.0.1 and waits until it serves.
@@ -99,6 +125,7 @@ func StartServer(tb testing.TB, opts ServerOptions) *Cluster {
 	c := &Cluster{DataDir: filepath.Join(dir, "server"), kubectl: kubectl, cacheDir: filepath.Join(dir, "kubecache")}
 	args := append([]string{"server", "--data-dir", c.DataDir, "--listen", "127.0.0.1:0",
 		"--cluster-cidr", opts.ClusterCIDR, "--node-cidr-mask-size", strconv.Itoa(opts.MaskBits)}, opts.Args...)
+	c.serverArgs = args
 	c.Server = Start(tb, "berth server", args...)
 	addr, err := c.Server.ListenAddress(c.DataDir, 90*time.Second)
 	if err != nil {

@@ -210,6 +210,13 @@ func (p *Proc) Stop() bool {
 	return p.stoppedClean
 }
 
+// Kill SIGKILLs the process, as a crash would, and waits for it to end;
+// Stop afterwards is harmless.
+func (p *Proc) Kill() {
+	_ = p.cmd.Process.Kill()
+	<-p.done
+}
+
 // Exited reports whether the process has ended.
 func (p *Proc) Exited() bool {
 	select {

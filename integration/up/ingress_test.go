@@ -26,8 +26,6 @@ import (
 
 	"berth/ingress/ingresstest"
 	"berth/integration/harness"
-	"berth/integration/nodeenv"
-	"berth/internal/testimages"
 )
 
 // ingressApps are the seeds' web Deployment of 3 (each replica answers its
@@ -144,7 +142,6 @@ spec:
 func TestUpIngress(t *testing.T) {
 	requirePrerequisites(t)
 	kubectl := harness.RequireKubectl(t)
-	berth, pause := binaries(t)
 	bridge, cidr := harness.ClaimSubnet(t, 229, "bing")
 	serviceCIDR := strings.Replace(cidr, "10.229.", "10.230.", 1)
 	httpPort, httpsPort := freePort(t), freePort(t)
@@ -152,56 +149,10 @@ func TestUpIngress(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 
-	busybox, err := testimages.BusyboxImage(nodeenv.BusyboxPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	mirror, err := testimages.StartRegistry(testimages.RegistryConfig{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { mirror.Close() })
-	if _, err := mirror.Push(ctx, "berth/busybox:1", busybox); err != nil {
-		t.Fatal(err)
-	}
-	dir := t.TempDir()
-	resolvConf, registries := filepath.Join(dir, "resolv.conf"), filepath.Join(dir, "registries.yaml")
-	if err := os.WriteFile(resolvConf, []byte("nameserver 127.0.0.1\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(registries, []byte(fmt.Sprintf("mirrors:\n  docker.io:\n    endpoint:\n      - \"http://%s\"\n", mirror.Host())), 0o600); err != nil {
-		t.Fatal(err)
-	}
-
-	var stdout, stderr lockedBuffer
-	cmd := exec.Command(berth, "up",
-		"--data-dir", dataDir, "--listen", "127.0.0.1:"+strconv.Itoa(freePort(t)),
-		"--cni-bridge", bridge, "--pod-cidr", cidr, "--service-cluster-ip-range", serviceCIDR, "--read-only-port", "0",
-		"--kubelet-port", strconv.Itoa(freePort(t)), "--registries", registries, "--pause-binary", pause, "--resolv-conf", resolvConf,
-		"--ingress-http-port", strconv.Itoa(httpPort), "--ingress-https-port", strconv.Itoa(httpsPort))
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	exited := make(chan struct{})
-	go func() { _ = cmd.Wait(); close(exited) }()
-	t.Cleanup(func() {
-		select {
-		case <-exited:
-		default:
-			_ = cmd.Process.Signal(syscall.SIGTERM)
-			select {
-			case <-exited:
-			case <-time.After(time.Minute):
-				_ = cmd.Process.Kill()
-				<-exited
-			}
-		}
-		if t.Failed() {
-			t.Logf("berth up stdout:\n%s\nstderr (last 80 lines):\n%s", stdout.String(), lastLines(stderr.String(), 80))
-		}
-	})
-	kubeconfig := filepath.Join(dataDir, "admin.kubeconfig")
+	up := startUp(t, ctx, dataDir, upOptions{Listen: "127.0.0.1:" + strconv.Itoa(freePort(t)),
+		Bridge: bridge, PodCIDR: cidr, ServiceCIDR: serviceCIDR, HTTPPort: httpPort, HTTPSPort: httpsPort})
+	cmd, exited, stdout := up.cmd, up.exited, &up.stdout
+	kubeconfig := up.kubeconfig
 	poll(t, ctx, exited, "berth up to be ready", func() bool { return strings.Contains(stdout.String(), "use: kubectl --kubeconfig") })
 	if want := fmt.Sprintf("ingress controller (IngressClass berth) on http [::]:%d, https [::]:%d", httpPort, httpsPort); !strings.Contains(stdout.String(), want) {
 		t.Errorf("berth up does not print %q:\n%s", want, stdout.String())

@@ -32,7 +32,6 @@ import (
 	"berth/integration/harness"
 	"berth/integration/nodeenv"
 	"berth/internal/prereq"
-	"berth/internal/testimages"
 )
 
 // requirePrerequisites fails under CI=true and skips otherwise when the
@@ -105,7 +104,7 @@ func buildBinaries() error {
 func TestUpRunsAClusterAndLeavesNothingBehind(t *testing.T) {
 	requirePrerequisites(t)
 	kubectl := harness.RequireKubectl(t)
-	berth, pause := binaries(t)
+	berth, _ := binaries(t)
 	bridge, cidr := harness.ClaimSubnet(t, 223, "berthup")
 	// A service range of its own: agents of clusters tested in parallel
 	// program their proxies in the same host network namespace.
@@ -115,69 +114,13 @@ func TestUpRunsAClusterAndLeavesNothingBehind(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
 
-	// A registry standing in for docker.io, reached only through the
-	// registries file's mirror: the node has no other network.
-	busybox, err := testimages.BusyboxImage(nodeenv.BusyboxPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	mirror, err := testimages.StartRegistry(testimages.RegistryConfig{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { mirror.Close() })
-	if _, err := mirror.Push(ctx, "berth/busybox:1", busybox); err != nil {
-		t.Fatal(err)
-	}
-	// The node's resolvers for the cluster DNS to forward to: loopback
-	// only (the host's own may be off the machine), where nothing answers.
-	resolvConf := filepath.Join(t.TempDir(), "resolv.conf")
-	if err := os.WriteFile(resolvConf, []byte("nameserver 127.0.0.1\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	registries := filepath.Join(t.TempDir(), "registries.yaml")
-	if err := os.WriteFile(registries, []byte(fmt.Sprintf("mirrors:\n  docker.io:\n    endpoint:\n      - \"http://%s\"\n", mirror.Host())), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	// Every address: pods reach the apiserver at the node's address,
+	// which default/kubernetes publishes.
+	up := startUp(t, ctx, dataDir, upOptions{Listen: "0.0.0.0:" + strconv.Itoa(freePort(t)),
+		Bridge: bridge, PodCIDR: cidr, ServiceCIDR: serviceCIDR, HTTPPort: freePort(t), HTTPSPort: freePort(t)})
+	cmd, exited, stdout := up.cmd, up.exited, &up.stdout
 
-	var stdout, stderr lockedBuffer
-	cmd := exec.Command(berth, "up",
-		// Every address: pods reach the apiserver at the node's address,
-		// which default/kubernetes publishes.
-		"--data-dir", dataDir, "--listen", "0.0.0.0:"+strconv.Itoa(freePort(t)),
-		"--cni-bridge", bridge, "--pod-cidr", cidr, "--service-cluster-ip-range", serviceCIDR, "--read-only-port", "0",
-		"--kubelet-port", strconv.Itoa(freePort(t)),
-		"--registries", registries, "--pause-binary", pause, "--resolv-conf", resolvConf,
-		// The ingress controller off the machine's :80 and :443 (TestUpIngress tests it).
-		"--ingress-http-port", strconv.Itoa(freePort(t)), "--ingress-https-port", strconv.Itoa(freePort(t)))
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	exited := make(chan struct{})
-	go func() { _ = cmd.Wait(); close(exited) }()
-	t.Cleanup(func() {
-		select {
-		case <-exited:
-		default:
-			// The test failed half-way: stop it as a user would, so it
-			// removes its pods (their network namespaces) and stops its
-			// containerd; kill it only if it hangs (its containerd then
-			// gets SIGTERM by Pdeathsig).
-			_ = cmd.Process.Signal(syscall.SIGTERM)
-			select {
-			case <-exited:
-			case <-time.After(time.Minute):
-				_ = cmd.Process.Kill()
-				<-exited
-			}
-		}
-		if t.Failed() {
-			t.Logf("berth up stdout:\n%s\nstderr (last 60 lines):\n%s", stdout.String(), lastLines(stderr.String(), 60))
-		}
-	})
-
-	kubeconfig := filepath.Join(dataDir, "admin.kubeconfig")
+	kubeconfig := up.kubeconfig
 	wantLine := "use: kubectl --kubeconfig " + kubeconfig + " get pods"
 	poll(t, ctx, exited, "berth up to print the kubectl line", func() bool { return strings.Contains(stdout.String(), wantLine) })
 	if want := "pod CIDR " + cidr; !strings.Contains(stdout.String(), want) {

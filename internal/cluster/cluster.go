@@ -101,8 +101,14 @@ func (c *Cluster) Run(ctx context.Context) (err error) {
 	if err != nil {
 		return err
 	}
+	// A listen-address left by a run that was killed would be read as this
+	// run's before the server removes it: remove it first.
+	addrFile := filepath.Join(cfg.DataDir, server.ListenAddressFile)
+	if err := os.Remove(addrFile); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("cluster: %w", err)
+	}
 	serverDone := sup.start("server", srv.Run)
-	addr, err := waitFile(ctx, filepath.Join(cfg.DataDir, server.ListenAddressFile), serverDone)
+	addr, err := waitFile(ctx, addrFile, serverDone)
 	if err != nil {
 		select {
 		case <-serverDone:

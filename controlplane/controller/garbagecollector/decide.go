@@ -33,9 +33,22 @@ type DependentAction struct {
 	// RemoveRefs are the ownerReferences (by owner UID) to drop from the
 	// object: the absent and waiting owners when a solid owner remains.
 	RemoveRefs []types.UID
+	// Unblock asks to clear blockOwnerDeletion on the object's
+	// ownerReferences first: an owner waits for it while one of its own
+	// dependents waits for it, a circle of foreground deletions no one
+	// would ever finish.
+	Unblock bool
 	// Delete asks to delete the object with Policy.
 	Delete bool
 	Policy metav1.DeletionPropagation
+}
+
+// Dependents is what is known of an object's own dependents.
+type Dependents struct {
+	// Any: the object has dependents.
+	Any bool
+	// Waiting: one of them is itself being deleted in the foreground.
+	Waiting bool
 }
 
 // DecideDependent is upstream's attemptToDeleteItem decision for an object
@@ -43,9 +56,11 @@ type DependentAction struct {
 // owner stays (only references to absent or waiting owners are dropped);
 // one whose owners are all absent or waiting is deleted — in the
 // foreground if it has dependents of its own and some owner waits for it
-// (so chains of blocking owners unwind), otherwise with the policy its own
-// finalizers ask for (orphan, foreground) or in the background.
-func DecideDependent(refs []metav1.OwnerReference, states map[types.UID]OwnerState, finalizers []string, hasDependents bool) DependentAction {
+// (so chains of blocking owners unwind; unblocking its owners first when a
+// dependent waits too, as upstream breaks circles), otherwise with the
+// policy its own finalizers ask for (orphan, foreground) or in the
+// background.
+func DecideDependent(refs []metav1.OwnerReference, states map[types.UID]OwnerState, finalizers []string, deps Dependents) DependentAction {
 	var solid, gone, waiting []types.UID
 	for _, r := range refs {
 		switch states[r.UID] {
@@ -62,8 +77,8 @@ func DecideDependent(refs []metav1.OwnerReference, states map[types.UID]OwnerSta
 		return DependentAction{}
 	case len(solid) > 0:
 		return DependentAction{RemoveRefs: append(gone, waiting...)}
-	case len(waiting) > 0 && hasDependents:
-		return DependentAction{Delete: true, Policy: metav1.DeletePropagationForeground}
+	case len(waiting) > 0 && deps.Any:
+		return DependentAction{Unblock: deps.Waiting, Delete: true, Policy: metav1.DeletePropagationForeground}
 	case slices.Contains(finalizers, FinalizerOrphan):
 		return DependentAction{Delete: true, Policy: metav1.DeletePropagationOrphan}
 	case slices.Contains(finalizers, FinalizerForeground):
@@ -84,6 +99,17 @@ func ForegroundDone(owner types.UID, dependents [][]metav1.OwnerReference) bool 
 		}
 	}
 	return true
+}
+
+// unblocked returns refs with blockOwnerDeletion cleared.
+func unblocked(refs []metav1.OwnerReference) []metav1.OwnerReference {
+	out := slices.Clone(refs)
+	for i := range out {
+		if out[i].BlockOwnerDeletion != nil && *out[i].BlockOwnerDeletion {
+			out[i].BlockOwnerDeletion = new(bool)
+		}
+	}
+	return out
 }
 
 // withoutRefs returns refs minus those to the given owners.

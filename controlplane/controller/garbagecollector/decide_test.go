@@ -20,22 +20,23 @@ func TestDecideDependent(t *testing.T) {
 		refs       []metav1.OwnerReference
 		states     map[types.UID]OwnerState
 		finalizers []string
-		hasDeps    bool
+		deps       Dependents
 		want       DependentAction
 	}{
-		{"no owners", nil, nil, nil, false, DependentAction{}},
-		{"owner alive", two[:1], map[types.UID]OwnerState{"a": OwnerSolid}, nil, false, DependentAction{}},
-		{"owner gone: background", two[:1], map[types.UID]OwnerState{"a": OwnerAbsent}, nil, false, DependentAction{Delete: true, Policy: metav1.DeletePropagationBackground}},
-		{"one of two gone: drop the dangling ref", two, map[types.UID]OwnerState{"a": OwnerSolid, "b": OwnerAbsent}, nil, false, DependentAction{RemoveRefs: []types.UID{"b"}}},
-		{"solid and waiting owners: drop the waiting ref", two, map[types.UID]OwnerState{"a": OwnerWaiting, "b": OwnerSolid}, nil, false, DependentAction{RemoveRefs: []types.UID{"a"}}},
-		{"owner in foreground, dependent has dependents: foreground", two[:1], map[types.UID]OwnerState{"a": OwnerWaiting}, nil, true, DependentAction{Delete: true, Policy: metav1.DeletePropagationForeground}},
-		{"owner in foreground, leaf dependent: background", two[:1], map[types.UID]OwnerState{"a": OwnerWaiting}, nil, false, DependentAction{Delete: true, Policy: metav1.DeletePropagationBackground}},
-		{"own orphan finalizer wins", two[:1], map[types.UID]OwnerState{"a": OwnerAbsent}, []string{FinalizerOrphan}, false, DependentAction{Delete: true, Policy: metav1.DeletePropagationOrphan}},
-		{"own foreground finalizer", two[:1], map[types.UID]OwnerState{"a": OwnerAbsent}, []string{FinalizerForeground}, false, DependentAction{Delete: true, Policy: metav1.DeletePropagationForeground}},
+		{"no owners", nil, nil, nil, Dependents{}, DependentAction{}},
+		{"owner alive", two[:1], map[types.UID]OwnerState{"a": OwnerSolid}, nil, Dependents{}, DependentAction{}},
+		{"owner gone: background", two[:1], map[types.UID]OwnerState{"a": OwnerAbsent}, nil, Dependents{}, DependentAction{Delete: true, Policy: metav1.DeletePropagationBackground}},
+		{"one of two gone: drop the dangling ref", two, map[types.UID]OwnerState{"a": OwnerSolid, "b": OwnerAbsent}, nil, Dependents{}, DependentAction{RemoveRefs: []types.UID{"b"}}},
+		{"solid and waiting owners: drop the waiting ref", two, map[types.UID]OwnerState{"a": OwnerWaiting, "b": OwnerSolid}, nil, Dependents{}, DependentAction{RemoveRefs: []types.UID{"a"}}},
+		{"owner in foreground, dependent has dependents: foreground", two[:1], map[types.UID]OwnerState{"a": OwnerWaiting}, nil, Dependents{Any: true}, DependentAction{Delete: true, Policy: metav1.DeletePropagationForeground}},
+		{"owner in foreground, a dependent waits too (a circle): unblock, then foreground", two[:1], map[types.UID]OwnerState{"a": OwnerWaiting}, nil, Dependents{Any: true, Waiting: true}, DependentAction{Unblock: true, Delete: true, Policy: metav1.DeletePropagationForeground}},
+		{"owner in foreground, leaf dependent: background", two[:1], map[types.UID]OwnerState{"a": OwnerWaiting}, nil, Dependents{}, DependentAction{Delete: true, Policy: metav1.DeletePropagationBackground}},
+		{"own orphan finalizer wins", two[:1], map[types.UID]OwnerState{"a": OwnerAbsent}, []string{FinalizerOrphan}, Dependents{}, DependentAction{Delete: true, Policy: metav1.DeletePropagationOrphan}},
+		{"own foreground finalizer", two[:1], map[types.UID]OwnerState{"a": OwnerAbsent}, []string{FinalizerForeground}, Dependents{}, DependentAction{Delete: true, Policy: metav1.DeletePropagationForeground}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got := DecideDependent(tc.refs, tc.states, tc.finalizers, tc.hasDeps)
-			if got.Delete != tc.want.Delete || got.Policy != tc.want.Policy || !slices.Equal(got.RemoveRefs, tc.want.RemoveRefs) {
+			got := DecideDependent(tc.refs, tc.states, tc.finalizers, tc.deps)
+			if got.Delete != tc.want.Delete || got.Unblock != tc.want.Unblock || got.Policy != tc.want.Policy || !slices.Equal(got.RemoveRefs, tc.want.RemoveRefs) {
 				t.Fatalf("got %+v, want %+v", got, tc.want)
 			}
 		})
@@ -51,6 +52,19 @@ func TestForegroundDone(t *testing.T) {
 	}
 	if !ForegroundDone("o", [][]metav1.OwnerReference{{ref("o", false)}, {ref("x", true)}}) {
 		t.Fatal("only non-blocking dependents: done")
+	}
+}
+
+func TestUnblocked(t *testing.T) {
+	in := []metav1.OwnerReference{ref("a", true), ref("b", false), {UID: "c"}}
+	out := unblocked(in)
+	for i, r := range out {
+		if r.BlockOwnerDeletion != nil && *r.BlockOwnerDeletion {
+			t.Errorf("ref %d still blocks: %+v", i, r)
+		}
+	}
+	if !*in[0].BlockOwnerDeletion || out[2].BlockOwnerDeletion != nil || out[0].UID != "a" {
+		t.Fatalf("input modified or refs changed: in %+v, out %+v", in, out)
 	}
 }
 

@@ -378,7 +378,7 @@ func (c *Collector) sync(ctx context.Context, uid types.UID) error {
 		errs = append(errs, c.foreground(ctx, n, deps))
 	}
 	if len(n.owners) > 0 && (!n.deleting || slices.Contains(n.finalizers, FinalizerForeground)) {
-		errs = append(errs, c.attemptToDelete(ctx, n, len(deps) > 0))
+		errs = append(errs, c.attemptToDelete(ctx, n, deps))
 	}
 	return errors.Join(errs...)
 }
@@ -446,7 +446,7 @@ func (c *Collector) ownerState(ctx context.Context, n *node, ref metav1.OwnerRef
 	return OwnerSolid, nil
 }
 
-func (c *Collector) attemptToDelete(ctx context.Context, n *node, hasDependents bool) error {
+func (c *Collector) attemptToDelete(ctx context.Context, n *node, deps []*node) error {
 	states := map[types.UID]OwnerState{}
 	for _, r := range n.owners {
 		st, err := c.ownerState(ctx, n, r)
@@ -455,12 +455,21 @@ func (c *Collector) attemptToDelete(ctx context.Context, n *node, hasDependents 
 		}
 		states[r.UID] = st
 	}
-	act := DecideDependent(n.owners, states, n.finalizers, hasDependents)
+	known := Dependents{Any: len(deps) > 0, Waiting: slices.ContainsFunc(deps, func(d *node) bool {
+		return d.deleting && slices.Contains(d.finalizers, FinalizerForeground)
+	})}
+	act := DecideDependent(n.owners, states, n.finalizers, known)
 	if len(act.RemoveRefs) > 0 {
 		return c.patchOwners(ctx, n, withoutRefs(n.owners, act.RemoveRefs))
 	}
 	if !act.Delete || n.deleting {
 		return nil
+	}
+	if act.Unblock {
+		if err := c.patchOwners(ctx, n, unblocked(n.owners)); err != nil {
+			return err
+		}
+		c.cfg.Logger.Debug("unblocked the owners of an object in an ownership circle", "resource", n.gvr.Resource, "namespace", n.namespace, "name", n.name)
 	}
 	policy := act.Policy
 	err := c.cfg.Dynamic.Resource(n.gvr).Namespace(n.namespace).Delete(ctx, n.name, metav1.DeleteOptions{

@@ -64,6 +64,7 @@ import (
 	"berth/controlplane/controller/rootcacertpublisher"
 	"berth/controlplane/controller/serviceaccount"
 	"berth/controlplane/controller/storageprotection"
+	"berth/controlplane/controller/tokencleaner"
 	"berth/controlplane/controller/ttlafterfinished"
 	"berth/controlplane/controller/volume"
 	"berth/controlplane/controller/volume/ephemeral"
@@ -92,6 +93,7 @@ var Controllers = []string{
 	job.Name, ttlafterfinished.Name, cronjob.Name,
 	endpointslicemirroring.Name,
 	disruption.Name,
+	tokencleaner.Name,
 }
 
 // Config configures the manager.
@@ -360,6 +362,8 @@ func (m *Manager) build(name string, base controller.Config) (interface{ Run(con
 		return cronjob.New(cronjob.Config{Config: base})
 	case disruption.Name:
 		return disruption.New(disruption.Config{Config: base})
+	case tokencleaner.Name:
+		return tokencleaner.New(tokencleaner.Config{Config: base})
 	case garbagecollector.Name:
 		return garbagecollector.New(garbagecollector.Config{Config: base, Dynamic: m.cfg.Dynamic, Options: m.cfg.GarbageCollector})
 	}

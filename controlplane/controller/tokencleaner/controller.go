@@ -1,0 +1,130 @@
+// Package tokencleaner is berth's token cleaner, as upstream's (which
+// kubeadm enables): a bootstrap token Secret (kube-system, type
+// bootstrap.kubernetes.io/token) is deleted once its expiration has passed,
+// so a join token with a TTL is gone, not only refused.
+//
+// Expiry is the pure decision; Controller watches only those Secrets and
+// deletes with a UID precondition.
+package tokencleaner
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/client-go/informers"
+	corelisters "k8s.io/client-go/listers/core/v1"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/util/workqueue"
+
+	"berth/controlplane/authentication"
+	"berth/controlplane/controller"
+)
+
+// Name is the controller's name (in the manager, logs and the queue).
+const Name = "tokencleaner"
+
+// DefaultWorkers: one is plenty for a handful of tokens.
+const DefaultWorkers = 1
+
+// Expiry reports whether the bootstrap token Secret s is expired at now,
+// and otherwise how long until it is (0 when it never expires). An
+// expiration that does not parse as RFC 3339 counts as expired, as
+// upstream's.
+func Expiry(s *corev1.Secret, now time.Time) (expired bool, wait time.Duration) {
+	if s.Type != authentication.BootstrapTokenSecretType || s.DeletionTimestamp != nil {
+		return false, 0
+	}
+	raw := string(s.Data[authentication.BootstrapTokenExpirationKey])
+	if raw == "" {
+		return false, 0
+	}
+	at, err := time.Parse(time.RFC3339, raw)
+	if err != nil {
+		return true, 0
+	}
+	if left := at.Sub(now); left > 0 {
+		return false, left
+	}
+	return true, 0
+}
+
+// Config configures the controller.
+type Config struct {
+	controller.Config
+}
+
+// Controller deletes expired bootstrap token Secrets.
+type Controller struct {
+	cfg     Config
+	secrets informers.SharedInformerFactory
+	lister  corelisters.SecretLister
+	synced  []cache.InformerSynced
+	queue   workqueue.TypedRateLimitingInterface[string]
+}
+
+// New validates cfg and builds an informer of kube-system's bootstrap token
+// Secrets only (not the shared factory's: every Secret of the cluster).
+func New(cfg Config) (*Controller, error) {
+	if err := cfg.Validate(Name, DefaultWorkers); err != nil {
+		return nil, err
+	}
+	factory := informers.NewSharedInformerFactoryWithOptions(cfg.Client, 0,
+		informers.WithNamespace(metav1.NamespaceSystem),
+		informers.WithTweakListOptions(func(o *metav1.ListOptions) {
+			o.FieldSelector = fields.OneTermEqualSelector("type", string(authentication.BootstrapTokenSecretType)).String()
+		}))
+	inf := factory.Core().V1().Secrets()
+	c := &Controller{cfg: cfg, secrets: factory, lister: inf.Lister(), synced: []cache.InformerSynced{inf.Informer().HasSynced},
+		queue: controller.NewQueue(Name, cfg.Clock)}
+	enqueue := func(obj any) {
+		if key, ok := controller.KeyFunc(obj); ok {
+			c.queue.Add(key)
+		}
+	}
+	if _, err := inf.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    enqueue,
+		UpdateFunc: func(_, cur any) { enqueue(cur) },
+	}); err != nil {
+		return nil, fmt.Errorf("%s controller: %w", Name, err)
+	}
+	return c, nil
+}
+
+// Run deletes expired tokens until ctx ends.
+func (c *Controller) Run(ctx context.Context) error {
+	c.secrets.Start(ctx.Done())
+	defer c.secrets.Shutdown()
+	return controller.Loop(ctx, &c.cfg.Config, c.queue, c.synced, c.sync)
+}
+
+func (c *Controller) sync(ctx context.Context, key string) error {
+	ns, name, err := cache.SplitMetaNamespaceKey(key)
+	if err != nil {
+		return nil
+	}
+	s, err := c.lister.Secrets(ns).Get(name)
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	expired, wait := Expiry(s, c.cfg.Clock.Now())
+	if !expired {
+		if wait > 0 {
+			c.queue.AddAfter(key, wait)
+		}
+		return nil
+	}
+	err = c.cfg.Client.CoreV1().Secrets(ns).Delete(ctx, name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &s.UID}})
+	if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
+		return fmt.Errorf("delete expired bootstrap token %s: %w", key, err)
+	}
+	c.cfg.Logger.Info("deleted an expired bootstrap token", "secret", key)
+	return nil
+}
