@@ -29,7 +29,7 @@ func (h *Handler) admit(ctx context.Context, a admission.Attributes) error {
 	if !ok || !m.Handles(a.GetOperation()) {
 		return nil
 	}
-	return m.Admit(ctx, a, h.objects)
+	return m.Admit(ctx, a, h.admissionObjects(a))
 }
 
 // admitConnect runs a connect subresource's request through both phases
@@ -49,7 +49,7 @@ func (h *Handler) admitConnect(r *http.Request, res *Resource, sub Subresource, 
 		return err
 	}
 	if v, ok := h.cfg.Admission.(admission.ValidationInterface); ok && v.Handles(admission.Connect) {
-		return v.Validate(r.Context(), a, h.objects)
+		return v.Validate(r.Context(), a, h.admissionObjects(a))
 	}
 	return nil
 }
@@ -60,7 +60,7 @@ func (h *Handler) validateCreate(a admission.Attributes) rest.ValidateObjectFunc
 	if h.cfg.Admission == nil {
 		return rest.ValidateAllObjectFunc
 	}
-	return rest.AdmissionToValidateObjectFunc(h.cfg.Admission, a, h.objects)
+	return rest.AdmissionToValidateObjectFunc(h.cfg.Admission, a, h.admissionObjects(a))
 }
 
 // validateUpdate is the store's update validation (validating phase).
@@ -68,7 +68,7 @@ func (h *Handler) validateUpdate(a admission.Attributes) rest.ValidateObjectUpda
 	if h.cfg.Admission == nil {
 		return rest.ValidateAllObjectUpdateFunc
 	}
-	return rest.AdmissionToValidateObjectUpdateFunc(h.cfg.Admission, a, h.objects)
+	return rest.AdmissionToValidateObjectUpdateFunc(h.cfg.Admission, a, h.admissionObjects(a))
 }
 
 // validateDelete is the store's delete validation (validating phase, with
@@ -77,7 +77,7 @@ func (h *Handler) validateDelete(a admission.Attributes) rest.ValidateObjectFunc
 	if h.cfg.Admission == nil {
 		return rest.ValidateAllObjectFunc
 	}
-	return rest.AdmissionToValidateObjectDeleteFunc(h.cfg.Admission, a, h.objects)
+	return rest.AdmissionToValidateObjectDeleteFunc(h.cfg.Admission, a, h.admissionObjects(a))
 }
 
 // admitTransform is the update transformer running the mutating phase on

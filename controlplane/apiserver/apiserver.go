@@ -56,6 +56,9 @@ type Config struct {
 	// server-side apply (application/apply-patch+yaml); built from the
 	// OpenAPI models.
 	TypeConverter managedfields.TypeConverter
+	// Dynamic, when set, serves resources added while running (custom
+	// resources) beside Resources.
+	Dynamic Dynamic
 	// OpenAPI, when set, serves /openapi/v2 and /openapi/v3[/...].
 	OpenAPI http.Handler
 	// Ready reports readiness for /readyz (nil: always ready).
@@ -256,6 +259,9 @@ func (h *Handler) serveNonResource(w http.ResponseWriter, r *http.Request) {
 func (h *Handler) lookup(info *genericapirequest.RequestInfo) (*Resource, error) {
 	gv := schema.GroupVersion{Group: info.APIGroup, Version: info.APIVersion}
 	res := h.resources[gv][info.Resource]
+	if res == nil && h.cfg.Dynamic != nil {
+		res = h.cfg.Dynamic.Lookup(gv, info.Resource)
+	}
 	if res == nil {
 		return nil, apierrors.NewNotFound(schema.GroupResource{Group: info.APIGroup, Resource: info.Resource}, "")
 	}

@@ -61,7 +61,7 @@ func (h *Handler) serveCreate(w http.ResponseWriter, r *http.Request, res *Resou
 		}
 	}
 	if fm := h.fieldManager(res, "", res.GroupVersionKind()); fm != nil {
-		live, err := h.cfg.Scheme.New(res.GroupVersionKind())
+		live, err := h.creater(ctx).New(res.GroupVersionKind())
 		if err != nil {
 			h.writeError(w, r, err)
 			return

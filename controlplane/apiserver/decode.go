@@ -33,20 +33,28 @@ func (h *Handler) decodeBody(r *http.Request, body []byte, want schema.GroupVers
 	if len(body) == 0 {
 		return nil, apierrors.NewBadRequest("the request body is empty")
 	}
-	info, err := negotiation.NegotiateInputSerializer(r, false, h.codecs)
+	info, err := negotiation.NegotiateInputSerializer(r, false, h.serializer(r.Context()))
 	if err != nil {
 		return nil, err
 	}
 	return h.decodeWith(r.Context(), info, body, want, validation)
 }
 
-func (h *Handler) decodeWith(ctx context.Context, info runtime.SerializerInfo, body []byte, want schema.GroupVersionKind, validation string) (runtime.Object, error) {
+func (h *Handler) decodeWith(ctx context.Context, info runtime.SerializerInfo, body []byte, want schema.GroupVersionKind, validation string) (_ runtime.Object, err error) {
 	s := info.Serializer
 	if validation != metav1.FieldValidationIgnore && info.StrictSerializer != nil {
 		s = info.StrictSerializer
 	}
-	dec := h.codecs.DecoderToVersion(s, want.GroupVersion())
-	obj, got, err := dec.Decode(body, &want, nil)
+	dec := h.serializer(ctx).DecoderToVersion(s, want.GroupVersion())
+	var into runtime.Object
+	if c := customFrom(ctx); c != nil {
+		// Unstructured objects decode into a new object of the wanted
+		// kind, as upstream's handlers do (no conversion on the way in).
+		if into, err = c.Creater.New(want); err != nil {
+			return nil, err
+		}
+	}
+	obj, got, err := dec.Decode(body, &want, into)
 	if err != nil {
 		if strict, ok := runtime.AsStrictDecodingError(err); ok && obj != nil {
 			if validation == metav1.FieldValidationStrict {
@@ -62,7 +70,7 @@ func (h *Handler) decodeWith(ctx context.Context, info runtime.SerializerInfo, b
 	if got != nil && (got.Kind != want.Kind || got.GroupVersion() != want.GroupVersion()) {
 		return nil, apierrors.NewBadRequest(fmt.Sprintf("%s in version %q cannot be handled as a %s: the body is a %s", got.Kind, got.Version, want.Kind, got))
 	}
-	gvks, _, err := h.cfg.Scheme.ObjectKinds(obj)
+	gvks, _, err := h.typer(ctx).ObjectKinds(obj)
 	if err != nil || gvks[0] != want {
 		return nil, apierrors.NewBadRequest(fmt.Sprintf("the body of the request is a %T, not a %s", obj, want.Kind))
 	}

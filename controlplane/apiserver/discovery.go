@@ -65,6 +65,12 @@ func (h *Handler) groupNames() []string {
 			names = append(names, gv.Group)
 		}
 	}
+	for _, g := range h.dynamicGroups() {
+		if !seen[g.Name] {
+			seen[g.Name] = true
+			names = append(names, g.Name)
+		}
+	}
 	return names
 }
 
@@ -79,6 +85,20 @@ func (h *Handler) apiGroup(group string) metav1.APIGroup {
 			}
 		}
 	}
+	if len(g.Versions) == 0 {
+		for _, dg := range h.dynamicGroups() {
+			if dg.Name != group {
+				continue
+			}
+			for _, ver := range dg.Versions {
+				v := metav1.GroupVersionForDiscovery{GroupVersion: group + "/" + ver, Version: ver}
+				g.Versions = append(g.Versions, v)
+				if g.PreferredVersion.Version == "" {
+					g.PreferredVersion = v
+				}
+			}
+		}
+	}
 	return g
 }
 
@@ -88,6 +108,9 @@ var storageVerbs = metav1.Verbs{"create", "delete", "deletecollection", "get", "
 func (h *Handler) serveResourceList(w http.ResponseWriter, r *http.Request, gv schema.GroupVersion) {
 	byName, ok := h.resources[gv]
 	if !ok {
+		byName = h.dynamicResources(gv)
+	}
+	if len(byName) == 0 {
 		h.writeError(w, r, apierrors.NewNotFound(schema.GroupResource{}, ""))
 		return
 	}

@@ -56,6 +56,9 @@ func (h *Handler) serveAggregated(w http.ResponseWriter, core bool) {
 			}
 			item.Versions = append(item.Versions, v)
 		}
+		if len(item.Versions) == 0 {
+			item.Versions = h.dynamicDiscovery(g)
+		}
 		list.Items = append(list.Items, item)
 	}
 	data, err := json.Marshal(list)

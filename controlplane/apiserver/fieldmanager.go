@@ -69,6 +69,9 @@ func (h *Handler) fieldManager(res *Resource, subresource string, kind schema.Gr
 	if kind != res.GroupVersionKind() {
 		return nil
 	}
+	if res.Custom != nil {
+		return res.Custom.FieldManagers[subresource]
+	}
 	return h.managers[res][subresource]
 }
 

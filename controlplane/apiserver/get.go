@@ -21,7 +21,7 @@ func (h *Handler) serveGet(w http.ResponseWriter, r *http.Request, res *Resource
 		h.writeError(w, r, err)
 		return
 	}
-	mt, info, err := negotiation.NegotiateOutputMediaType(r, h.codecs, restrictions{})
+	mt, info, err := negotiation.NegotiateOutputMediaType(r, h.serializer(r.Context()), restrictions{})
 	if err != nil {
 		h.writeError(w, r, err)
 		return
@@ -32,8 +32,8 @@ func (h *Handler) serveGet(w http.ResponseWriter, r *http.Request, res *Resource
 			h.writeError(w, r, err)
 			return
 		}
-		h.encode(w, http.StatusOK, info, metaV1, out)
+		h.encode(w, r, http.StatusOK, info, metaV1, out)
 		return
 	}
-	h.encode(w, http.StatusOK, info, kind.GroupVersion(), obj)
+	h.encode(w, r, http.StatusOK, info, kind.GroupVersion(), obj)
 }

@@ -17,7 +17,7 @@ func (h *Handler) serveList(w http.ResponseWriter, r *http.Request, res *Resourc
 		h.serveWatch(w, r, res)
 		return
 	}
-	mt, info, err := negotiation.NegotiateOutputMediaType(r, h.codecs, restrictions{})
+	mt, info, err := negotiation.NegotiateOutputMediaType(r, h.serializer(r.Context()), restrictions{})
 	if err != nil {
 		h.writeError(w, r, err)
 		return
@@ -33,8 +33,8 @@ func (h *Handler) serveList(w http.ResponseWriter, r *http.Request, res *Resourc
 			h.writeError(w, r, err)
 			return
 		}
-		h.encode(w, http.StatusOK, info, metaV1, out)
+		h.encode(w, r, http.StatusOK, info, metaV1, out)
 		return
 	}
-	h.encode(w, http.StatusOK, info, res.GroupVersion, list)
+	h.encode(w, r, http.StatusOK, info, res.GroupVersion, list)
 }

@@ -20,6 +20,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/managedfields"
 	"k8s.io/apimachinery/pkg/util/strategicpatch"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"k8s.io/apiserver/pkg/warning"
 	"sigs.k8s.io/yaml"
 )
 
@@ -33,13 +35,16 @@ func (h *Handler) servePatch(w http.ResponseWriter, r *http.Request, res *Resour
 	}
 	pt := types.PatchType(ct)
 	fm := h.fieldManager(res, subresourceOf(r), kind)
+	// Custom resources have no Go types to say how lists merge: no
+	// strategic merge patches, as upstream.
+	strategic := res.Custom == nil
 	switch {
-	case pt == types.JSONPatchType, pt == types.MergePatchType, pt == types.StrategicMergePatchType:
+	case pt == types.JSONPatchType, pt == types.MergePatchType, pt == types.StrategicMergePatchType && strategic:
 	case pt == types.ApplyYAMLPatchType && fm != nil:
 	default:
 		h.writeError(w, r, apierrors.NewGenericServerResponse(http.StatusUnsupportedMediaType, "patch",
 			schema.GroupResource{Group: res.GroupVersion.Group, Resource: res.Resource}, name,
-			fmt.Sprintf("the body of the request was in an unknown format - accepted media types include: %s", strings.Join(patchTypes(fm != nil), ", ")), 0, false))
+			fmt.Sprintf("the body of the request was in an unknown format - accepted media types include: %s", strings.Join(patchTypes(strategic, fm != nil), ", ")), 0, false))
 		return
 	}
 	opts := &metav1.PatchOptions{}
@@ -75,8 +80,10 @@ func (h *Handler) servePatch(w http.ResponseWriter, r *http.Request, res *Resour
 			field.ErrorList{field.Forbidden(field.NewPath("force"), "may not be specified for non-apply patch")}))
 		return
 	}
-	if pt != types.JSONPatchType {
+	if pt != types.JSONPatchType && pt != types.ApplyYAMLPatchType {
 		// Merge patches may come as YAML from some clients; JSON is YAML.
+		// (Apply configurations stay YAML: duplicate keys are reported
+		// with their line.)
 		if patch, err = yaml.YAMLToJSON(patch); err != nil {
 			h.writeError(w, r, apierrors.NewBadRequest(fmt.Sprintf("the patch is not valid JSON: %v", err)))
 			return
@@ -112,8 +119,11 @@ func (h *Handler) servePatch(w http.ResponseWriter, r *http.Request, res *Resour
 }
 
 // patchTypes are the accepted patch media types.
-func patchTypes(apply bool) []string {
-	pts := []string{string(types.JSONPatchType), string(types.MergePatchType), string(types.StrategicMergePatchType)}
+func patchTypes(strategic, apply bool) []string {
+	pts := []string{string(types.JSONPatchType), string(types.MergePatchType)}
+	if strategic {
+		pts = append(pts, string(types.StrategicMergePatchType))
+	}
 	if apply {
 		pts = append(pts, string(types.ApplyYAMLPatchType))
 	}
@@ -141,7 +151,16 @@ func (p *patchInfo) Preconditions() *metav1.Preconditions { return nil }
 // UpdatedObject implements rest.UpdatedObjectInfo.
 func (p *patchInfo) UpdatedObject(ctx context.Context, old runtime.Object) (runtime.Object, error) {
 	if p.patchType == types.ApplyYAMLPatchType {
-		return p.apply(old)
+		if m, err := meta.Accessor(unwrapCacheable(old)); err == nil && m.GetUID() == "" {
+			// Apply creates: from a new object of the kind, as upstream
+			// (the store's empty object of an unstructured kind has no kind).
+			fresh, err := p.h.creater(ctx).New(p.kind)
+			if err != nil {
+				return nil, err
+			}
+			old = fresh
+		}
+		return p.apply(ctx, old)
 	}
 	// The store hands a new, empty object when none is stored (it may
 	// create on update, as events and leases do): only apply creates, the
@@ -151,12 +170,13 @@ func (p *patchInfo) UpdatedObject(ctx context.Context, old runtime.Object) (runt
 	if m, err := meta.Accessor(unwrapCacheable(old)); err != nil || m.GetUID() == "" {
 		return nil, apierrors.NewNotFound(p.resource, p.name)
 	}
-	jsonInfo, ok := runtime.SerializerInfoForMediaType(p.h.codecs.SupportedMediaTypes(), runtime.ContentTypeJSON)
+	ser := p.h.serializer(ctx)
+	jsonInfo, ok := runtime.SerializerInfoForMediaType(ser.SupportedMediaTypes(), runtime.ContentTypeJSON)
 	if !ok {
 		return nil, fmt.Errorf("no JSON serializer")
 	}
 	var orig bytes.Buffer
-	if err := p.h.codecs.EncoderForVersion(jsonInfo.Serializer, p.kind.GroupVersion()).Encode(unwrapCacheable(old), &orig); err != nil {
+	if err := ser.EncoderForVersion(jsonInfo.Serializer, p.kind.GroupVersion()).Encode(unwrapCacheable(old), &orig); err != nil {
 		return nil, err
 	}
 	var patched []byte
@@ -189,9 +209,10 @@ func (p *patchInfo) UpdatedObject(ctx context.Context, old runtime.Object) (runt
 }
 
 // apply merges a server-side apply configuration into the live object.
-func (p *patchInfo) apply(live runtime.Object) (runtime.Object, error) {
+func (p *patchInfo) apply(ctx context.Context, live runtime.Object) (runtime.Object, error) {
 	cfg := &unstructured.Unstructured{Object: map[string]any{}}
-	if err := yaml.Unmarshal(p.patch, &cfg.Object); err != nil {
+	// Numbers decode as int64 where integral (as upstream), not float64.
+	if err := utilyaml.Unmarshal(p.patch, &cfg.Object); err != nil {
 		return nil, apierrors.NewBadRequest(fmt.Sprintf("error decoding YAML: %v", err))
 	}
 	if cfg.GetAPIVersion() != p.kind.GroupVersion().String() || cfg.GetKind() != p.kind.Kind {
@@ -200,5 +221,18 @@ func (p *patchInfo) apply(live runtime.Object) (runtime.Object, error) {
 	if cfg.GetName() != p.name {
 		return nil, apierrors.NewBadRequest(fmt.Sprintf("the name of the object (%s) does not match the name on the URL (%s)", cfg.GetName(), p.name))
 	}
-	return p.fm.Apply(unwrapCacheable(live), cfg, p.manager, p.force)
+	obj, err := p.fm.Apply(unwrapCacheable(live), cfg, p.manager, p.force)
+	if err != nil {
+		return nil, err
+	}
+	// Duplicate keys, as upstream: refused with Strict, a warning with Warn.
+	if p.validation == metav1.FieldValidationStrict || p.validation == metav1.FieldValidationWarn {
+		if err := utilyaml.UnmarshalStrict(p.patch, &map[string]any{}); err != nil {
+			if p.validation == metav1.FieldValidationStrict {
+				return nil, apierrors.NewBadRequest(fmt.Sprintf("error strict decoding patch: %v", err))
+			}
+			warning.AddWarning(ctx, "", err.Error())
+		}
+	}
+	return obj, nil
 }

@@ -34,6 +34,9 @@ type Resource struct {
 	// Store need implement only rest.Creater). nil: every verb of a
 	// generic store.
 	Verbs []string
+	// Custom, when set, is the object machinery of a resource outside the
+	// handler's scheme (custom resources); nil for built-in resources.
+	Custom *Custom
 }
 
 // discoveryVerbs are the verbs discovery lists for the resource.

@@ -17,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	genericapirequest "k8s.io/apiserver/pkg/endpoints/request"
 	"k8s.io/apiserver/pkg/registry/rest"
+	"k8s.io/apiserver/pkg/warning"
 )
 
 // serveResource dispatches a resource request to its verb.
@@ -31,6 +32,16 @@ func (h *Handler) serveResource(w http.ResponseWriter, r *http.Request, info *ge
 		ctx = genericapirequest.WithNamespace(ctx, info.Namespace)
 	} else {
 		ctx = genericapirequest.WithNamespace(ctx, "")
+	}
+	if res.Custom != nil {
+		for _, w := range res.Custom.Warnings {
+			warning.AddWarning(ctx, "", w)
+		}
+	}
+	if sub, ok := res.Subresources[info.Subresource]; info.Subresource == "" || (ok && sub.Kind == res.GroupVersionKind()) {
+		// Custom objects' own machinery, for the resource and the
+		// subresources exchanging its kind (status); scale speaks autoscaling/v1.
+		ctx = withCustom(ctx, res.Custom)
 	}
 	r = r.WithContext(ctx)
 	if res.Verbs != nil && (info.Subresource != "" || !slices.Contains(res.Verbs, info.Verb)) {
@@ -143,6 +154,9 @@ func (h *Handler) listOptions(r *http.Request, res *Resource) (*metainternalvers
 	if opts.FieldSelector != nil {
 		gvk := res.GroupVersionKind()
 		sel, err := opts.FieldSelector.Transform(func(label, value string) (string, string, error) {
+			if res.Custom != nil {
+				return res.Custom.ConvertFieldLabel(label, value)
+			}
 			return h.cfg.Scheme.ConvertFieldLabel(gvk, label, value)
 		})
 		if err != nil {

@@ -43,7 +43,7 @@ func (restrictions) AllowsStreamSchema(s string) bool { return s == "watch" }
 
 // writeObject encodes obj in gv with the negotiated serializer.
 func (h *Handler) writeObject(w http.ResponseWriter, r *http.Request, code int, gv schema.GroupVersion, obj runtime.Object) {
-	mt, info, err := negotiation.NegotiateOutputMediaType(r, h.codecs, restrictions{})
+	mt, info, err := negotiation.NegotiateOutputMediaType(r, h.serializer(r.Context()), restrictions{})
 	if err != nil {
 		h.writeError(w, r, err)
 		return
@@ -57,15 +57,22 @@ func (h *Handler) writeObject(w http.ResponseWriter, r *http.Request, code int, 
 				h.writeError(w, r, err)
 				return
 			}
-			h.encode(w, code, info, metaV1, m)
+			h.encode(w, r, code, info, metaV1, m)
 			return
 		}
 	}
-	h.encode(w, code, info, gv, obj)
+	h.encode(w, r, code, info, gv, obj)
 }
 
-func (h *Handler) encode(w http.ResponseWriter, code int, info runtime.SerializerInfo, gv schema.GroupVersion, obj runtime.Object) {
+func (h *Handler) encode(w http.ResponseWriter, r *http.Request, code int, info runtime.SerializerInfo, gv schema.GroupVersion, obj runtime.Object) {
 	enc := h.codecs.EncoderForVersion(info.Serializer, gv)
+	if _, ok := obj.(runtime.Unstructured); ok {
+		if c := customFrom(r.Context()); c != nil {
+			// Custom objects (and their lists) go through their own
+			// serializer, which converts them to gv.
+			enc = c.Serializer.EncoderForVersion(info.Serializer, gv)
+		}
+	}
 	w.Header().Set("Content-Type", info.MediaType)
 	w.WriteHeader(code)
 	if err := enc.Encode(obj, w); err != nil {
@@ -91,7 +98,7 @@ func (h *Handler) writeError(w http.ResponseWriter, r *http.Request, err error) 
 	if code == http.StatusUnauthorized {
 		w.Header().Set("WWW-Authenticate", `Bearer realm="berth"`)
 	}
-	h.encode(w, code, info, coreV1, status)
+	h.encode(w, r, code, info, coreV1, status)
 }
 
 // errorToStatus is apierrors' Status for API errors; anything else is a 500.

@@ -7,6 +7,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apiserver/pkg/endpoints/handlers/negotiation"
@@ -50,6 +51,17 @@ func (h *Handler) transform(r *http.Request, res *Resource, target *schema.Group
 func partialMetadata(obj runtime.Object) (*metav1.PartialObjectMetadata, error) {
 	obj = unwrapCacheable(obj)
 	out := &metav1.PartialObjectMetadata{TypeMeta: metav1.TypeMeta{APIVersion: metaV1.String(), Kind: "PartialObjectMetadata"}}
+	if u, ok := obj.(*unstructured.Unstructured); ok {
+		// Custom objects: their metadata map, decoded.
+		m, _ := u.Object["metadata"].(map[string]any)
+		if m == nil {
+			return out, nil
+		}
+		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(m, &out.ObjectMeta); err != nil {
+			return nil, fmt.Errorf("%s has malformed metadata: %w", u.GetKind(), err)
+		}
+		return out, nil
+	}
 	a, ok := obj.(metav1.ObjectMetaAccessor)
 	if !ok {
 		return nil, fmt.Errorf("%T has no object metadata", obj)

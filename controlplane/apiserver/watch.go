@@ -27,12 +27,12 @@ func (h *Handler) serveWatch(w http.ResponseWriter, r *http.Request, res *Resour
 		return
 	}
 	opts.Watch = true
-	mt, _, err := negotiation.NegotiateOutputMediaType(r, h.codecs, restrictions{})
+	mt, _, err := negotiation.NegotiateOutputMediaType(r, h.serializer(r.Context()), restrictions{})
 	if err != nil {
 		h.writeError(w, r, err)
 		return
 	}
-	info, err := negotiation.NegotiateOutputMediaTypeStream(r, h.codecs, restrictions{})
+	info, err := negotiation.NegotiateOutputMediaTypeStream(r, h.serializer(r.Context()), restrictions{})
 	if err != nil {
 		h.writeError(w, r, err)
 		return
@@ -67,7 +67,7 @@ func (h *Handler) serveWatch(w http.ResponseWriter, r *http.Request, res *Resour
 		flusher.Flush()
 	}
 
-	embedded := h.codecs.EncoderForVersion(info.Serializer, res.GroupVersion)
+	embedded := h.serializer(r.Context()).EncoderForVersion(info.Serializer, res.GroupVersion)
 	statusEncoder := h.codecs.EncoderForVersion(info.Serializer, coreV1)
 	metaEncoder := h.codecs.EncoderForVersion(info.Serializer, metaV1)
 	framed := info.StreamSerializer.Framer.NewFrameWriter(w)

@@ -20,6 +20,7 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	schedulingv1 "k8s.io/api/scheduling/v1"
 	storagev1 "k8s.io/api/storage/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -30,6 +31,7 @@ import (
 
 	"berth/controlplane/registry/admissionregistration/admissionpolicy"
 	"berth/controlplane/registry/admissionregistration/webhookconfiguration"
+	"berth/controlplane/registry/apiextensions/customresourcedefinition"
 	"berth/controlplane/registry/apps/controllerrevision"
 	"berth/controlplane/registry/apps/daemonset"
 	"berth/controlplane/registry/apps/deployment"
@@ -210,6 +212,9 @@ func Resources(typer runtime.ObjectTyper) map[schema.GroupResource]Resource {
 			AttrFunc: servicecidr.GetAttrs, PredicateFunc: servicecidr.Predicate},
 		{GroupResource: gr(networkingv1.SchemeGroupVersion, "ipaddresses"), Strategy: ipaddress.NewStrategy(typer), Table: ipaddress.Table,
 			AttrFunc: ipaddress.GetAttrs, PredicateFunc: ipaddress.Predicate},
+		{GroupResource: gr(apiextensionsv1.SchemeGroupVersion, "customresourcedefinitions"), Strategy: customresourcedefinition.NewStrategy(typer),
+			StatusStrategy: customresourcedefinition.NewStatusStrategy(typer), Table: customresourcedefinition.Table,
+			AttrFunc: customresourcedefinition.GetAttrs, PredicateFunc: customresourcedefinition.Predicate},
 	}
 	out := make(map[schema.GroupResource]Resource, len(list))
 	for _, r := range list {

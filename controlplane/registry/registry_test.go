@@ -8,6 +8,7 @@ import (
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/pem"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"reflect"
 	"testing"
 	"time"
@@ -128,6 +129,12 @@ func samples() map[schema.GroupResource]runtime.Object {
 		{Group: "networking.k8s.io", Resource: "servicecidrs"}: &networkingv1.ServiceCIDR{ObjectMeta: cl, Spec: networkingv1.ServiceCIDRSpec{CIDRs: []string{"10.96.0.0/16"}}},
 		{Group: "networking.k8s.io", Resource: "ipaddresses"}: &networkingv1.IPAddress{ObjectMeta: metav1.ObjectMeta{Name: "10.96.0.10", Labels: map[string]string{"app": "web"}},
 			Spec: networkingv1.IPAddressSpec{ParentRef: &networkingv1.ParentReference{Resource: "services", Namespace: "default", Name: "web"}}},
+		{Group: "apiextensions.k8s.io", Resource: "customresourcedefinitions"}: &apiextensionsv1.CustomResourceDefinition{
+			ObjectMeta: metav1.ObjectMeta{Name: "widgets.example.com", Labels: map[string]string{"app": "web"}},
+			Spec: apiextensionsv1.CustomResourceDefinitionSpec{Group: "example.com", Scope: apiextensionsv1.NamespaceScoped,
+				Names: apiextensionsv1.CustomResourceDefinitionNames{Plural: "widgets", Singular: "widget", Kind: "Widget", ListKind: "WidgetList"},
+				Versions: []apiextensionsv1.CustomResourceDefinitionVersion{{Name: "v1", Served: true, Storage: true,
+					Schema: &apiextensionsv1.CustomResourceValidation{OpenAPIV3Schema: &apiextensionsv1.JSONSchemaProps{Type: "object"}}}}}},
 	}
 }
 
@@ -210,7 +217,7 @@ func TestEveryResourceThroughTheGenericRegistryFlow(t *testing.T) {
 			if len(table.Rows) != 1 || len(table.Rows[0].Cells) != len(table.ColumnDefinitions) {
 				t.Fatalf("table: %d rows, cells %v for %d columns", len(table.Rows), table.Rows, len(table.ColumnDefinitions))
 			}
-			if table.Rows[0].Cells[0] != "s" && table.ColumnDefinitions[0].Name == "Name" && gr.Resource != "csidrivers" && gr.Resource != "ipaddresses" {
+			if table.Rows[0].Cells[0] != "s" && table.ColumnDefinitions[0].Name == "Name" && gr.Resource != "csidrivers" && gr.Resource != "ipaddresses" && gr.Resource != "customresourcedefinitions" {
 				t.Errorf("NAME cell = %v", table.Rows[0].Cells[0])
 			}
 

@@ -7,6 +7,7 @@ package resources
 
 import (
 	"fmt"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"net/http"
 	"time"
 
@@ -240,6 +241,10 @@ func defs() []def {
 			newObj: func() runtime.Object { return &networkingv1.ServiceCIDR{} }, newList: func() runtime.Object { return &networkingv1.ServiceCIDRList{} }},
 		{gv: networkingv1.SchemeGroupVersion, resource: "ipaddresses", singular: "ipaddress", kind: "IPAddress", short: []string{"ip"},
 			newObj: func() runtime.Object { return &networkingv1.IPAddress{} }, newList: func() runtime.Object { return &networkingv1.IPAddressList{} }},
+		{gv: apiextensionsv1.SchemeGroupVersion, resource: "customresourcedefinitions", singular: "customresourcedefinition", kind: "CustomResourceDefinition",
+			short: []string{"crd", "crds"}, categories: []string{"api-extensions"}, status: true,
+			newObj:  func() runtime.Object { return &apiextensionsv1.CustomResourceDefinition{} },
+			newList: func() runtime.Object { return &apiextensionsv1.CustomResourceDefinitionList{} }},
 	}
 }
 
@@ -367,6 +372,8 @@ func Build(cfg Config) (_ *Set, err error) {
 			endpoints = store
 		case d.gv.Group == "" && d.resource == "events":
 			coreEvents = store
+		case d.gv == apiextensionsv1.SchemeGroupVersion && d.resource == "customresourcedefinitions":
+			res.Store = &crdREST{Store: store}
 		}
 		set.Resources = append(set.Resources, res)
 		set.ByGVR[res.GroupVersionResource()] = res

@@ -15,7 +15,6 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net"
@@ -177,11 +176,16 @@ func (s *Server) Run(ctx context.Context) (err error) {
 	}
 	var openapiHandler http.Handler
 	var converter managedfields.TypeConverter
+	var models map[string]*spec.Schema
+	var staticV2 *spec.Swagger
 	if docs, err := openapi.New(openapiResources(set), openapi.Info{Version: version.Kubernetes(), ServerSideApply: true}); err != nil {
 		log.Warn("OpenAPI documents unavailable; kubectl validation, explain and server-side apply will not work", "err", err)
 	} else {
-		openapiHandler = docs.Handler()
-		if converter, err = typeConverter(docs); err != nil {
+		openapiHandler, staticV2 = docs.Handler(), docs.Swagger()
+		if models, err = staticModels(docs); err == nil {
+			converter, err = managedfields.NewTypeConverter(models, false)
+		}
+		if err != nil {
 			log.Warn("server-side apply unavailable", "err", err)
 		}
 	}
@@ -208,7 +212,16 @@ func (s *Server) Run(ctx context.Context) (err error) {
 	if !adm.lifecycle {
 		nsCheck = resources.NamespaceLifecycle{Store: set.Namespaces}
 	}
+	crs, err := newCustomResources(rc, factory, models, log)
+	if err != nil {
+		ln.Close()
+		return err
+	}
+	if openapiHandler != nil {
+		openapiHandler = crs.serving.OpenAPI(openapiHandler, staticV2)
+	}
 	handler, err := apiserver.New(apiserver.Config{
+		Dynamic:        crs.serving,
 		Admission:      adm.chain,
 		Scheme:         sch,
 		Resources:      set.Resources,
@@ -289,7 +302,7 @@ func (s *Server) Run(ctx context.Context) (err error) {
 		ln.Close()
 		return err
 	}
-	comps = append(comps, k8sSvc)
+	comps = append(comps, k8sSvc, crs.component())
 	more, err := s.controlPlaneComponents(rc, id, leaders)
 	if err != nil {
 		ln.Close()
@@ -315,6 +328,11 @@ func (s *Server) Run(ctx context.Context) (err error) {
 	// policy needs admission's caches, filled by the components).
 	local := kubeconfigHost(ln.Addr().(*net.TCPAddr))
 	if err := auth.start(ctx, reqCtx.Done()); err != nil {
+		sup.stop(componentStopTimeout)
+		srv.Close()
+		return err
+	}
+	if err := crs.waitSynced(ctx); err != nil {
 		sup.stop(componentStopTimeout)
 		srv.Close()
 		return err
@@ -414,22 +432,6 @@ func proxyTransport() http.RoundTripper {
 		// HTTP/1.1 only: upgraded connections (WebSocket) pass through.
 		TLSNextProto: map[string]func(string, *tls.Conn) http.RoundTripper{},
 	}
-}
-
-// typeConverter builds the structured-merge-diff types of the served kinds
-// from the OpenAPI models, for managedFields and server-side apply.
-func typeConverter(docs *openapi.Documents) (managedfields.TypeConverter, error) {
-	// Through JSON: the converter reads extensions (the group-version-kinds)
-	// in their decoded form.
-	data, err := json.Marshal(docs.Swagger().Definitions)
-	if err != nil {
-		return nil, err
-	}
-	models := map[string]*spec.Schema{}
-	if err := json.Unmarshal(data, &models); err != nil {
-		return nil, err
-	}
-	return managedfields.NewTypeConverter(models, false)
 }
 
 // openapiResources describes the served resources for the OpenAPI documents.

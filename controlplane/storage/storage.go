@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"go.etcd.io/etcd/client/v3/kubernetes"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/runtime/serializer"
@@ -103,8 +104,19 @@ func (f *Factory) GetRESTOptions(resource schema.GroupResource, example runtime.
 	if err != nil {
 		return generic.RESTOptions{}, fmt.Errorf("storage for %s: %w", resource, err)
 	}
-	bc := storagebackend.NewDefaultConfig(f.cfg.Prefix, f.Codec(gvks[0].GroupVersion()))
-	bc.EncodeVersioner = gvks[0].GroupVersion()
+	return f.restOptions(resource, f.Codec(gvks[0].GroupVersion()), gvks[0].GroupVersion()), nil
+}
+
+// UnstructuredRESTOptions are the REST options of custom resources: their
+// objects are stored as unstructured JSON, as kube-apiserver stores them
+// (a CRD's stores wrap this codec with the CRD's versions and conversion).
+func (f *Factory) UnstructuredRESTOptions(resource schema.GroupResource) (generic.RESTOptions, error) {
+	return f.restOptions(resource, unstructured.UnstructuredJSONScheme, nil), nil
+}
+
+func (f *Factory) restOptions(resource schema.GroupResource, codec runtime.Codec, encodeVersion runtime.GroupVersioner) generic.RESTOptions {
+	bc := storagebackend.NewDefaultConfig(f.cfg.Prefix, codec)
+	bc.EncodeVersioner = encodeVersion
 	bc.EventsHistoryWindow = f.cfg.EventsHistoryWindow
 	bc.CompactionInterval = f.cfg.CompactionInterval
 	prefix := resource.Resource
@@ -120,7 +132,7 @@ func (f *Factory) GetRESTOptions(resource schema.GroupResource, example runtime.
 		EnableGarbageCollection: true,
 		DeleteCollectionWorkers: 1,
 		ResourcePrefix:          prefix,
-	}, nil
+	}
 }
 
 // decorate is a generic.StorageDecorator: the etcd3 store on the shared

@@ -6,6 +6,7 @@ package scheme
 
 import (
 	"fmt"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	appsv1 "k8s.io/api/apps/v1"
@@ -92,6 +93,7 @@ func New() *runtime.Scheme {
 		batchv1.AddToScheme,
 		schedulingv1.AddToScheme,
 		flowcontrolv1.AddToScheme,
+		apiextensionsv1.AddToScheme,
 		metav1.AddMetaToScheme,
 		metav1beta1.AddMetaToScheme,
 		metav1beta1.RegisterConversions,
