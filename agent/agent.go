@@ -149,6 +149,11 @@ func (a *Agent) Run(ctx context.Context) error {
 	if err := a.runPods(run, n, p); err != nil {
 		return err
 	}
+	if n.kube != nil && !cfg.DisablePodRoutes {
+		if err := a.podRoutes(run, n, p); err != nil {
+			return err
+		}
+	}
 	return a.serve(run, n, p)
 }
 

@@ -25,6 +25,7 @@ const (
 	DefaultNetworkName   = "berth"
 	DefaultResolvConf    = "/etc/resolv.conf"
 	DefaultClusterDomain = "cluster.local"
+	DefaultEgressTable   = "berth-egress"
 )
 
 // DefaultReadOnlyAddress is where an enabled read-only API listens unless
@@ -141,6 +142,15 @@ type Config struct {
 	// stops; false (kube-proxy's way) leaves it, so Services keep working
 	// while the agent restarts and the next run resyncs it in place.
 	ProxyCleanupOnExit bool
+	// DisablePodRoutes turns off the routes to the other Nodes' pod CIDRs
+	// and the masquerading of pod traffic leaving the pod ranges (cni/routes),
+	// which otherwise run whenever the agent is joined: e.g. when another
+	// CNI connects the nodes.
+	DisablePodRoutes bool
+	// EgressTable is the nftables table of that masquerading; default
+	// "berth-egress", or "berth-egress-<CNIBridge>" with a non-default
+	// bridge. ProxyCleanupOnExit deletes it too when the agent stops.
+	EgressTable string
 	// ProxyHealthzBindAddress is where the service proxy serves
 	// kube-proxy's /healthz and /livez (host:port); empty: not served.
 	ProxyHealthzBindAddress string
@@ -232,6 +242,12 @@ func (c *Config) validate() error {
 		c.ProxyTable = proxy.DefaultTable
 		if c.CNIBridge != DefaultCNIBridge {
 			c.ProxyTable += "-" + c.CNIBridge
+		}
+	}
+	if c.EgressTable == "" {
+		c.EgressTable = DefaultEgressTable
+		if c.CNIBridge != DefaultCNIBridge {
+			c.EgressTable += "-" + c.CNIBridge
 		}
 	}
 	if a := c.ProxyHealthzBindAddress; a != "" {

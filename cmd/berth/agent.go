@@ -113,7 +113,9 @@ func newAgentCommand() *cobra.Command {
 	f.StringVar(&cfg.ClientCAFile, "client-ca-file", "", "CA verifying the agent API's clients (default --ca-file)")
 	f.BoolVar(&cfg.DisableServiceProxy, "disable-service-proxy", false, "do not run the node's service proxy (nftables rules for Services' ClusterIPs and NodePorts), e.g. when kube-proxy runs")
 	f.StringVar(&cfg.ProxyTable, "proxy-table", "", `nftables table the service proxy owns (default "berth-proxy", or "berth-proxy-<cni-bridge>" with a non-default bridge)`)
-	f.BoolVar(&cfg.ProxyCleanupOnExit, "proxy-cleanup-on-exit", false, "delete the service proxy's nftables table when the agent stops (default: leave it, as kube-proxy, so Services keep working across agent restarts)")
+	f.BoolVar(&cfg.ProxyCleanupOnExit, "proxy-cleanup-on-exit", false, "delete the service proxy's nftables table (and the pod egress masquerading table) when the agent stops (default: leave them, as kube-proxy, so Services keep working across agent restarts)")
+	f.BoolVar(&cfg.DisablePodRoutes, "disable-pod-routes", false, "do not route to the other Nodes' pod CIDRs (host-gw: via their InternalIPs on a shared segment) nor masquerade pod traffic leaving the cluster's pod ranges, e.g. when another CNI connects the nodes")
+	f.StringVar(&cfg.EgressTable, "egress-table", "", `nftables table masquerading pod traffic that leaves the cluster's pod ranges (default "berth-egress", or "berth-egress-<cni-bridge>" with a non-default bridge)`)
 	f.StringVar(&cfg.ProxyHealthzBindAddress, "proxy-healthz-bind-address", "127.0.0.1:10256", `host:port the service proxy serves kube-proxy's /healthz and /livez on ("" turns them off)`)
 	f.StringVar(&logLevel, "log-level", "info", "log level: debug, info, warn or error")
 	// Test-only: scale the crash-loop back-off so integration tests can watch
