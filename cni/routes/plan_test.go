@@ -60,7 +60,7 @@ func TestCompute(t *testing.T) {
 		name:  "peers sharing this host's address or on-link pod CIDRs are skipped",
 		nodes: []*v1.Node{node("a", "10.64.1.0/25", "127.0.0.1"), node("b", "10.64.1.128/25", "127.0.0.1"), node("c", "10.64.5.0/24", "10.254.64.11")},
 		local: []Subnet{lo, underlay, {LinkIndex: 6, Prefix: p("10.64.1.1/25")}},
-		want: Plan{PodRanges: []netip.Prefix{p("10.64.1.0/25"), p("10.64.1.128/25"), p("10.64.5.0/24")}},
+		want:  Plan{PodRanges: []netip.Prefix{p("10.64.1.0/25"), p("10.64.1.128/25"), p("10.64.5.0/24")}},
 	}, {
 		name:  "the most specific local subnet carries the route",
 		nodes: []*v1.Node{node("a", "10.64.1.0/24", "10.254.64.11"), node("b", "10.64.2.0/24", "10.254.64.130")},
