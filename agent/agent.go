@@ -51,6 +51,7 @@ import (
 	"k8s.io/client-go/tools/record"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
+	"berth/agent/apilb"
 	"berth/agent/backoff"
 	"berth/agent/bootstrap"
 	"berth/agent/cgroups"
@@ -194,7 +195,8 @@ func (a *Agent) connect(ctx context.Context) (*conn, error) {
 func (a *Agent) join(ctx context.Context, run *supervisor, n *conn) error {
 	cfg := &a.cfg
 	var err error
-	if n.restCfg, err = cfg.restConfig(); err != nil {
+	var lb *apilb.Balancer
+	if n.restCfg, lb, err = cfg.restConfig(); err != nil {
 		return err
 	}
 	if n.kube, err = kubernetes.NewForConfig(n.restCfg); err != nil {
@@ -202,6 +204,9 @@ func (a *Agent) join(ctx context.Context, run *supervisor, n *conn) error {
 	}
 	if n.kube, err = a.nodeCredential(ctx, run, n.restCfg, n.kube); err != nil {
 		return err
+	}
+	if lb != nil {
+		run.Go("apiserver balancer", func(ctx context.Context) error { return lb.Run(ctx, n.kube) })
 	}
 	cidrs := make(chan []string, 1)
 	nodes, err := node.New(node.Config{

@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"errors"
 	"fmt"
 	"log/slog"
 	"net"
@@ -10,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"berth/agent/apilb"
 	"berth/agent/backoff"
 	"berth/agent/imagegc"
 	"berth/agent/proxy"
@@ -104,10 +106,13 @@ type Config struct {
 	// is 20 s (inotify reports changes at once).
 	ManifestRescan time.Duration
 
-	// Server is the apiserver's URL ("https://HOST:6443"): with it (or
-	// Kubeconfig) the agent joins the control plane — it registers its
-	// Node, runs the pods bound to it besides the static ones, and writes
-	// their status. Empty (and no Kubeconfig): standalone.
+	// Server is the apiserver's URL ("https://HOST:6443"), or several
+	// replicas' URLs comma-separated: with it (or Kubeconfig) the agent
+	// joins the control plane — it registers its Node, runs the pods bound
+	// to it besides the static ones, and writes their status. Every
+	// connection goes through a client-side balancer (agent/apilb) across
+	// these servers and the ones the default/kubernetes EndpointSlice names,
+	// failing over when one goes away. Empty (and no Kubeconfig): standalone.
 	Server string
 	// TokenFile holds the bearer token the agent authenticates with
 	// (the server's DATA-DIR/agent-token); required with Server.
@@ -162,6 +167,17 @@ type Config struct {
 // DefaultKubeletPort is the agent API's port, as the kubelet's.
 const DefaultKubeletPort = 10250
 
+// Servers are Server's URLs.
+func (c *Config) Servers() []string {
+	var out []string
+	for _, s := range strings.Split(c.Server, ",") {
+		if s = strings.TrimSpace(s); s != "" {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
 // Joined reports whether the agent joins a control plane.
 func (c *Config) Joined() bool { return c.Server != "" || c.Kubeconfig != "" }
 
@@ -192,14 +208,17 @@ func (c *Config) validate() error {
 	switch {
 	case c.Server != "" && c.Kubeconfig != "":
 		return bad("Server (--server)", "give either --server with --token-file, or --kubeconfig, not both")
-	case c.Server != "" && !strings.HasPrefix(c.Server, "https://"):
-		return bad("Server (--server)", "%q must be an https:// URL", c.Server)
 	case c.Server != "" && c.TokenFile == "":
 		return bad("TokenFile (--token-file)", "required with --server")
 	case (c.TLSCertFile == "") != (c.TLSKeyFile == ""):
 		return bad("TLSCertFile (--tls-cert-file)", "--tls-cert-file and --tls-private-key-file go together")
 	case c.KubeletPort < 0 || c.KubeletPort > 65535:
 		return bad("KubeletPort (--kubelet-port)", "%d is not a port", c.KubeletPort)
+	}
+	for _, u := range c.Servers() {
+		if _, err := apilb.HostPort(u); err != nil {
+			return bad("Server (--server)", "%v", errors.Unwrap(err))
+		}
 	}
 	if c.KubeletPort == 0 {
 		c.KubeletPort = DefaultKubeletPort

@@ -102,7 +102,7 @@ func newAgentCommand() *cobra.Command {
 	f.StringVar(&cfg.ResolvConf, "resolv-conf", agent.DefaultResolvConf, "resolver file Default-DNS pods inherit")
 	f.StringSliceVar(&cfg.AllowedUnsafeSysctls, "allowed-unsafe-sysctls", nil, "comma-separated unsafe sysctls or sysctl patterns (ending in *) pods may set besides the safe ones")
 	f.IntVar(&cfg.MaxParallelStarts, "max-parallel-pod-starts", 0, "pod starts in flight at once, first come first served (default 2 × CPUs)")
-	f.StringVar(&cfg.Server, "server", "", "join the control plane at this apiserver URL (https://HOST:6443): register the Node and run the pods bound to it")
+	f.StringVar(&cfg.Server, "server", "", "join the control plane at this apiserver URL (https://HOST:6443), or at any of several replicas' URLs, comma-separated (a client-side balancer fails over between them and the servers the default/kubernetes EndpointSlice names): register the Node and run the pods bound to it")
 	f.StringVar(&cfg.TokenFile, "token-file", "", "file holding the join token (the server's DATA-DIR/agent-token); required with --server")
 	f.StringVar(&cfg.CAFile, "ca-file", "", "cluster CA bundle verifying the apiserver (the server's DATA-DIR/ca.crt; default the system's roots)")
 	f.StringVar(&cfg.Kubeconfig, "kubeconfig", "", "kubeconfig to reach the apiserver with, instead of --server/--token-file/--ca-file")

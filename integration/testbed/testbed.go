@@ -361,7 +361,7 @@ func (b *Bed) startNode(ctx context.Context, i int, im images) error {
 		}
 	}
 	n.agentArgs = append([]string{"agent",
-		"--server", b.Servers[0].URL, "--token-file", filepath.Join(b.Servers[0].Dir, "agent-token"), "--ca-file", filepath.Join(b.Servers[0].Dir, "ca.crt"),
+		"--server", b.ServerURLs(), "--token-file", filepath.Join(b.Servers[0].Dir, "agent-token"), "--ca-file", filepath.Join(b.Servers[0].Dir, "ca.crt"),
 		"--container-runtime-endpoint", n.Endpoint, "--root-dir", filepath.Join(n.Dir, "agent"), "--pod-log-dir", filepath.Join(n.Dir, "logs"),
 		"--cni-conf-dir", cfg.CNIConfDir, "--cni-bin-dir", nodeenv.CNIBinDir, "--cni-bridge", p + "br",
 		"--cgroup-root", "/" + n.Netns, "--node-name", n.Name, "--node-ip", n.IP.String(),
