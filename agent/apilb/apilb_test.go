@@ -109,7 +109,6 @@ func TestDialNamesEveryFailure(t *testing.T) {
 	}
 }
 
-
 func TestNewRejectsBadURLs(t *testing.T) {
 	for _, bad := range [][]string{nil, {"http://10.0.0.1:6443"}, {"https://"}, {"https://10.0.0.1:6443/api"}} {
 		if _, err := New(Config{Servers: bad}); !errors.Is(err, errdefs.ErrInvalidArgument) {
