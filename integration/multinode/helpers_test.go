@@ -34,7 +34,19 @@ func namespace(t *testing.T, c kubernetes.Interface) string {
 	t.Cleanup(func() {
 		_ = c.CoreV1().Namespaces().Delete(context.Background(), got.Name, metav1.DeleteOptions{})
 	})
-	return got.Name
+	// Pods need the default ServiceAccount, which a controller creates
+	// (as upstream's e2e framework, wait for it).
+	deadline := time.Now().Add(time.Minute)
+	for {
+		_, err := c.CoreV1().ServiceAccounts(got.Name).Get(context.Background(), "default", metav1.GetOptions{})
+		if err == nil {
+			return got.Name
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("namespace %s has no default ServiceAccount after 1m: %v", got.Name, err)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
 }
 
 // busyboxPod is a pod on node running sh -c script.
