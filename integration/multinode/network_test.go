@@ -19,6 +19,30 @@ func fetchScript(url, want string) string {
 	return fmt.Sprintf(`for i in $(seq 60); do out=$(timeout 3 wget -q -O- %s) && [ "$out" = %q ] && echo "got $out" && exit 0; sleep 1; done; echo "last: $out"; exit 1`, url, want)
 }
 
+// TestCrossNodeKeepsSourceAddress checks that pod-to-pod traffic between
+// nodes is not masqueraded: a pod on the first node answers each
+// connection with its socket table (netstat), in which the client on the
+// second node must find its own pod IP as the peer.
+func TestCrossNodeKeepsSourceAddress(t *testing.T) {
+	bed := testbed.Current(t)
+	c := bed.Client
+	ctx := context.Background()
+	ns := namespace(t, c)
+	if _, err := c.CoreV1().Pods(ns).Create(ctx, busyboxPod(bed, "sockets", bed.Nodes[0].Name, `exec nc -ll -p 9000 -e netstat -tn`, nil), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	server := waitPod(t, c, ns, "sockets", 2*time.Minute, "running", running)
+	script := fmt.Sprintf(`me=$(hostname -i); for i in $(seq 60); do out=$(timeout 3 nc %s 9000 </dev/null); echo "$out" | grep -qE "[ :]$me:" && echo "seen as $me" && exit 0; sleep 1; done; echo "I am $me; the server saw: $out"; exit 1`, server.Status.PodIP)
+	if _, err := c.CoreV1().Pods(ns).Create(ctx, busyboxPod(bed, "client", bed.Nodes[1].Name, script, nil), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	p := waitPod(t, c, ns, "client", 2*time.Minute, "finished", finished)
+	if p.Status.Phase != v1.PodSucceeded {
+		logs, _ := c.CoreV1().Pods(ns).GetLogs("client", &v1.PodLogOptions{}).DoRaw(ctx)
+		t.Errorf("the server on %s did not see the client's pod IP %s: %s; log: %s", bed.Nodes[0].Name, p.Status.PodIP, describe(p), logs)
+	}
+}
+
 // TestCrossNodePodNetwork runs a web server pod on the first node and
 // clients on the others: each reaches the server by its pod IP (routed
 // host-gw through the underlay) and through a ClusterIP Service whose only

@@ -573,3 +573,6 @@ func (b *Bed) removeLeftovers() {
 	}
 	_ = deleteLink(b.Bridge)
 }
+
+// InNetns runs f in the node's network namespace (on a thread of its own).
+func (n *Node) InNetns(f func() error) error { return onOwnThread(n.NetnsPath, f) }
