@@ -69,6 +69,10 @@ type Options struct {
 	ServerPort int
 	// AgentArgs are extra `berth agent` arguments.
 	AgentArgs []string
+	// Registries are the nodes' containerd mirrors (k3s's registries.yaml
+	// shape); an endpoint on the host's loopback is reached through a relay
+	// on the underlay bridge's address.
+	Registries containerd.Registries
 }
 
 func (o *Options) defaults() error {
@@ -147,6 +151,8 @@ type Bed struct {
 	bin      string
 	lock     *os.File
 	registry *testimages.Registry
+	relays   []*relay
+	regs     containerd.Registries // Opts.Registries, relayed
 }
 
 // ServerURLs are every server's URL, comma-separated (`--server`).
@@ -217,6 +223,9 @@ func Start(ctx context.Context, opts Options) (bed *Bed, err error) {
 	}
 	images, err := b.buildImages(ctx)
 	if err != nil {
+		return nil, err
+	}
+	if b.regs, err = b.relayRegistries(opts.Registries, b.addr(1)); err != nil {
 		return nil, err
 	}
 	for i := range opts.Nodes {
@@ -328,7 +337,7 @@ func (b *Bed) startNode(ctx context.Context, i int, im images) error {
 	}
 	cfg := containerd.Config{
 		Dir: filepath.Join(n.Dir, "containerd"), CNIConfDir: filepath.Join(n.Dir, "net.d"), CNIBinDir: nodeenv.CNIBinDir,
-		SandboxImage: im.pause,
+		SandboxImage: im.pause, Registries: b.regs,
 	}
 	cfg.Socket = filepath.Join(cfg.Dir, "containerd.sock")
 	n.Endpoint = cfg.Endpoint()
@@ -478,6 +487,9 @@ func (b *Bed) Stop() error {
 	}
 	if b.registry != nil {
 		_ = b.registry.Close()
+	}
+	for _, r := range b.relays {
+		r.close()
 	}
 	if err := deleteLink(b.Bridge); err != nil {
 		errs = append(errs, fmt.Errorf("bridge %s: %w", b.Bridge, err))
