@@ -19,7 +19,8 @@ import (
 )
 
 // TestServerFailover kills the server replica the agents use (SIGKILL, as
-// a crash) and watches, through the other replica, that every agent keeps
+// a crash; the last node was told of that server only and knows the other
+// from the kubernetes EndpointSlice) and watches, through the other replica, that every agent keeps
 // renewing its Lease and its pods' status keeps flowing, with no Node ever
 // NotReady. It prints how long each agent took to switch servers and to
 // renew its Lease after the kill, then restarts the killed replica.
@@ -96,7 +97,11 @@ func TestServerFailover(t *testing.T) {
 	t.Logf("failover after killing %s (agents switched to %s):", victim.URL, survivor.URL)
 	t.Logf("%-8s %-22s %-22s", "node", "switched servers after", "Lease renewed after")
 	for _, n := range bed.Nodes {
-		t.Logf("%-8s %-22s %-22s", n.Name, switchedAfter(t, n.Agent.LogPath, killed), renewed[n.Name].Round(time.Millisecond))
+		switched := switchedAfter(t, n.Agent.LogPath, killed)
+		t.Logf("%-8s %-22s %-22s", n.Name, switched, renewed[n.Name].Round(time.Millisecond))
+		if switched == "none" {
+			t.Errorf("the agent of %s logged no switch to %s", n.Name, survivor.URL)
+		}
 	}
 	mu.Lock()
 	defer mu.Unlock()

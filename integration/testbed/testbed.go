@@ -8,8 +8,10 @@
 //     with one cluster CA, service-account key and join token;
 //   - Nodes nodes, each a network namespace wired to the underlay bridge by
 //     a veth pair, with its own containerd (own root, socket, CNI conf dir)
-//     and `berth agent` joined with the join token to every server, whose
-//     pod bridge, pod routes and service proxy live in that namespace.
+//     and `berth agent` joined with the join token to every server (the
+//     last node is given only the first server's URL and learns the others
+//     from the default/kubernetes EndpointSlice), whose pod bridge, pod
+//     routes and service proxy live in that namespace.
 //
 // Images (pause, busybox) are built here and pushed into every node's
 // containerd from a registry on the host's loopback (the nodes' containerd
@@ -369,8 +371,14 @@ func (b *Bed) startNode(ctx context.Context, i int, im images) error {
 			return fmt.Errorf("testbed: %s: %w", n.Name, err)
 		}
 	}
+	// The last node knows only the first server: it learns the others
+	// from the default/kubernetes EndpointSlice.
+	servers := b.ServerURLs()
+	if i == b.Opts.Nodes-1 && i > 0 {
+		servers = b.Servers[0].URL
+	}
 	n.agentArgs = append([]string{"agent",
-		"--server", b.ServerURLs(), "--token-file", filepath.Join(b.Servers[0].Dir, "agent-token"), "--ca-file", filepath.Join(b.Servers[0].Dir, "ca.crt"),
+		"--server", servers, "--token-file", filepath.Join(b.Servers[0].Dir, "agent-token"), "--ca-file", filepath.Join(b.Servers[0].Dir, "ca.crt"),
 		"--container-runtime-endpoint", n.Endpoint, "--root-dir", filepath.Join(n.Dir, "agent"), "--pod-log-dir", filepath.Join(n.Dir, "logs"),
 		"--cni-conf-dir", cfg.CNIConfDir, "--cni-bin-dir", nodeenv.CNIBinDir, "--cni-bridge", p + "br",
 		"--cgroup-root", "/" + n.Netns, "--node-name", n.Name, "--node-ip", n.IP.String(),
