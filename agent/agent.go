@@ -54,6 +54,7 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	statsapi "k8s.io/kubelet/pkg/apis/stats/v1alpha1"
 
+	"berth/agent/apilb"
 	"berth/agent/backoff"
 	"berth/agent/bootstrap"
 	"berth/agent/cgroups"
@@ -155,6 +156,11 @@ func (a *Agent) Run(ctx context.Context) error {
 	if err := a.runPods(run, n, p); err != nil {
 		return err
 	}
+	if n.kube != nil && !cfg.DisablePodRoutes {
+		if err := a.podRoutes(run, n, p); err != nil {
+			return err
+		}
+	}
 	return a.serve(run, n, p)
 }
 
@@ -195,7 +201,8 @@ func (a *Agent) connect(ctx context.Context) (*conn, error) {
 func (a *Agent) join(ctx context.Context, run *supervisor, n *conn) error {
 	cfg := &a.cfg
 	var err error
-	if n.restCfg, err = cfg.restConfig(); err != nil {
+	var lb *apilb.Balancer
+	if n.restCfg, lb, err = cfg.restConfig(); err != nil {
 		return err
 	}
 	if n.kube, err = kubernetes.NewForConfig(n.restCfg); err != nil {
@@ -203,6 +210,9 @@ func (a *Agent) join(ctx context.Context, run *supervisor, n *conn) error {
 	}
 	if n.kube, err = a.nodeCredential(ctx, run, n.restCfg, n.kube); err != nil {
 		return err
+	}
+	if lb != nil {
+		run.Go("apiserver balancer", func(ctx context.Context) error { return lb.Run(ctx, n.kube) })
 	}
 	cidrs := make(chan []string, 1)
 	nodes, err := node.New(node.Config{

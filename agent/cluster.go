@@ -19,6 +19,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
+	"berth/agent/apilb"
 	"berth/agent/bootstrap"
 	"berth/agent/credentials"
 	"berth/agent/mirror"
@@ -30,27 +31,37 @@ import (
 // restConfig is how the agent reaches the apiserver: the kubeconfig, or the
 // server URL with the join token and the cluster CA (the token is then
 // traded for a node client certificate: nodeCredential).
-func (c *Config) restConfig() (*rest.Config, error) {
+//
+// With Server, every connection goes through the returned balancer
+// (nil with a kubeconfig), which the caller runs.
+func (c *Config) restConfig() (*rest.Config, *apilb.Balancer, error) {
 	var rc *rest.Config
+	var lb *apilb.Balancer
 	if c.Kubeconfig != "" {
 		var err error
 		if rc, err = clientcmd.BuildConfigFromFlags("", c.Kubeconfig); err != nil {
-			return nil, fmt.Errorf("agent: --kubeconfig %s: %w", c.Kubeconfig, err)
+			return nil, nil, fmt.Errorf("agent: --kubeconfig %s: %w", c.Kubeconfig, err)
 		}
 	} else {
 		token, err := os.ReadFile(c.TokenFile)
 		if err != nil {
-			return nil, fmt.Errorf("agent: --token-file: %w", err)
+			return nil, nil, fmt.Errorf("agent: --token-file: %w", err)
 		}
 		if strings.TrimSpace(string(token)) == "" {
-			return nil, fmt.Errorf("agent: --token-file %s is empty", c.TokenFile)
+			return nil, nil, fmt.Errorf("agent: --token-file %s is empty", c.TokenFile)
 		}
-		rc = &rest.Config{Host: c.Server, BearerToken: strings.TrimSpace(string(token)),
-			TLSClientConfig: rest.TLSClientConfig{CAFile: c.CAFile}}
+		servers := c.Servers()
+		if lb, err = apilb.New(apilb.Config{Servers: servers, Logger: c.Logger.With("component", "apiserver-balancer")}); err != nil {
+			return nil, nil, fmt.Errorf("agent: --server: %w", err)
+		}
+		// Whichever replica the balancer reaches, its certificate is
+		// verified against the cluster CA for the name they all hold.
+		rc = &rest.Config{Host: servers[0], BearerToken: strings.TrimSpace(string(token)),
+			TLSClientConfig: rest.TLSClientConfig{CAFile: c.CAFile, ServerName: apilb.ServerName}, Dial: lb.DialContext}
 	}
 	rc.UserAgent = "berth-agent/" + version.Version + " (" + c.NodeName + ")"
 	rc.QPS, rc.Burst = 50, 100
-	return rc, nil
+	return rc, lb, nil
 }
 
 // nodeCredential trades the join token for a node client certificate

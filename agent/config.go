@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"errors"
 	"fmt"
 	"log/slog"
 	"net"
@@ -12,6 +13,7 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 
+	"berth/agent/apilb"
 	"berth/agent/backoff"
 	"berth/agent/eviction"
 	"berth/agent/imagegc"
@@ -29,6 +31,7 @@ const (
 	DefaultNetworkName   = "berth"
 	DefaultResolvConf    = "/etc/resolv.conf"
 	DefaultClusterDomain = "cluster.local"
+	DefaultEgressTable   = "berth-egress"
 )
 
 // DefaultReadOnlyAddress is where an enabled read-only API listens unless
@@ -137,10 +140,13 @@ type Config struct {
 	// is 20 s (inotify reports changes at once).
 	ManifestRescan time.Duration
 
-	// Server is the apiserver's URL ("https://HOST:6443"): with it (or
-	// Kubeconfig) the agent joins the control plane — it registers its
-	// Node, runs the pods bound to it besides the static ones, and writes
-	// their status. Empty (and no Kubeconfig): standalone.
+	// Server is the apiserver's URL ("https://HOST:6443"), or several
+	// replicas' URLs comma-separated: with it (or Kubeconfig) the agent
+	// joins the control plane — it registers its Node, runs the pods bound
+	// to it besides the static ones, and writes their status. Every
+	// connection goes through a client-side balancer (agent/apilb) across
+	// these servers and the ones the default/kubernetes EndpointSlice names,
+	// failing over when one goes away. Empty (and no Kubeconfig): standalone.
 	Server string
 	// TokenFile holds the bearer token the agent authenticates with
 	// (the server's DATA-DIR/agent-token); required with Server.
@@ -175,6 +181,15 @@ type Config struct {
 	// stops; false (kube-proxy's way) leaves it, so Services keep working
 	// while the agent restarts and the next run resyncs it in place.
 	ProxyCleanupOnExit bool
+	// DisablePodRoutes turns off the routes to the other Nodes' pod CIDRs
+	// and the masquerading of pod traffic leaving the pod ranges (cni/routes),
+	// which otherwise run whenever the agent is joined: e.g. when another
+	// CNI connects the nodes.
+	DisablePodRoutes bool
+	// EgressTable is the nftables table of that masquerading; default
+	// "berth-egress", or "berth-egress-<CNIBridge>" with a non-default
+	// bridge. ProxyCleanupOnExit deletes it too when the agent stops.
+	EgressTable string
 	// ProxyHealthzBindAddress is where the service proxy serves
 	// kube-proxy's /healthz and /livez (host:port); empty: not served.
 	ProxyHealthzBindAddress string
@@ -185,6 +200,17 @@ type Config struct {
 
 // DefaultKubeletPort is the agent API's port, as the kubelet's.
 const DefaultKubeletPort = 10250
+
+// Servers are Server's URLs.
+func (c *Config) Servers() []string {
+	var out []string
+	for _, s := range strings.Split(c.Server, ",") {
+		if s = strings.TrimSpace(s); s != "" {
+			out = append(out, s)
+		}
+	}
+	return out
+}
 
 // Joined reports whether the agent joins a control plane.
 func (c *Config) Joined() bool { return c.Server != "" || c.Kubeconfig != "" }
@@ -216,14 +242,17 @@ func (c *Config) validate() error {
 	switch {
 	case c.Server != "" && c.Kubeconfig != "":
 		return bad("Server (--server)", "give either --server with --token-file, or --kubeconfig, not both")
-	case c.Server != "" && !strings.HasPrefix(c.Server, "https://"):
-		return bad("Server (--server)", "%q must be an https:// URL", c.Server)
 	case c.Server != "" && c.TokenFile == "":
 		return bad("TokenFile (--token-file)", "required with --server")
 	case (c.TLSCertFile == "") != (c.TLSKeyFile == ""):
 		return bad("TLSCertFile (--tls-cert-file)", "--tls-cert-file and --tls-private-key-file go together")
 	case c.KubeletPort < 0 || c.KubeletPort > 65535:
 		return bad("KubeletPort (--kubelet-port)", "%d is not a port", c.KubeletPort)
+	}
+	for _, u := range c.Servers() {
+		if _, err := apilb.HostPort(u); err != nil {
+			return bad("Server (--server)", "%v", errors.Unwrap(err))
+		}
 	}
 	if c.KubeletPort == 0 {
 		c.KubeletPort = DefaultKubeletPort
@@ -266,6 +295,12 @@ func (c *Config) validate() error {
 		c.ProxyTable = proxy.DefaultTable
 		if c.CNIBridge != DefaultCNIBridge {
 			c.ProxyTable += "-" + c.CNIBridge
+		}
+	}
+	if c.EgressTable == "" {
+		c.EgressTable = DefaultEgressTable
+		if c.CNIBridge != DefaultCNIBridge {
+			c.EgressTable += "-" + c.CNIBridge
 		}
 	}
 	if a := c.ProxyHealthzBindAddress; a != "" {

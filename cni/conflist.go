@@ -44,8 +44,10 @@ type (
 // Conflist renders cfg as a CNI 1.0.0 network configuration list:
 //
 //   - bridge: pods on cfg.BridgeName, the bridge is the pods' gateway, no
-//     masquerading (pod traffic is never NATed out of the machine), hairpin
-//     mode so a pod reaches itself through a port mapping;
+//     masquerading by the plugin (its ipMasq would also NAT pod-to-pod
+//     traffic to other nodes; cni/routes masquerades only what leaves the
+//     cluster's pod ranges), hairpin mode so a pod reaches itself through a
+//     port mapping;
 //   - host-local IPAM: one range per pod CIDR, a default route via the
 //     gateway, allocations stored in cfg.DataDir;
 //   - portmap with the portMappings capability, for hostPort.

@@ -31,7 +31,11 @@ func NewClientRotator(base *rest.Config, cfg RotatorConfig) (*Rotator, *rest.Con
 	if cfg.Request.NodeName == "" || cfg.Request.Dir == "" {
 		return nil, nil, fmt.Errorf("bootstrap: Request: NodeName and Dir are required: %w", errdefs.ErrInvalidArgument)
 	}
-	dialer := connrotation.NewDialer((&net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}).DialContext)
+	dial := (&net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}).DialContext
+	if base.Dial != nil {
+		dial = base.Dial // the agent's balancer across the apiservers
+	}
+	dialer := connrotation.NewDialer(dial)
 	onRotate := cfg.OnRotate
 	cfg.OnRotate = func() {
 		dialer.CloseAll()

@@ -169,6 +169,28 @@ func Allocatable(capacity, systemReserved, kubeReserved v1.ResourceList, evictio
 	return out
 }
 
+// KeepExtended adds to capacity the extended resources (example.com/foo:
+// not native, not requests.*) that the Node's current capacity holds and
+// capacity lacks, as the kubelet's status keeps what others advertise by
+// patching the Node's status (upstream's e2e scheduling specs do); they then
+// count as allocatable too.
+func KeepExtended(capacity, current v1.ResourceList) v1.ResourceList {
+	for name, q := range current {
+		if _, ok := capacity[name]; !ok && isExtended(name) {
+			capacity[name] = q.DeepCopy()
+		}
+	}
+	return capacity
+}
+
+// isExtended is upstream's IsExtendedResourceName: a name with a domain
+// other than kubernetes.io, not a quota's "requests." name.
+func isExtended(name v1.ResourceName) bool {
+	s := string(name)
+	native := !strings.Contains(s, "/") || strings.Contains(s, "kubernetes.io/")
+	return !native && !strings.HasPrefix(s, v1.DefaultResourceRequestsPrefix)
+}
+
 // MachineAllocatable is the allocatable the Node of an agent with rootDir and
 // the default settings (DefaultMaxPods, no reservations,
 // DefaultEvictionHard) reports on this machine now: what unset CPU, memory

@@ -15,6 +15,12 @@
 #        TARGET=upstream-control-plane: etcd, kube-apiserver,
 #        kube-controller-manager and kube-scheduler, with `berth agent` as
 #        the only node (hack/conformance/upstream.sh);
+#        TARGET=testbed: several nodes (integration/testbed: TESTBED_NODES
+#        network namespaces, default 3, each with its own containerd and
+#        `berth agent`, on an underlay bridge; two `berth server` replicas
+#        on a three-member etcd; names TESTBED_PREFIX*, default bmn, and
+#        10.64.0.0/16, 10.164.0.0/20, 10.254.64.0/24), for the specs that
+#        need several nodes; it has no cluster DNS;
 #   4. runs e2e.test under `ginkgo -p` (NODES processes) with FOCUS and SKIP;
 #   5. stops everything it started (SIGTERM, then waits), checks no network
 #      namespace, link or mount of the run is left, and prints a table per
@@ -22,6 +28,7 @@
 #
 # Knobs (environment): FOCUS (default '\[Conformance\]'), SKIP (default
 # '\[Serial\]|\[Disruptive\]'), NODES (ginkgo processes, default 3), TARGET,
+# TESTBED_NODES and TESTBED_PREFIX (TARGET=testbed),
 # BERTH (default bin/berth), CONFORMANCE_CACHE (built binaries, default
 # /var/cache/berth/conformance), RESULTS_DIR (default
 # $CONFORMANCE_CACHE/results/<UTC time>-<target>: junit_01.xml, ginkgo.log,
@@ -176,7 +183,8 @@ say "checking the prerequisites"
 [ "$(id -u)" -eq 0 ] || die "must run as root (the cluster runs containerd and sets up the pod network)"
 case $TARGET in
 berth-up | upstream-control-plane) ;;
-*) die "TARGET=$TARGET: want berth-up or upstream-control-plane" ;;
+testbed) BRIDGE=${TESTBED_PREFIX:-bmn}0 ;; # the underlay bridge, checked for leftovers
+*) die "TARGET=$TARGET: want berth-up, upstream-control-plane or testbed" ;;
 esac
 [ -x "$BERTH" ] || die "no berth binary at $BERTH (run: make build)"
 [ -x "$(dirname "$BERTH")/pause" ] || die "no pause binary beside $BERTH (run: make build)"
@@ -246,6 +254,16 @@ berth-up)
   cluster_pid=$!
   until_ok "berth up to report the cluster ready" 300 grep -q "berth up: use: kubectl" "$results/cluster.log"
   grep '^berth up:' "$results/cluster.log"
+  kubeconfig=$work/data/admin.kubeconfig
+  ;;
+testbed)
+  say "starting the cluster: integration/testbed (${TESTBED_NODES:-3} nodes, 2 server replicas, a 3-member etcd)"
+  (cd "$repo" && go build -o "$work/berth-testbed" ./integration/testbed/cmd/berth-testbed)
+  BERTH_BIN=$BERTH "$work/berth-testbed" -nodes "${TESTBED_NODES:-3}" -prefix "${TESTBED_PREFIX:-bmn}" \
+    -registries "$work/registry/registries.yaml" -kubeconfig "$work/data/admin.kubeconfig" -ready "$work/data/ready" \
+    >"$results/cluster.log" 2>&1 &
+  cluster_pid=$!
+  until_ok "the test bed's nodes to be Ready" 300 test -e "$work/data/ready"
   kubeconfig=$work/data/admin.kubeconfig
   ;;
 upstream-control-plane)

@@ -36,8 +36,11 @@ func TestServiceTrafficSurvivesAgentRestart(t *testing.T) {
 		for _, a := range agents {
 			a.Stop()
 		}
-		if out, err := exec.Command("nft", "delete", "table", "ip", table).CombinedOutput(); err != nil {
-			t.Errorf("deleting the table the agent left: %v: %s", err, out)
+		// The agent leaves its egress masquerading table too.
+		for _, tbl := range []string{table, "berth-egress-" + env.BridgeName} {
+			if out, err := exec.Command("nft", "delete", "table", "ip", tbl).CombinedOutput(); err != nil {
+				t.Errorf("deleting the table the agent left: %v: %s", err, out)
+			}
 		}
 	})
 	ctx := context.Background()
