@@ -60,6 +60,11 @@ type Subresource struct {
 	// the options object (PodExecOptions, ...) it builds from the query.
 	// Nil: not admitted (pods/log, a read).
 	ConnectOptions func(query url.Values) (runtime.Object, error)
+	// ConnectPath hands ConnectOptions the path after the subresource
+	// (with a leading slash, and the request's trailing slash) as the
+	// "path" parameter, as upstream's connecters with a subpath (the
+	// proxy subresources).
+	ConnectPath bool
 }
 
 // GroupVersionResource names the resource.

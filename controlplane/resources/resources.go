@@ -34,6 +34,7 @@ import (
 	"k8s.io/apiserver/pkg/registry/rest"
 	apistorage "k8s.io/apiserver/pkg/storage"
 	"k8s.io/client-go/tools/cache"
+	apiregistrationv1 "k8s.io/kube-aggregator/pkg/apis/apiregistration/v1"
 
 	"berth/controlplane/apiserver"
 	"berth/controlplane/registry"
@@ -222,6 +223,10 @@ func defs() []def {
 			short: []string{"pdb"}, status: true,
 			newObj:  func() runtime.Object { return &policyv1.PodDisruptionBudget{} },
 			newList: func() runtime.Object { return &policyv1.PodDisruptionBudgetList{} }},
+		{gv: apiregistrationv1.SchemeGroupVersion, resource: "apiservices", singular: "apiservice", kind: "APIService",
+			categories: []string{"api-extensions"}, status: true,
+			newObj:  func() runtime.Object { return &apiregistrationv1.APIService{} },
+			newList: func() runtime.Object { return &apiregistrationv1.APIServiceList{} }},
 	}
 }
 

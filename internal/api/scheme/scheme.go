@@ -30,6 +30,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/runtime/serializer"
+	apiregistrationv1 "k8s.io/kube-aggregator/pkg/apis/apiregistration/v1"
 	metricsv1beta1 "k8s.io/metrics/pkg/apis/metrics/v1beta1"
 
 	"berth/internal/api/convert"
@@ -57,6 +58,7 @@ var GroupVersions = []schema.GroupVersion{
 	metricsv1beta1.SchemeGroupVersion,
 	batchv1.SchemeGroupVersion,
 	schedulingv1.SchemeGroupVersion,
+	apiregistrationv1.SchemeGroupVersion,
 }
 
 // ScaleGroupVersion is the group-version of the Scale objects the /scale
@@ -89,6 +91,7 @@ func New() *runtime.Scheme {
 		metricsv1beta1.AddToScheme,
 		batchv1.AddToScheme,
 		schedulingv1.AddToScheme,
+		apiregistrationv1.AddToScheme,
 		metav1.AddMetaToScheme,
 		metav1beta1.AddMetaToScheme,
 		metav1beta1.RegisterConversions,
