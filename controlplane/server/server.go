@@ -191,6 +191,12 @@ func (s *Server) Run(ctx context.Context) (err error) {
 		ln.Close()
 		return err
 	}
+	issuerDiscovery := saTokens.issuerDiscovery(cfg.ServiceAccountJWKSURI, advertised, log)
+	agg, aggComp, err := newAggregator(rc, creds, set, log)
+	if err != nil {
+		ln.Close()
+		return err
+	}
 	// NamespaceLifecycle refuses creates in missing and terminating
 	// namespaces; the apiserver's own check does it only when the plugin is off.
 	var nsCheck apiserver.NamespaceChecker
@@ -198,20 +204,22 @@ func (s *Server) Run(ctx context.Context) (err error) {
 		nsCheck = resources.NamespaceLifecycle{Store: set.Namespaces}
 	}
 	handler, err := apiserver.New(apiserver.Config{
-		Admission:      adm.chain,
-		Scheme:         sch,
-		Resources:      set.Resources,
-		Authenticator:  loopbackAuthenticator{token: loopbackToken, next: auth.authn},
-		Authorizer:     auth.authz,
-		Namespaces:     nsCheck,
-		OpenAPI:        openapiHandler,
-		TypeConverter:  converter,
-		Ready:          func() error { return readiness(ctx, client.Client) },
-		ServerAddress:  advertised,
-		Metrics:        cfg.Metrics,
-		MetricsHandler: promhttp.HandlerFor(cfg.Gatherer, promhttp.HandlerOpts{}),
-		Profiling:      cfg.Profiling,
-		Logger:         log,
+		Admission:       adm.chain,
+		Scheme:          sch,
+		Resources:       set.Resources,
+		Authenticator:   loopbackAuthenticator{token: loopbackToken, next: auth.authn},
+		Authorizer:      auth.authz,
+		Namespaces:      nsCheck,
+		OpenAPI:         openapiHandler,
+		TypeConverter:   converter,
+		Ready:           func() error { return readiness(ctx, client.Client) },
+		ServerAddress:   advertised,
+		Metrics:         cfg.Metrics,
+		MetricsHandler:  promhttp.HandlerFor(cfg.Gatherer, promhttp.HandlerOpts{}),
+		Profiling:       cfg.Profiling,
+		Logger:          log,
+		Aggregator:      agg,
+		IssuerDiscovery: issuerDiscovery,
 	})
 	if err != nil {
 		ln.Close()
@@ -274,7 +282,7 @@ func (s *Server) Run(ctx context.Context) (err error) {
 		ln.Close()
 		return err
 	}
-	comps = append(comps, k8sSvc)
+	comps = append(comps, k8sSvc, aggComp)
 	more, err := s.controlPlaneComponents(rc, id, leaders)
 	if err != nil {
 		ln.Close()
