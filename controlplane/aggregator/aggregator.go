@@ -97,8 +97,10 @@ func New(cfg Config) (*Aggregator, error) {
 	}
 	a := &Aggregator{
 		cfg: cfg, log: cfg.Logger, kube: kube, agg: agg,
-		kubeInf:    informers.NewSharedInformerFactory(kube, 0),
-		aggInf:     aggregatorinformers.NewSharedInformerFactory(agg, 0),
+		kubeInf: informers.NewSharedInformerFactory(kube, 0),
+		// Resyncing, as kube-aggregator's: the availability controllers
+		// recheck every APIService every 30 s on resyncs.
+		aggInf:     aggregatorinformers.NewSharedInformerFactory(agg, 5*time.Minute),
 		transports: map[string]cachedTransport{},
 		discovery:  map[string]cachedDiscovery{},
 	}
