@@ -1,10 +1,10 @@
 package server
 
 import (
-	"log/slog"
-	"net/http"
 	"crypto"
 	"fmt"
+	"log/slog"
+	"net/http"
 	"net/url"
 	"os"
 	"slices"
