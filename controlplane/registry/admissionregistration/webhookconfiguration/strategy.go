@@ -32,6 +32,8 @@ type kind[T configuration] struct {
 	count          func(T) int
 	validate       func(T) field.ErrorList
 	validateUpdate func(T, T) field.ErrorList
+	// matchConditions are each webhook's, in order.
+	matchConditions func(T) [][]admissionregistrationv1.MatchCondition
 }
 
 var (
@@ -40,12 +42,26 @@ var (
 		count:          func(c *admissionregistrationv1.MutatingWebhookConfiguration) int { return len(c.Webhooks) },
 		validate:       validation.ValidateMutatingWebhookConfiguration,
 		validateUpdate: validation.ValidateMutatingWebhookConfigurationUpdate,
+		matchConditions: func(c *admissionregistrationv1.MutatingWebhookConfiguration) [][]admissionregistrationv1.MatchCondition {
+			out := make([][]admissionregistrationv1.MatchCondition, len(c.Webhooks))
+			for i, w := range c.Webhooks {
+				out[i] = w.MatchConditions
+			}
+			return out
+		},
 	}
 	validating = kind[*admissionregistrationv1.ValidatingWebhookConfiguration]{
 		webhooks:       func(c *admissionregistrationv1.ValidatingWebhookConfiguration) any { return c.Webhooks },
 		count:          func(c *admissionregistrationv1.ValidatingWebhookConfiguration) int { return len(c.Webhooks) },
 		validate:       validation.ValidateValidatingWebhookConfiguration,
 		validateUpdate: validation.ValidateValidatingWebhookConfigurationUpdate,
+		matchConditions: func(c *admissionregistrationv1.ValidatingWebhookConfiguration) [][]admissionregistrationv1.MatchCondition {
+			out := make([][]admissionregistrationv1.MatchCondition, len(c.Webhooks))
+			for i, w := range c.Webhooks {
+				out[i] = w.MatchConditions
+			}
+			return out
+		},
 	}
 )
 
@@ -80,12 +96,30 @@ func (s Strategy[T]) PrepareForUpdate(_ context.Context, obj, old runtime.Object
 
 // Validate validates a new configuration.
 func (s Strategy[T]) Validate(_ context.Context, obj runtime.Object) field.ErrorList {
-	return s.kind.validate(obj.(T))
+	return append(s.kind.validate(obj.(T)), s.validateMatchConditions(obj.(T), nil)...)
 }
 
 // ValidateUpdate validates a configuration update.
 func (s Strategy[T]) ValidateUpdate(_ context.Context, obj, old runtime.Object) field.ErrorList {
-	return s.kind.validateUpdate(obj.(T), old.(T))
+	was := old.(T)
+	return append(s.kind.validateUpdate(obj.(T), was), s.validateMatchConditions(obj.(T), &was)...)
+}
+
+// validateMatchConditions checks every webhook's matchConditions (CEL
+// expressions compiled); expressions the old configuration (nil on
+// create) had are checked as stored ones.
+func (s Strategy[T]) validateMatchConditions(c T, old *T) field.ErrorList {
+	var stored []admissionregistrationv1.MatchCondition
+	if old != nil {
+		for _, conds := range s.kind.matchConditions(*old) {
+			stored = append(stored, conds...)
+		}
+	}
+	var errs field.ErrorList
+	for i, conds := range s.kind.matchConditions(c) {
+		errs = append(errs, validation.ValidateWebhookMatchConditions(conds, stored, field.NewPath("webhooks").Index(i).Child("matchConditions"))...)
+	}
+	return errs
 }
 
 // GetAttrs returns a configuration's labels and metadata fields.
