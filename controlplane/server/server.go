@@ -191,7 +191,13 @@ func (s *Server) Run(ctx context.Context) (err error) {
 		ln.Close()
 		return err
 	}
-	issuerDiscovery := saTokens.issuerDiscovery(cfg.ServiceAccountJWKSURI, advertised, log)
+	// The default jwks_uri is on the address published in the kubernetes
+	// endpoints (kube-apiserver's external address), which pods reach.
+	external := advertised
+	if ip, err := publicIP(cfg); err == nil {
+		external = net.JoinHostPort(ip.String(), fmt.Sprint(ln.Addr().(*net.TCPAddr).Port))
+	}
+	issuerDiscovery := saTokens.issuerDiscovery(cfg.ServiceAccountJWKSURI, external, log)
 	agg, aggComp, err := newAggregator(rc, creds, set, log)
 	if err != nil {
 		ln.Close()

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
+	"net"
 	"net/url"
 	"slices"
 	"strings"
@@ -61,13 +62,19 @@ func TestServiceAccountIssuerDiscovery(t *testing.T) {
 	if err := json.Unmarshal(raw, &config); err != nil {
 		t.Fatal(err)
 	}
-	if config.Issuer != "https://kubernetes.default.svc.cluster.local" || config.JWKSURI != "https://"+shared.Addr+"/openid/v1/jwks" ||
+	if config.Issuer != "https://kubernetes.default.svc.cluster.local" ||
 		!slices.Equal(config.ResponseTypes, []string{"id_token"}) || !slices.Equal(config.SubjectTypes, []string{"public"}) || len(config.Algs) == 0 {
 		t.Fatalf("openid-configuration %s", raw)
 	}
+	// jwks_uri is on the address the kubernetes endpoints publish (pods
+	// reach it; not the loopback the server listens on here), its port.
 	u, err := url.Parse(config.JWKSURI)
 	if err != nil {
 		t.Fatal(err)
+	}
+	_, port, _ := net.SplitHostPort(shared.Addr)
+	if ip := net.ParseIP(u.Hostname()); u.Scheme != "https" || u.Path != "/openid/v1/jwks" || u.Port() != port || ip == nil || ip.IsLoopback() {
+		t.Fatalf("jwks_uri %s, want https://PUBLIC-IP:%s/openid/v1/jwks", config.JWKSURI, port)
 	}
 	raw, err = sa.RESTClient().Get().AbsPath(u.Path).DoRaw(ctx)
 	if err != nil {
