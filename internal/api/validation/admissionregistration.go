@@ -233,7 +233,8 @@ func validateWebhookClientConfig(cc admissionregistrationv1.WebhookClientConfig,
 		if s.Namespace == "" {
 			errs = append(errs, field.Required(sp.Child("namespace"), "service namespace is required"))
 		}
-		if s.Path != nil && !strings.HasPrefix(*s.Path, "/") {
+		// As upstream: an empty path is the root.
+		if s.Path != nil && *s.Path != "" && !strings.HasPrefix(*s.Path, "/") {
 			errs = append(errs, field.Invalid(sp.Child("path"), *s.Path, "must start with a '/'"))
 		}
 		if s.Port != nil && (*s.Port < 1 || *s.Port > 65535) {

@@ -87,3 +87,19 @@ func TestMatchConditionsCompile(t *testing.T) {
 		t.Fatalf("duplicate names: %v", errs)
 	}
 }
+
+// TestServicePath: an empty service path is the root, as upstream (the
+// webhook conformance spec registers one); a relative one is refused.
+func TestServicePath(t *testing.T) {
+	s := NewValidatingStrategy(scheme.New())
+	none := admissionregistrationv1.SideEffectClassNone
+	for path, ok := range map[string]bool{"": true, "/": true, "/x": true, "x": false} {
+		p := path
+		cfg := &admissionregistrationv1.ValidatingWebhookConfiguration{ObjectMeta: metav1.ObjectMeta{Name: "v"},
+			Webhooks: []admissionregistrationv1.ValidatingWebhook{{Name: "v.example.com", SideEffects: &none, AdmissionReviewVersions: []string{"v1"},
+				ClientConfig: admissionregistrationv1.WebhookClientConfig{Service: &admissionregistrationv1.ServiceReference{Namespace: "ns", Name: "svc", Path: &p}}}}}
+		if errs := s.Validate(context.Background(), cfg); (len(errs) == 0) != ok {
+			t.Errorf("path %q: %v", path, errs)
+		}
+	}
+}
