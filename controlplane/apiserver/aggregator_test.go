@@ -8,9 +8,11 @@ import (
 	"testing"
 
 	apidiscoveryv2 "k8s.io/api/apidiscovery/v2"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apiserver/pkg/authentication/user"
+	"k8s.io/apiserver/pkg/endpoints/handlers/negotiation"
 	genericapirequest "k8s.io/apiserver/pkg/endpoints/request"
 
 	"berth/internal/api/scheme"
@@ -99,5 +101,29 @@ func TestAggregatedGroupVersionsGoToTheAggregator(t *testing.T) {
 	}
 	if n := len(list.Items); n == 0 || list.Items[n-1].Name != wardle.Group {
 		t.Errorf("aggregated /apis %v, want wardle.example.com last", list.Items)
+	}
+}
+
+// TestNoTableForReviews: a resource served for create only (a review) has
+// no table: a client accepting only a Table gets 406, as upstream (the
+// Table conformance spec); one accepting JSON too gets JSON.
+func TestNoTableForReviews(t *testing.T) {
+	res := &Resource{GroupVersion: schema.GroupVersion{Group: "authorization.k8s.io", Version: "v1"}, Resource: "selfsubjectaccessreviews",
+		Kind: "SelfSubjectAccessReview", Verbs: []string{"create"}}
+	if res.printable() {
+		t.Fatal("a create-only resource is printable")
+	}
+	h, err := New(Config{Scheme: scheme.New(), Authenticator: alice{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	req := httptest.NewRequest(http.MethodPost, "/apis/authorization.k8s.io/v1/selfsubjectaccessreviews", nil)
+	req.Header.Set("Accept", "application/json;as=Table;v=v1;g=meta.k8s.io")
+	if _, _, err := negotiation.NegotiateOutputMediaType(req, h.codecs, noTables{}); !apierrors.IsNotAcceptable(err) {
+		t.Errorf("Table only: %v, want 406", err)
+	}
+	req.Header.Set("Accept", "application/json;as=Table;v=v1;g=meta.k8s.io, application/json")
+	if _, _, err := negotiation.NegotiateOutputMediaType(req, h.codecs, noTables{}); err != nil {
+		t.Errorf("Table or JSON: %v", err)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http"
 	"net/url"
+	"slices"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -34,6 +35,13 @@ type Resource struct {
 	// Store need implement only rest.Creater). nil: every verb of a
 	// generic store.
 	Verbs []string
+}
+
+// printable reports whether the resource's objects can be printed as a
+// Table: those of stored resources (a resource served for create only, a
+// review, has no table convertor, as upstream).
+func (r *Resource) printable() bool {
+	return r.Verbs == nil || slices.Contains(r.Verbs, "get") || slices.Contains(r.Verbs, "list")
 }
 
 // discoveryVerbs are the verbs discovery lists for the resource.
