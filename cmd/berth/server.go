@@ -98,6 +98,7 @@ another issued.
 	f.StringArrayVar(&cfg.ServiceAccountIssuers, "service-account-issuer", []string{serviceaccount.DefaultIssuer}, `service-account token issuer (the "iss" claim), a URL or a name; repeat it to accept tokens of more issuers: the first one issues new tokens`)
 	f.StringSliceVar(&cfg.APIAudiences, "api-audiences", nil, "audiences the apiserver identifies as, comma-separated: a service-account token must be for one of them (default the --service-account-issuer values)")
 	f.StringVar(&cfg.ServiceAccountSigningKeyFile, "service-account-signing-key-file", "", "PEM private key (ECDSA or RSA) signing service-account tokens (default DATA-DIR/"+serviceaccount.KeyFile+", generated on first start)")
+	f.StringVar(&cfg.ServiceAccountJWKSURI, "service-account-jwks-uri", "", "the jwks_uri of the service-account issuer discovery document (/.well-known/openid-configuration), an https URL (default https://ADVERTISED-ADDRESS/openid/v1/jwks); the documents are served when the first --service-account-issuer is an https URL")
 	f.StringArrayVar(&cfg.ServiceAccountKeyFiles, "service-account-key-file", nil, "PEM file of further public (or private) keys accepted when verifying service-account tokens, e.g. a previous signing key; repeatable")
 	_ = cmd.MarkFlagRequired("data-dir")
 	return cmd

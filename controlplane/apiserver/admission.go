@@ -3,6 +3,7 @@ package apiserver
 import (
 	"context"
 	"net/http"
+	"strings"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -40,7 +41,11 @@ func (h *Handler) admitConnect(r *http.Request, res *Resource, sub Subresource, 
 	if sub.ConnectOptions == nil || h.cfg.Admission == nil || !h.cfg.Admission.Handles(admission.Connect) {
 		return nil
 	}
-	opts, err := sub.ConnectOptions(r.URL.Query())
+	query := r.URL.Query()
+	if sub.ConnectPath {
+		query.Set("path", connectSubpath(r))
+	}
+	opts, err := sub.ConnectOptions(query)
 	if err != nil {
 		return apierrors.NewBadRequest(err.Error())
 	}
@@ -52,6 +57,24 @@ func (h *Handler) admitConnect(r *http.Request, res *Resource, sub Subresource, 
 		return v.Validate(r.Context(), a, h.admissionObjects(a))
 	}
 	return nil
+}
+
+// connectSubpath is the path after NAME/SUBRESOURCE ("" for none), with
+// a leading slash and the request's trailing slash, as upstream's
+// getRequestOptions makes it.
+func connectSubpath(r *http.Request) string {
+	info, ok := genericapirequest.RequestInfoFrom(r.Context())
+	if !ok || len(info.Parts) <= 3 {
+		if ok && len(info.Parts) == 3 && strings.HasSuffix(info.Path, "/") {
+			return "/"
+		}
+		return ""
+	}
+	p := "/" + strings.Join(info.Parts[3:], "/")
+	if strings.HasSuffix(info.Path, "/") && !strings.HasSuffix(p, "/") {
+		p += "/"
+	}
+	return p
 }
 
 // validateCreate is the store's create validation: the validating phase of

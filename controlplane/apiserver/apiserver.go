@@ -18,7 +18,9 @@ import (
 	"strings"
 	"time"
 
+	apidiscoveryv2 "k8s.io/api/apidiscovery/v2"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/runtime/serializer"
@@ -82,6 +84,26 @@ type Config struct {
 	// impersonation, before authorization); the request info and user
 	// are in the request's context.
 	PriorityAndFairness func(next http.Handler) http.Handler
+	// IssuerDiscovery, when set, serves the service-account issuer
+	// discovery documents (/.well-known/openid-configuration,
+	// /openid/v1/jwks) to callers authorized for those paths.
+	IssuerDiscovery http.Handler
+	// Aggregator, when set, serves the group-versions of extension
+	// apiservers (service-backed APIServices): their requests, once
+	// authenticated and authorized, go to its proxy; their groups join
+	// discovery.
+	Aggregator Aggregator
+}
+
+// Aggregator serves the group-versions extension apiservers serve.
+type Aggregator interface {
+	// Proxy is the handler of gv when an extension apiserver serves it,
+	// nil when it is served here or by nothing.
+	Proxy(gv schema.GroupVersion) http.Handler
+	// APIGroups are the extension apiservers' groups, for /apis.
+	APIGroups() []metav1.APIGroup
+	// DiscoveryGroups are their groups for aggregated discovery.
+	DiscoveryGroups(ctx context.Context) []apidiscoveryv2.APIGroupDiscovery
 }
 
 // NamespaceChecker says whether new objects may be created in a namespace:
@@ -215,13 +237,19 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	h.authorized.ServeHTTP(rw, r.WithContext(ctx))
 }
 
-// serveAuthorized authorizes an authenticated request and serves it.
+// serveAuthorized authorizes an authenticated request and serves it: an
+// extension apiserver's group-version through the aggregator's proxy,
+// everything else here.
 func (h *Handler) serveAuthorized(w http.ResponseWriter, r *http.Request) {
 	if err := h.authorize(r); err != nil {
 		h.writeError(w, r, err)
 		return
 	}
 	info, _ := genericapirequest.RequestInfoFrom(r.Context())
+	if p := h.aggregated(info); p != nil {
+		p.ServeHTTP(w, r)
+		return
+	}
 	if !info.IsResourceRequest {
 		h.serveNonResource(w, r)
 		return
@@ -236,14 +264,16 @@ func (h *Handler) serveNonResource(w http.ResponseWriter, r *http.Request) {
 		h.serveVersion(w, r)
 	case p == "/metrics" && h.cfg.MetricsHandler != nil:
 		h.cfg.MetricsHandler.ServeHTTP(w, r)
+	case h.cfg.IssuerDiscovery != nil && (p == "/.well-known/openid-configuration" || p == "/openid/v1/jwks"):
+		h.cfg.IssuerDiscovery.ServeHTTP(w, r)
 	case h.profiling != nil && isProfilingPath(p):
 		h.profiling.ServeHTTP(w, r)
 	case strings.HasPrefix(p, "/openapi/") && h.cfg.OpenAPI != nil:
 		h.cfg.OpenAPI.ServeHTTP(w, r)
 	case (p == "/api" || p == "/api/") && wantsAggregated(r):
-		h.serveAggregated(w, true)
+		h.serveAggregated(w, r, true)
 	case (p == "/apis" || p == "/apis/") && wantsAggregated(r):
-		h.serveAggregated(w, false)
+		h.serveAggregated(w, r, false)
 	case p == "/api" || p == "/api/":
 		h.serveAPIVersions(w, r)
 	case p == "/apis" || p == "/apis/":
@@ -253,6 +283,29 @@ func (h *Handler) serveNonResource(w http.ResponseWriter, r *http.Request) {
 	default:
 		h.writeError(w, r, apierrors.NewNotFound(schema.GroupResource{}, ""))
 	}
+}
+
+// aggregated is the aggregator's proxy for a request to an extension
+// apiserver's group-version (its resources and its /apis/GROUP/VERSION
+// discovery), nil for everything else.
+func (h *Handler) aggregated(info *genericapirequest.RequestInfo) http.Handler {
+	if h.cfg.Aggregator == nil {
+		return nil
+	}
+	gv := schema.GroupVersion{Group: info.APIGroup, Version: info.APIVersion}
+	if !info.IsResourceRequest {
+		parts := strings.Split(strings.Trim(info.Path, "/"), "/")
+		if len(parts) != 3 || parts[0] != "apis" {
+			return nil
+		}
+		gv = schema.GroupVersion{Group: parts[1], Version: parts[2]}
+	} else if info.APIPrefix != "apis" {
+		return nil
+	}
+	if gv.Group == "" || gv.Version == "" {
+		return nil
+	}
+	return h.cfg.Aggregator.Proxy(gv)
 }
 
 // lookup finds the resource of a request, or a NotFound error.

@@ -31,6 +31,7 @@ func (h *Handler) serveAPIGroupList(w http.ResponseWriter, r *http.Request) {
 	for _, g := range h.groupNames() {
 		out.Groups = append(out.Groups, h.apiGroup(g))
 	}
+	out.Groups = append(out.Groups, h.remoteGroups()...)
 	h.writeObject(w, r, http.StatusOK, coreV1, out)
 }
 
@@ -49,11 +50,35 @@ func (h *Handler) serveDiscoveryPath(w http.ResponseWriter, r *http.Request) {
 				return
 			}
 		}
+		for _, grp := range h.remoteGroups() {
+			if grp.Name == parts[1] {
+				h.writeObject(w, r, http.StatusOK, coreV1, &grp)
+				return
+			}
+		}
 	case parts[0] == "apis" && len(parts) == 3:
 		h.serveResourceList(w, r, schema.GroupVersion{Group: parts[1], Version: parts[2]})
 		return
 	}
 	h.writeError(w, r, apierrors.NewNotFound(schema.GroupResource{}, ""))
+}
+
+// remoteGroups are the extension apiservers' groups not served here.
+func (h *Handler) remoteGroups() []metav1.APIGroup {
+	if h.cfg.Aggregator == nil {
+		return nil
+	}
+	local := map[string]bool{}
+	for _, g := range h.groupNames() {
+		local[g] = true
+	}
+	var out []metav1.APIGroup
+	for _, g := range h.cfg.Aggregator.APIGroups() {
+		if !local[g.Name] {
+			out = append(out, g)
+		}
+	}
+	return out
 }
 
 func (h *Handler) groupNames() []string {

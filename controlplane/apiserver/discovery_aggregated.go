@@ -30,8 +30,9 @@ func wantsAggregated(r *http.Request) bool {
 }
 
 // serveAggregated answers /api (core: true) or /apis with every group,
-// version and resource in one APIGroupDiscoveryList.
-func (h *Handler) serveAggregated(w http.ResponseWriter, core bool) {
+// version and resource in one APIGroupDiscoveryList; /apis ends with the
+// extension apiservers' groups.
+func (h *Handler) serveAggregated(w http.ResponseWriter, r *http.Request, core bool) {
 	list := apidiscoveryv2.APIGroupDiscoveryList{TypeMeta: metav1.TypeMeta{APIVersion: "apidiscovery.k8s.io/v2", Kind: "APIGroupDiscoveryList"}}
 	var groups []string
 	if core {
@@ -60,6 +61,17 @@ func (h *Handler) serveAggregated(w http.ResponseWriter, core bool) {
 			item.Versions = h.dynamicDiscovery(g)
 		}
 		list.Items = append(list.Items, item)
+	}
+	if !core && h.cfg.Aggregator != nil {
+		local := map[string]bool{}
+		for _, g := range groups {
+			local[g] = true
+		}
+		for _, g := range h.cfg.Aggregator.DiscoveryGroups(r.Context()) {
+			if !local[g.Name] {
+				list.Items = append(list.Items, g)
+			}
+		}
 	}
 	data, err := json.Marshal(list)
 	if err != nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http"
 	"net/url"
+	"slices"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -39,6 +40,13 @@ type Resource struct {
 	Custom *Custom
 }
 
+// printable reports whether the resource's objects can be printed as a
+// Table: those of stored resources (a resource served for create only, a
+// review, has no table convertor, as upstream).
+func (r *Resource) printable() bool {
+	return r.Verbs == nil || slices.Contains(r.Verbs, "get") || slices.Contains(r.Verbs, "list")
+}
+
 // discoveryVerbs are the verbs discovery lists for the resource.
 func (r *Resource) discoveryVerbs() metav1.Verbs {
 	if r.Verbs != nil {
@@ -63,6 +71,11 @@ type Subresource struct {
 	// the options object (PodExecOptions, ...) it builds from the query.
 	// Nil: not admitted (pods/log, a read).
 	ConnectOptions func(query url.Values) (runtime.Object, error)
+	// ConnectPath hands ConnectOptions the path after the subresource
+	// (with a leading slash, and the request's trailing slash) as the
+	// "path" parameter, as upstream's connecters with a subpath (the
+	// proxy subresources).
+	ConnectPath bool
 }
 
 // GroupVersionResource names the resource.

@@ -15,6 +15,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apiserver/pkg/endpoints/handlers/negotiation"
 	genericapirequest "k8s.io/apiserver/pkg/endpoints/request"
 	"k8s.io/apiserver/pkg/registry/rest"
 	"k8s.io/apiserver/pkg/warning"
@@ -47,6 +48,14 @@ func (h *Handler) serveResource(w http.ResponseWriter, r *http.Request, info *ge
 	if res.Verbs != nil && (info.Subresource != "" || !slices.Contains(res.Verbs, info.Verb)) {
 		h.writeError(w, r, apierrors.NewMethodNotSupported(res.GroupVersionResource().GroupResource(), info.Verb))
 		return
+	}
+	if !res.printable() {
+		// As upstream for storage without a table convertor (the reviews):
+		// a client accepting only a Table gets 406.
+		if _, _, err := negotiation.NegotiateOutputMediaType(r, h.codecs, noTables{}); err != nil {
+			h.writeError(w, r, err)
+			return
+		}
 	}
 	if info.Subresource != "" {
 		h.serveSubresource(w, r, info, res)

@@ -38,7 +38,15 @@ func (restrictions) AllowsMediaTypeTransform(mimeType, mimeSubType string, targe
 	}
 	return false
 }
-func (restrictions) AllowsServerVersion(string) bool  { return false }
+func (restrictions) AllowsServerVersion(string) bool { return false }
+
+// noTables are the restrictions of a resource without tables (one that is
+// not stored: reviews): no Table.
+type noTables struct{ restrictions }
+
+func (n noTables) AllowsMediaTypeTransform(mimeType, mimeSubType string, target *schema.GroupVersionKind) bool {
+	return (target == nil || target.Kind != "Table") && n.restrictions.AllowsMediaTypeTransform(mimeType, mimeSubType, target)
+}
 func (restrictions) AllowsStreamSchema(s string) bool { return s == "watch" }
 
 // writeObject encodes obj in gv with the negotiated serializer.

@@ -69,6 +69,22 @@ const (
 	EtcdClientKeyFile  = "apiserver-etcd-client.key"
 )
 
+// The front-proxy CA, separate from the cluster CA as kube-apiserver's
+// --requestheader-client-ca-file, and the apiserver's client certificate
+// from it (--proxy-client-cert-file): what it presents to extension
+// apiservers when it proxies a request to an APIService, with the
+// caller's identity in the X-Remote-User/-Group/-Extra- headers.
+const (
+	FrontProxyCAFile         = "front-proxy-ca.crt"
+	FrontProxyCAKeyFile      = "front-proxy-ca.key"
+	FrontProxyClientCertFile = "front-proxy-client.crt"
+	FrontProxyClientKeyFile  = "front-proxy-client.key"
+)
+
+// FrontProxyClientName is the front-proxy client certificate's common
+// name, the one requestheader-allowed-names lists (kubeadm's).
+const FrontProxyClientName = "front-proxy-client"
+
 // legacyEtcdFiles are the embedded etcd's identity of berth versions before
 // its own CA (signed by the cluster CA): removed once replaced.
 var legacyEtcdFiles = []string{"etcd.crt", "etcd.key"}
@@ -117,6 +133,11 @@ type Bundle struct {
 	// NodeClientCertPEM and NodeClientKeyPEM are the apiserver's identity
 	// towards node agents (pods/log, exec, ... proxied to them).
 	NodeClientCertPEM, NodeClientKeyPEM []byte
+	// FrontProxyCAPEM is the front-proxy CA (FrontProxyCAFile); the
+	// front-proxy client pair is the apiserver's identity towards
+	// extension apiservers.
+	FrontProxyCAPEM                                 []byte
+	FrontProxyClientCertPEM, FrontProxyClientKeyPEM []byte
 	// AgentToken is the bootstrap token (<id>.<secret>) agents present
 	// to join; the server keeps its kube-system secret.
 	AgentToken string
@@ -159,6 +180,9 @@ func Ensure(opts Options) (*Bundle, error) {
 		return nil, err
 	}
 	if err := b.ensureEtcd(); err != nil {
+		return nil, err
+	}
+	if err := b.ensureFrontProxy(); err != nil {
 		return nil, err
 	}
 	if b.AgentToken, b.AgentTokenCreated, err = ensureToken(filepath.Join(opts.Dir, AgentTokenFile)); err != nil {
@@ -240,6 +264,20 @@ func (b *Bundle) ensureEtcd() error {
 		}
 	}
 	return nil
+}
+
+// ensureFrontProxy loads or makes the front-proxy CA and the apiserver's
+// client certificate from it.
+func (b *Bundle) ensureFrontProxy() error {
+	ca, err := b.ensureCA(FrontProxyCAFile, FrontProxyCAKeyFile, "berth-front-proxy-ca")
+	if err != nil {
+		return err
+	}
+	b.FrontProxyCAPEM = ca.pem
+	b.FrontProxyClientCertPEM, b.FrontProxyClientKeyPEM, err = b.ensureLeaf(ca, FrontProxyClientCertFile, FrontProxyClientKeyFile, leafSpec{
+		cn: FrontProxyClientName, usage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
+	})
+	return err
 }
 
 // ensureCA loads the CA in certName and keyName, generating it (common

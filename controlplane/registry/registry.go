@@ -28,10 +28,12 @@ import (
 	"k8s.io/apiserver/pkg/registry/rest"
 	"k8s.io/apiserver/pkg/storage"
 	"k8s.io/client-go/tools/cache"
+	apiregistrationv1 "k8s.io/kube-aggregator/pkg/apis/apiregistration/v1"
 
 	"berth/controlplane/registry/admissionregistration/admissionpolicy"
 	"berth/controlplane/registry/admissionregistration/webhookconfiguration"
 	"berth/controlplane/registry/apiextensions/customresourcedefinition"
+	"berth/controlplane/registry/apiregistration/apiservice"
 	"berth/controlplane/registry/apps/controllerrevision"
 	"berth/controlplane/registry/apps/daemonset"
 	"berth/controlplane/registry/apps/deployment"
@@ -215,6 +217,9 @@ func Resources(typer runtime.ObjectTyper) map[schema.GroupResource]Resource {
 		{GroupResource: gr(apiextensionsv1.SchemeGroupVersion, "customresourcedefinitions"), Strategy: customresourcedefinition.NewStrategy(typer),
 			StatusStrategy: customresourcedefinition.NewStatusStrategy(typer), Table: customresourcedefinition.Table,
 			AttrFunc: customresourcedefinition.GetAttrs, PredicateFunc: customresourcedefinition.Predicate},
+		{GroupResource: gr(apiregistrationv1.SchemeGroupVersion, "apiservices"), Strategy: apiservice.NewStrategy(typer),
+			StatusStrategy: apiservice.NewStatusStrategy(typer), Table: apiservice.Table,
+			AttrFunc: apiservice.GetAttrs, PredicateFunc: apiservice.Predicate},
 	}
 	out := make(map[schema.GroupResource]Resource, len(list))
 	for _, r := range list {

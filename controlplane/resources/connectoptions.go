@@ -60,3 +60,17 @@ func queryBool(q url.Values, key string) bool {
 	_ = runtime.Convert_Slice_string_To_bool(&v, &out, nil) // never fails
 	return out
 }
+
+// The options objects of the proxy subresources: the path after /proxy.
+
+func podProxyOptions(q url.Values) (runtime.Object, error) {
+	return &corev1.PodProxyOptions{TypeMeta: typeMeta("PodProxyOptions"), Path: q.Get("path")}, nil
+}
+
+func serviceProxyOptions(q url.Values) (runtime.Object, error) {
+	return &corev1.ServiceProxyOptions{TypeMeta: typeMeta("ServiceProxyOptions"), Path: q.Get("path")}, nil
+}
+
+func nodeProxyOptions(q url.Values) (runtime.Object, error) {
+	return &corev1.NodeProxyOptions{TypeMeta: typeMeta("NodeProxyOptions"), Path: q.Get("path")}, nil
+}

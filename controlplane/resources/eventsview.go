@@ -149,7 +149,15 @@ func (u *eventsV1Update) UpdatedObject(ctx context.Context, old runtime.Object) 
 		return nil, apierrors.NewBadRequest(fmt.Sprintf("not an events.k8s.io/v1 Event: %T", obj))
 	}
 	if oldV1.ResourceVersion != "" {
-		if errs := u.v.strategy.ValidateUpdate(ctx, ev, oldV1); len(errs) > 0 {
+		// An unconditional update (no resourceVersion, allowed for events
+		// as upstream) is validated as the store will write it: with the
+		// stored version.
+		check := ev
+		if ev.ResourceVersion == "" {
+			check = ev.DeepCopy()
+			check.ResourceVersion = oldV1.ResourceVersion
+		}
+		if errs := u.v.strategy.ValidateUpdate(ctx, check, oldV1); len(errs) > 0 {
 			return nil, apierrors.NewInvalid(eventsv1.SchemeGroupVersion.WithKind("Event").GroupKind(), ev.Name, errs)
 		}
 	}

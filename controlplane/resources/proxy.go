@@ -13,6 +13,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	utilnet "k8s.io/apimachinery/pkg/util/net"
 	"k8s.io/apimachinery/pkg/util/proxy"
 	"k8s.io/apiserver/pkg/endpoints/handlers/responsewriters"
@@ -177,12 +178,15 @@ func serveProxies(set *Set, p *objectProxy) {
 	for _, sub := range []struct {
 		resource, kind string
 		connect        func(context.Context, http.ResponseWriter, *http.Request, string, string) error
+		options        func(url.Values) (runtime.Object, error)
 	}{
-		{"pods", "PodProxyOptions", p.pod},
-		{"services", "ServiceProxyOptions", p.service},
-		{"nodes", "NodeProxyOptions", p.node},
+		{"pods", "PodProxyOptions", p.pod, podProxyOptions},
+		{"services", "ServiceProxyOptions", p.service, serviceProxyOptions},
+		{"nodes", "NodeProxyOptions", p.node, nodeProxyOptions},
 	} {
 		res := set.ByGVR[corev1.SchemeGroupVersion.WithResource(sub.resource)]
-		res.Subresources["proxy"] = apiserver.Subresource{Kind: corev1.SchemeGroupVersion.WithKind(sub.kind), Connect: sub.connect, ConnectVerbs: proxyVerbs}
+		// Admitted as CONNECT with the options object, as upstream.
+		res.Subresources["proxy"] = apiserver.Subresource{Kind: corev1.SchemeGroupVersion.WithKind(sub.kind), Connect: sub.connect, ConnectVerbs: proxyVerbs,
+			ConnectOptions: sub.options, ConnectPath: true}
 	}
 }

@@ -36,6 +36,7 @@ import (
 	"k8s.io/apiserver/pkg/registry/rest"
 	apistorage "k8s.io/apiserver/pkg/storage"
 	"k8s.io/client-go/tools/cache"
+	apiregistrationv1 "k8s.io/kube-aggregator/pkg/apis/apiregistration/v1"
 
 	"berth/controlplane/apiserver"
 	"berth/controlplane/registry"
@@ -245,6 +246,9 @@ func defs() []def {
 			short: []string{"crd", "crds"}, categories: []string{"api-extensions"}, status: true,
 			newObj:  func() runtime.Object { return &apiextensionsv1.CustomResourceDefinition{} },
 			newList: func() runtime.Object { return &apiextensionsv1.CustomResourceDefinitionList{} }},
+		{gv: apiregistrationv1.SchemeGroupVersion, resource: "apiservices", singular: "apiservice", kind: "APIService",
+			newObj:  func() runtime.Object { return &apiregistrationv1.APIService{} },
+			newList: func() runtime.Object { return &apiregistrationv1.APIServiceList{} }},
 	}
 }
 

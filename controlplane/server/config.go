@@ -111,6 +111,11 @@ type Config struct {
 	// keys accepted when verifying service-account tokens
 	// (--service-account-key-file, repeatable), e.g. a previous signing key.
 	ServiceAccountKeyFiles []string
+	// ServiceAccountJWKSURI overrides the jwks_uri of the issuer discovery
+	// document (--service-account-jwks-uri; https). Empty: this server's
+	// advertised address with /openid/v1/jwks. The discovery documents
+	// are served when the first issuer is an https URL.
+	ServiceAccountJWKSURI string
 	// ServiceClusterIPRange is the CIDR Services' cluster IPs come from
 	// (--service-cluster-ip-range, default DefaultServiceClusterIPRange);
 	// its first address is the kubernetes Service's.

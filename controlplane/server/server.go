@@ -206,6 +206,18 @@ func (s *Server) Run(ctx context.Context) (err error) {
 		ln.Close()
 		return err
 	}
+	// The default jwks_uri is on the address published in the kubernetes
+	// endpoints (kube-apiserver's external address), which pods reach.
+	external := advertised
+	if ip, err := publicIP(cfg); err == nil {
+		external = net.JoinHostPort(ip.String(), fmt.Sprint(ln.Addr().(*net.TCPAddr).Port))
+	}
+	issuerDiscovery := saTokens.issuerDiscovery(cfg.ServiceAccountJWKSURI, external, log)
+	agg, aggComp, err := newAggregator(rc, creds, set, log)
+	if err != nil {
+		ln.Close()
+		return err
+	}
 	// NamespaceLifecycle refuses creates in missing and terminating
 	// namespaces; the apiserver's own check does it only when the plugin is off.
 	var nsCheck apiserver.NamespaceChecker
@@ -238,6 +250,8 @@ func (s *Server) Run(ctx context.Context) (err error) {
 		Logger:         log,
 
 		PriorityAndFairness: fc.wrap,
+		Aggregator:          agg,
+		IssuerDiscovery:     issuerDiscovery,
 	})
 	if err != nil {
 		ln.Close()
@@ -302,7 +316,7 @@ func (s *Server) Run(ctx context.Context) (err error) {
 		ln.Close()
 		return err
 	}
-	comps = append(comps, k8sSvc, crs.component())
+	comps = append(comps, k8sSvc, crs.component(), aggComp)
 	more, err := s.controlPlaneComponents(rc, id, leaders)
 	if err != nil {
 		ln.Close()

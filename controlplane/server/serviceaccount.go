@@ -3,6 +3,8 @@ package server
 import (
 	"crypto"
 	"fmt"
+	"log/slog"
+	"net/http"
 	"net/url"
 	"os"
 	"slices"
@@ -53,6 +55,11 @@ func validateServiceAccounts(c *Config) error {
 	for _, f := range c.ServiceAccountKeyFiles {
 		if _, err := loadVerificationKeys(f); err != nil {
 			return fmt.Errorf("server config: --service-account-key-file: %w", err)
+		}
+	}
+	if c.ServiceAccountJWKSURI != "" {
+		if u, err := url.Parse(c.ServiceAccountJWKSURI); err != nil || u.Scheme != "https" || u.Host == "" {
+			return fmt.Errorf("server config: --service-account-jwks-uri %q: requires https scheme: %w", c.ServiceAccountJWKSURI, errdefs.ErrInvalidArgument)
 		}
 	}
 	return nil
@@ -124,6 +131,18 @@ func newServiceAccountTokens(c *Config) (*serviceAccountTokens, error) {
 		keys = append(keys, more...)
 	}
 	return &serviceAccountTokens{issuer: issuer, issuers: c.ServiceAccountIssuers, keys: keys, audiences: c.APIAudiences}, nil
+}
+
+// issuerDiscovery serves the OpenID discovery documents of the first
+// issuer and the verification keys (nil, logged, when the issuer is not
+// an https URL: relying parties could not fetch them, as kube-apiserver).
+func (t *serviceAccountTokens) issuerDiscovery(jwksURI, externalAddress string, log *slog.Logger) http.Handler {
+	m, err := serviceaccount.NewOpenIDMetadata(t.issuers[0], jwksURI, externalAddress, t.keys)
+	if err != nil {
+		log.Info("service-account issuer discovery not served", "err", err)
+		return nil
+	}
+	return m
 }
 
 // tokenRequest configures serviceaccounts/token for resources.Build:

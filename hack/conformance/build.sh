@@ -6,7 +6,7 @@
 # run builds nothing.
 #
 #   build.sh [SET...]   SET: e2e (default: e2e.test, ginkgo, kubectl, agnhost,
-#                       nnp), upstream-control-plane (kube-apiserver,
+#                       nnp, sample-apiserver, etcd-static), upstream-control-plane (kube-apiserver,
 #                       kube-controller-manager, kube-scheduler, etcd), proxy
 #                       (kube-proxy, the baseline of integration/proxy's
 #                       BenchmarkSync), all
@@ -78,6 +78,10 @@ for set in "${sets[@]}"; do
     # The images hold no libc: static.
     build agnhost build k8s.io/kubernetes/test/images/agnhost CGO_ENABLED=0
     build nnp build k8s.io/kubernetes/test/images/nonewprivs CGO_ENABLED=0
+    # The Aggregator spec's extension apiserver and its etcd sidecar, for
+    # their images (hack/e2eimages).
+    build sample-apiserver build k8s.io/sample-apiserver CGO_ENABLED=0
+    build etcd-static build go.etcd.io/etcd/server/v3 CGO_ENABLED=0
     ;;
   upstream-control-plane)
     build kube-apiserver build k8s.io/kubernetes/cmd/kube-apiserver

@@ -216,7 +216,8 @@ say "building the e2e test images and serving them from a registry on 127.0.0.1"
   CGO_ENABLED=0 go build -trimpath -ldflags='-s -w' -o "$work/sh" ./hack/e2eimages/sh)
 kube_dir=$(cd "$here" && go list -m -f '{{.Dir}}' k8s.io/kubernetes)
 "$work/e2eimages" -dir "$work/registry" -agnhost "$bin/agnhost" -agnhost-src "$kube_dir/test/images/agnhost" \
-  -nnp "$bin/nnp" -pause "$(dirname "$BERTH")/pause" -sh "$work/sh" >"$results/registry.log" 2>&1 &
+  -nnp "$bin/nnp" -pause "$(dirname "$BERTH")/pause" -sh "$work/sh" \
+  -sample-apiserver "$bin/sample-apiserver" -etcd "$bin/etcd-static" >"$results/registry.log" 2>&1 &
 registry_pid=$!
 for ((i = 0; i < 1800; i++)); do
   [ -e "$work/registry/ready" ] && break

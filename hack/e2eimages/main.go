@@ -59,6 +59,10 @@ type inputs struct {
 	tools, dnsutils []string
 	// netcat is OpenBSD's nc (Debian's netcat-openbsd), agnhost's nc.
 	netcat string
+	// sampleAPIServer (k8s.io/sample-apiserver) and etcd
+	// (go.etcd.io/etcd/server/v3), static: the Aggregator spec's extension
+	// apiserver and its etcd sidecar. Empty: those images are left out.
+	sampleAPIServer, etcd string
 }
 
 func main() {
@@ -73,6 +77,8 @@ func main() {
 	flag.StringVar(&in.sh, "sh", "", "static hack/e2eimages/sh, the images' /bin/sh (required)")
 	tools := flag.String("agnhost-tools", "/usr/bin/curl", "comma-separated dynamically linked programs added to agnhost with their libraries (upstream's has curl: the lifecycle-hook specs run it)")
 	dnsutils := flag.String("dnsutils", "/usr/bin/dig,/usr/bin/nslookup,/usr/bin/host,/usr/bin/getent", "comma-separated dynamically linked programs (Debian's bind9-dnsutils and getent) of jessie-dnsutils, added to agnhost too: the DNS specs run dig in both")
+	flag.StringVar(&in.sampleAPIServer, "sample-apiserver", "", "static k8s.io/sample-apiserver binary, the sample-apiserver image (optional)")
+	flag.StringVar(&in.etcd, "etcd", "", "static etcd binary (go.etcd.io/etcd/server/v3), the etcd image (optional)")
 	flag.StringVar(&in.netcat, "netcat", "/usr/bin/nc.openbsd", "OpenBSD's nc (Debian's netcat-openbsd), agnhost's /usr/bin/nc as in upstream's: the Service specs run nc -v -t/-u, which busybox's lacks")
 	flag.Parse()
 	if *tools != "" {
@@ -289,6 +295,38 @@ func build(in inputs) (map[string]v1.Image, error) {
 			Cmd: []string{"nginx", "-g", "daemon off;"}, Env: env, WorkingDir: "/",
 			ExposedPorts: ports(80), StopSignal: "SIGQUIT",
 		}); err != nil {
+			return nil, err
+		}
+	}
+
+	// sample-apiserver:1.29.2 (test/images/sample-apiserver/Dockerfile):
+	// /sample-apiserver as the entrypoint, on a distroless base (no shell).
+	if in.sampleAPIServer != "" {
+		bin, err := read(in.sampleAPIServer)
+		if err != nil {
+			return nil, err
+		}
+		if err := add(e2eRepo+"sample-apiserver:1.29.2", append(testimages.BaseFiles(),
+			testimages.File{Name: "sample-apiserver", Mode: 0o755, Data: bin},
+		), v1.Config{Entrypoint: []string{"/sample-apiserver"}, Env: env, WorkingDir: "/"}); err != nil {
+			return nil, err
+		}
+	}
+
+	// etcd:3.6.4-0 (GcEtcdRegistry, registry.k8s.io/etcd): etcd at
+	// /usr/local/bin/etcd, which the Aggregator spec runs as the sample
+	// apiserver's storage (its data in default.etcd under the working
+	// directory, /).
+	if in.etcd != "" {
+		bin, err := read(in.etcd)
+		if err != nil {
+			return nil, err
+		}
+		if err := add("etcd:3.6.4-0", append(testimages.BaseFiles(),
+			testimages.File{Name: "usr/local", Mode: fs.ModeDir | 0o755},
+			testimages.File{Name: "usr/local/bin", Mode: fs.ModeDir | 0o755},
+			testimages.File{Name: "usr/local/bin/etcd", Mode: 0o755, Data: bin},
+		), v1.Config{Cmd: []string{"/usr/local/bin/etcd"}, Env: env, WorkingDir: "/"}); err != nil {
 			return nil, err
 		}
 	}

@@ -546,3 +546,69 @@ func TestAdmissionConnectWebhookRefusesExec(t *testing.T) {
 		}
 	}
 }
+
+// TestAdmissionConnectWebhookRefusesProxy: pods/proxy, services/proxy and
+// nodes/proxy go through admission as CONNECT with their options object
+// (PodProxyOptions, ... with the path after /proxy), as upstream, so a
+// webhook refuses them before any backend is looked up.
+func TestAdmissionConnectWebhookRefusesProxy(t *testing.T) {
+	cs := shared.Client(t)
+	ctx := context.Background()
+	const ns = "adm-connect-proxy"
+	admissionNamespace(t, cs, ns, map[string]string{"adm-test": "connect-proxy"})
+	hook := startServiceWebhook(t, "denier."+ns+".svc")
+	exposeService(t, cs, ns, "denier", hook.port)
+	if _, err := cs.CoreV1().Pods(ns).Create(ctx, plainPod("target"), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	path, none, fail := "/deny", admissionregistrationv1.SideEffectClassNone, admissionregistrationv1.Fail
+	cfg := &admissionregistrationv1.ValidatingWebhookConfiguration{
+		ObjectMeta: metav1.ObjectMeta{Name: "adm-test-connect-proxy"},
+		Webhooks: []admissionregistrationv1.ValidatingWebhook{{
+			Name: "proxy.adm-test.berth.dev",
+			ClientConfig: admissionregistrationv1.WebhookClientConfig{CABundle: hook.caPEM,
+				Service: &admissionregistrationv1.ServiceReference{Namespace: ns, Name: "denier", Path: &path}},
+			Rules: []admissionregistrationv1.RuleWithOperations{{
+				Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Connect},
+				Rule: admissionregistrationv1.Rule{APIGroups: []string{""}, APIVersions: []string{"v1"},
+					Resources: []string{"pods/proxy", "services/proxy", "nodes/proxy"}},
+			}},
+			NamespaceSelector:       &metav1.LabelSelector{MatchLabels: map[string]string{"adm-test": "connect-proxy"}},
+			SideEffects:             &none,
+			FailurePolicy:           &fail,
+			AdmissionReviewVersions: []string{"v1"},
+		}},
+	}
+	if _, err := cs.AdmissionregistrationV1().ValidatingWebhookConfigurations().Create(ctx, cfg, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("create webhook configuration: %v", err)
+	}
+	t.Cleanup(func() {
+		_ = cs.AdmissionregistrationV1().ValidatingWebhookConfigurations().Delete(context.Background(), cfg.Name, metav1.DeleteOptions{})
+	})
+	var refused error
+	poll(t, "pods/proxy refused by the webhook", func() bool {
+		refused = cs.CoreV1().RESTClient().Get().AbsPath("/api/v1/namespaces/" + ns + "/pods/target/proxy/some/page").Do(ctx).Error()
+		return apierrors.IsForbidden(refused)
+	})
+	if want := `admission webhook "proxy.adm-test.berth.dev" denied the request`; !strings.Contains(refused.Error(), want) {
+		t.Fatalf("refusal %q, want %q", refused, want)
+	}
+	got := hook.received("/deny")
+	last := got[len(got)-1]
+	var opts corev1.PodProxyOptions
+	if err := json.Unmarshal(last.Object.Raw, &opts); err != nil {
+		t.Fatal(err)
+	}
+	if last.Operation != admissionv1.Connect || last.Kind != (metav1.GroupVersionKind{Version: "v1", Kind: "PodProxyOptions"}) ||
+		last.SubResource != "proxy" || last.Name != "target" || opts.Path != "/some/page" {
+		t.Fatalf("the webhook was asked %+v with %+v", last, opts)
+	}
+	_, stderr, err := shared.kubectl(t, "1.34", "", "get", "--raw", "/api/v1/namespaces/"+ns+"/services/denier:443/proxy/")
+	if err == nil || !strings.Contains(stderr, "denied the request") {
+		t.Fatalf("services/proxy through kubectl: %v %s, want the webhook's refusal", err, stderr)
+	}
+	got = hook.received("/deny")
+	if last := got[len(got)-1]; last.Kind.Kind != "ServiceProxyOptions" || last.SubResource != "proxy" {
+		t.Fatalf("services/proxy review %+v", last)
+	}
+}

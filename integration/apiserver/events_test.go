@@ -58,8 +58,22 @@ func TestEventsBothAPIs(t *testing.T) {
 	if e := nextEvent(t, w); e.Type != watch.Modified || e.Object.(*eventsv1.Event).DeprecatedCount != 3 {
 		t.Fatalf("events.k8s.io watch after core update: %s %+v", e.Type, e.Object)
 	}
+	// An events.k8s.io update without a resourceVersion (unconditional, as
+	// upstream allows for events; the Events API conformance spec does it).
+	uncond, err := cs.EventsV1().Events(ns).Get(ctx, "evpod.1", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	uncond.ResourceVersion = ""
+	uncond.Note = "updated without a resourceVersion"
+	if _, err := cs.EventsV1().Events(ns).Update(ctx, uncond, metav1.UpdateOptions{}); err != nil {
+		t.Fatalf("unconditional events.k8s.io update: %v", err)
+	}
+	if e := nextEvent(t, w); e.Type != watch.Modified || e.Object.(*eventsv1.Event).Note != uncond.Note {
+		t.Fatalf("events.k8s.io watch after the unconditional update: %s %+v", e.Type, e.Object)
+	}
 	out := shared.mustKubectl(t, "1.32", "", "-n", ns, "describe", "pod", "evpod")
-	if !strings.Contains(out, "Successfully assigned the pod") {
+	if !strings.Contains(out, "updated without a resourceVersion") {
 		t.Fatalf("kubectl describe does not show the event:\n%s", out)
 	}
 }

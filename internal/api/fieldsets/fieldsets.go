@@ -161,9 +161,19 @@ func Event(e *corev1.Event) fields.Set {
 	s["involvedObject.fieldPath"] = e.InvolvedObject.FieldPath
 	s["reason"] = e.Reason
 	s["reportingComponent"] = e.ReportingController
-	s["source"] = e.Source.Component
+	s["source"] = eventSource(e.Source.Component, e.ReportingController)
 	s["type"] = e.Type
 	return s
+}
+
+// eventSource is an event's "source" field: its source component, else
+// (events written through events.k8s.io) its reporting controller, as
+// upstream.
+func eventSource(component, reportingController string) string {
+	if component == "" {
+		return reportingController
+	}
+	return component
 }
 
 // EventsV1Event returns an events.k8s.io/v1 event's selectable fields: the
@@ -181,7 +191,7 @@ func EventsV1Event(e *eventsv1.Event) fields.Set {
 	s["involvedObject.fieldPath"] = e.Regarding.FieldPath
 	s["reason"] = e.Reason
 	s["reportingComponent"] = e.ReportingController
-	s["source"] = e.DeprecatedSource.Component
+	s["source"] = eventSource(e.DeprecatedSource.Component, e.ReportingController)
 	s["type"] = e.Type
 	return s
 }

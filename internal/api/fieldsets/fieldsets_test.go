@@ -62,6 +62,14 @@ func TestEventFieldSetsAgree(t *testing.T) {
 	if core["involvedObject.uid"] != "u" || core["source"] != "kubelet" || core["reportingComponent"] != "rc" {
 		t.Errorf("core event fields %v", core)
 	}
+	// Regression (the Events conformance spec): an event without a source
+	// component is selected by source=its reporting controller.
+	if got := Event(&corev1.Event{ReportingController: "test-controller"})["source"]; got != "test-controller" {
+		t.Errorf("source of an event with only a reporting controller: %q", got)
+	}
+	if got := EventsV1Event(&eventsv1.Event{ReportingController: "test-controller"})["source"]; got != "test-controller" {
+		t.Errorf("events.k8s.io source of an event with only a reporting controller: %q", got)
+	}
 }
 
 func TestKindsCoverTheirTypes(t *testing.T) {

@@ -32,6 +32,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/runtime/serializer"
+	apiregistrationv1 "k8s.io/kube-aggregator/pkg/apis/apiregistration/v1"
 	metricsv1beta1 "k8s.io/metrics/pkg/apis/metrics/v1beta1"
 
 	"berth/internal/api/convert"
@@ -60,6 +61,7 @@ var GroupVersions = []schema.GroupVersion{
 	batchv1.SchemeGroupVersion,
 	schedulingv1.SchemeGroupVersion,
 	flowcontrolv1.SchemeGroupVersion,
+	apiregistrationv1.SchemeGroupVersion,
 }
 
 // ScaleGroupVersion is the group-version of the Scale objects the /scale
@@ -94,6 +96,7 @@ func New() *runtime.Scheme {
 		schedulingv1.AddToScheme,
 		flowcontrolv1.AddToScheme,
 		apiextensionsv1.AddToScheme,
+		apiregistrationv1.AddToScheme,
 		metav1.AddMetaToScheme,
 		metav1beta1.AddMetaToScheme,
 		metav1beta1.RegisterConversions,

@@ -343,3 +343,20 @@ func ClusterRoleBindings() []*rbacv1.ClusterRoleBinding {
 		clusterRoleBinding(IngressController, IngressController, userSubject(IngressController)),
 	}
 }
+
+// Roles returns fresh copies of the default namespaced Roles, as
+// upstream's bootstrap policy: kube-system's
+// extension-apiserver-authentication-reader lets extension apiservers read
+// the front-proxy trust configuration
+// (kube-system/extension-apiserver-authentication).
+func Roles() []*rbacv1.Role {
+	return []*rbacv1.Role{{
+		TypeMeta: metav1.TypeMeta{APIVersion: "rbac.authorization.k8s.io/v1", Kind: "Role"},
+		ObjectMeta: metav1.ObjectMeta{
+			Name: "extension-apiserver-authentication-reader", Namespace: metav1.NamespaceSystem,
+			Labels:      map[string]string{BootstrappingLabel: BootstrappingValue},
+			Annotations: map[string]string{AutoUpdateAnnotation: "true"},
+		},
+		Rules: []rbacv1.PolicyRule{named(rule(read, g(""), "configmaps"), "extension-apiserver-authentication")},
+	}}
+}

@@ -56,6 +56,31 @@ func Reconcile(ctx context.Context, client kubernetes.Interface) (Result, error)
 		}
 		res.Updated = append(res.Updated, "clusterrole/"+want.Name)
 	}
+	for _, want := range Roles() {
+		roles := client.RbacV1().Roles(want.Namespace)
+		have, err := roles.Get(ctx, want.Name, metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			if _, err := roles.Create(ctx, want, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+				return res, fmt.Errorf("bootstrap: create role %s/%s: %w", want.Namespace, want.Name, err)
+			}
+			res.Created = append(res.Created, "role/"+want.Namespace+"/"+want.Name)
+			continue
+		}
+		if err != nil {
+			return res, fmt.Errorf("bootstrap: get role %s/%s: %w", want.Namespace, want.Name, err)
+		}
+		if have.Annotations[AutoUpdateAnnotation] == "false" {
+			continue
+		}
+		if covers, missing := validation.Covers(have.Rules, want.Rules); !covers {
+			updated := have.DeepCopy()
+			updated.Rules = append(updated.Rules, missing...)
+			if _, err := roles.Update(ctx, updated, metav1.UpdateOptions{}); err != nil {
+				return res, fmt.Errorf("bootstrap: update role %s/%s: %w", want.Namespace, want.Name, err)
+			}
+			res.Updated = append(res.Updated, "role/"+want.Namespace+"/"+want.Name)
+		}
+	}
 	bindings := client.RbacV1().ClusterRoleBindings()
 	for _, want := range ClusterRoleBindings() {
 		have, err := bindings.Get(ctx, want.Name, metav1.GetOptions{})

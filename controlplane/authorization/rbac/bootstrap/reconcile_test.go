@@ -67,7 +67,7 @@ func TestReconcile(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got, want := len(res.Created), len(bootstrap.ClusterRoles())+len(bootstrap.ClusterRoleBindings())-3; got != want {
+	if got, want := len(res.Created), len(bootstrap.ClusterRoles())+len(bootstrap.Roles())+len(bootstrap.ClusterRoleBindings())-3; got != want {
 		t.Errorf("created %d objects, want %d: %v", got, want, res.Created)
 	}
 	list, err := client.RbacV1().ClusterRoles().List(ctx, metav1.ListOptions{})

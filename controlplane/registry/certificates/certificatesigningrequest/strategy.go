@@ -88,18 +88,50 @@ func NewStatusStrategy(typer runtime.ObjectTyper) StatusStrategy {
 func (StatusStrategy) PrepareForUpdate(_ context.Context, obj, old runtime.Object) {
 	n, o := obj.(*certificatesv1.CertificateSigningRequest), old.(*certificatesv1.CertificateSigningRequest)
 	n.Spec = o.Spec
-	var conds []certificatesv1.CertificateSigningRequestCondition
-	for _, c := range n.Status.Conditions {
+	n.Status.Conditions = stampConditions(keepApprovals(n.Status.Conditions, o.Status.Conditions), o.Status.Conditions)
+}
+
+// keepApprovals returns conds with the old Approved and Denied conditions:
+// in place when conds has as many of them (upstream's
+// preserveConditionInstances: the order the client sent stays), else
+// (added or removed) conds without its own and the old ones after.
+func keepApprovals(conds, old []certificatesv1.CertificateSigningRequestCondition) []certificatesv1.CertificateSigningRequestCondition {
+	indices := func(list []certificatesv1.CertificateSigningRequestCondition, t certificatesv1.RequestConditionType) []int {
+		var out []int
+		for i, c := range list {
+			if c.Type == t {
+				out = append(out, i)
+			}
+		}
+		return out
+	}
+	out := append([]certificatesv1.CertificateSigningRequestCondition(nil), conds...)
+	inPlace := true
+	for _, t := range []certificatesv1.RequestConditionType{certificatesv1.CertificateApproved, certificatesv1.CertificateDenied} {
+		if len(indices(out, t)) != len(indices(old, t)) {
+			inPlace = false
+		}
+	}
+	if inPlace {
+		for _, t := range []certificatesv1.RequestConditionType{certificatesv1.CertificateApproved, certificatesv1.CertificateDenied} {
+			for i, oi := range indices(old, t) {
+				out[indices(out, t)[i]] = old[oi]
+			}
+		}
+		return out
+	}
+	out = out[:0]
+	for _, c := range conds {
 		if !isApproval(c.Type) {
-			conds = append(conds, c)
+			out = append(out, c)
 		}
 	}
-	for _, c := range o.Status.Conditions {
+	for _, c := range old {
 		if isApproval(c.Type) {
-			conds = append(conds, c)
+			out = append(out, c)
 		}
 	}
-	n.Status.Conditions = stampConditions(conds, o.Status.Conditions)
+	return out
 }
 
 // ValidateUpdate validates the new status.

@@ -81,3 +81,21 @@ func TestConditionCell(t *testing.T) {
 		t.Errorf("row = %v", cells)
 	}
 }
+
+// TestStatusUpdateKeepsTheConditionOrder: a /status update appending a
+// condition after Approved keeps the order sent (the CSR conformance
+// spec reads the last one), with Approved as stored.
+func TestStatusUpdateKeepsTheConditionOrder(t *testing.T) {
+	s := NewStatusStrategy(scheme.New())
+	approved := certificatesv1.CertificateSigningRequestCondition{Type: certificatesv1.CertificateApproved, Status: corev1.ConditionTrue, Reason: "E2E"}
+	old := &certificatesv1.CertificateSigningRequest{Status: certificatesv1.CertificateSigningRequestStatus{Conditions: []certificatesv1.CertificateSigningRequestCondition{
+		{Type: "ApprovalPatch", Status: corev1.ConditionTrue}, approved}}}
+	n := old.DeepCopy()
+	n.Status.Conditions[1].Reason = "tampered"
+	n.Status.Conditions = append(n.Status.Conditions, certificatesv1.CertificateSigningRequestCondition{Type: "StatusUpdate", Status: corev1.ConditionTrue})
+	s.PrepareForUpdate(context.Background(), n, old)
+	got := n.Status.Conditions
+	if len(got) != 3 || got[1].Type != certificatesv1.CertificateApproved || got[1].Reason != "E2E" || got[2].Type != "StatusUpdate" {
+		t.Fatalf("conditions %+v", got)
+	}
+}
