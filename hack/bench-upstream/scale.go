@@ -17,6 +17,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/cache"
+	watchtools "k8s.io/client-go/tools/watch"
+	"k8s.io/client-go/util/retry"
 )
 
 // scalePlan is the control-plane benchmark's sizes.
@@ -154,19 +157,27 @@ func (f *fakeNodes) grow(ctx context.Context, n int) error {
 
 func (f *fakeNodes) create(ctx context.Context, name string) error {
 	node := &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{"kubernetes.io/hostname": name, "kubernetes.io/os": "linux"}}}
-	created, err := f.client.CoreV1().Nodes().Create(ctx, node, metav1.CreateOptions{})
-	if err != nil {
+	if _, err := f.client.CoreV1().Nodes().Create(ctx, node, metav1.CreateOptions{}); err != nil {
 		return err
 	}
 	capacity := v1.ResourceList{v1.ResourceCPU: resource.MustParse("32"), v1.ResourceMemory: resource.MustParse("256Gi"), v1.ResourcePods: resource.MustParse("110")}
-	now := metav1.Now()
-	created.Status = v1.NodeStatus{
-		Capacity: capacity, Allocatable: capacity, Phase: v1.NodeRunning,
-		Conditions: []v1.NodeCondition{{Type: v1.NodeReady, Status: v1.ConditionTrue, Reason: "KubeletReady", LastHeartbeatTime: now, LastTransitionTime: now}},
-		Addresses:  []v1.NodeAddress{{Type: v1.NodeHostName, Address: name}},
-		NodeInfo:   v1.NodeSystemInfo{KubeletVersion: "v1.34.4", OperatingSystem: "linux", Architecture: "amd64"},
-	}
-	if _, err := f.client.CoreV1().Nodes().UpdateStatus(ctx, created, metav1.UpdateOptions{}); err != nil {
+	// The node IPAM controller may write the spec in between: retry.
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		current, err := f.client.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		now := metav1.Now()
+		current.Status = v1.NodeStatus{
+			Capacity: capacity, Allocatable: capacity, Phase: v1.NodeRunning,
+			Conditions: []v1.NodeCondition{{Type: v1.NodeReady, Status: v1.ConditionTrue, Reason: "KubeletReady", LastHeartbeatTime: now, LastTransitionTime: now}},
+			Addresses:  []v1.NodeAddress{{Type: v1.NodeHostName, Address: name}},
+			NodeInfo:   v1.NodeSystemInfo{KubeletVersion: "v1.34.4", OperatingSystem: "linux", Architecture: "amd64"},
+		}
+		_, err = f.client.CoreV1().Nodes().UpdateStatus(ctx, current, metav1.UpdateOptions{})
+		return err
+	})
+	if err != nil {
 		return err
 	}
 	dur := int32(40)
@@ -232,7 +243,17 @@ func (b *bench) scalePhase(ctx context.Context, c *controlPlane, side string, no
 	}); err != nil {
 		return r, err
 	}
-	w, err := c.client.CoreV1().Pods(ns).Watch(ctx, metav1.ListOptions{})
+	// A retry watcher resumes from the last event if the server ends the
+	// watch under load.
+	initial, err := c.client.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return r, err
+	}
+	w, err := watchtools.NewRetryWatcherWithContext(ctx, initial.ResourceVersion, &cache.ListWatch{
+		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
+			return c.client.CoreV1().Pods(ns).Watch(ctx, o)
+		},
+	})
 	if err != nil {
 		return r, err
 	}
@@ -255,6 +276,10 @@ func (b *bench) scalePhase(ctx context.Context, c *controlPlane, side string, no
 			case ev, ok := <-w.ResultChan():
 				if !ok {
 					watchDone <- fmt.Errorf("the watch ended with %d of %d pods bound", bound.Load(), pods)
+					return
+				}
+				if ev.Type == watch.Error {
+					watchDone <- fmt.Errorf("watch: %v", apierrors.FromObject(ev.Object))
 					return
 				}
 				pod, isPod := ev.Object.(*v1.Pod)

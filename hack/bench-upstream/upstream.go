@@ -24,7 +24,8 @@ type controlPlane struct {
 	kubeconfig string // admin
 	config     *rest.Config
 	client     *kubernetes.Clientset
-	pki        *pki // upstream's; nil for berth
+	pki        *pki      // upstream's; nil for berth
+	ready      time.Time // when it reported ready (e2e)
 }
 
 func (c *controlPlane) pids() []int {
