@@ -99,7 +99,7 @@ func (k *kubeletSide) start(context.Context) error {
 	if err := os.MkdirAll(manifests, 0o755); err != nil {
 		return err
 	}
-	if err := writeManifests(k.dir, manifests, k.b.rt.busyboxImage, k.b.maxN); err != nil {
+	if err := writeManifests(k.dir, k.b.rt.busyboxImage, k.b.maxN); err != nil {
 		return err
 	}
 	var err error

@@ -333,6 +333,11 @@ func (b *bench) scalePhase(ctx context.Context, c *controlPlane, side string, no
 			}
 		}
 	}()
+	if side == scaleBerth && rate == 0 {
+		// Where berth server's time goes at full speed: a CPU profile of
+		// the phase's first 20 s (its /debug/pprof, as the admin).
+		go b.profile(ctx, c, fmt.Sprintf("berth-server-cpu-%d-nodes.pprof", nodes))
+	}
 	t0 := time.Now()
 	if rate == 0 {
 		err = inParallel(pods, 32, create)
@@ -498,4 +503,16 @@ func (b *bench) scaleGoals() []goal {
 		}
 	}
 	return gs
+}
+
+// profile saves a 20 s CPU profile of berth server into the logs
+// directory (go tool pprof -top berth FILE reads it).
+func (b *bench) profile(ctx context.Context, c *controlPlane, name string) {
+	data, err := c.client.Discovery().RESTClient().Get().AbsPath("/debug/pprof/profile").Param("seconds", "20").DoRaw(ctx)
+	if err == nil {
+		err = os.WriteFile(filepath.Join(b.logs, name), data, 0o644)
+	}
+	if err != nil && ctx.Err() == nil {
+		fmt.Fprintln(os.Stderr, "bench: CPU profile:", err)
+	}
 }

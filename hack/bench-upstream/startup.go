@@ -169,10 +169,9 @@ func (b *bench) runStartupRound(ctx context.Context, kind string, n, rep int) (s
 	return r, err
 }
 
-// writeManifests writes n pod manifests into dir/staging, then moves them
-// into manifests one after another (renames, so the watcher never reads a
-// partial file).
-func writeManifests(dir, manifests, image string, n int) error {
+// writeManifests writes n pod manifests into dir/staging, ready for
+// moveManifests.
+func writeManifests(dir, image string, n int) error {
 	staging := filepath.Join(dir, "staging")
 	if err := os.MkdirAll(staging, 0o755); err != nil {
 		return err
@@ -186,6 +185,8 @@ func writeManifests(dir, manifests, image string, n int) error {
 	return nil
 }
 
+// moveManifests moves the first n staged manifests into manifests one after
+// another (renames: the watcher never reads a partial file).
 func moveManifests(dir, manifests string, n int) error {
 	for i := range n {
 		name := fmt.Sprintf("bbench-%03d.yaml", i)
@@ -196,6 +197,7 @@ func moveManifests(dir, manifests string, n int) error {
 	return nil
 }
 
+// removeManifests deletes every manifest: the side stops the pods.
 func removeManifests(manifests string) error {
 	entries, err := os.ReadDir(manifests)
 	if err != nil {
@@ -242,7 +244,7 @@ func (a *agentSide) start(ctx context.Context) error {
 	if err := os.MkdirAll(manifests, 0o755); err != nil {
 		return err
 	}
-	if err := writeManifests(a.dir, manifests, b.rt.busyboxImage, b.maxN); err != nil {
+	if err := writeManifests(a.dir, b.rt.busyboxImage, b.maxN); err != nil {
 		return err
 	}
 	a.port = freePort()
