@@ -44,6 +44,7 @@ type bench struct {
 	bridge, podCIDR, svcCIDR    string
 	clusterCIDR                 string
 	maxN                        int
+	agentArgs                   []string
 	rt                          *runtimeEnv
 	res                         results
 }
@@ -93,7 +94,9 @@ func main() {
 	flag.StringVar(&rates, "rates", "0,50,100", "scale: creation rates in pods/s (0: full speed)")
 	flag.IntVar(&bigNodes, "big-nodes", 5000, "scale: fake nodes of the large phase (0: none)")
 	flag.IntVar(&bigPods, "big-pods", 10000, "scale: pods of the large phase, at full speed")
+	agentArgs := flag.String("agent-args", "", "more flags for the berth agent of the startup benchmark, space-separated (e.g. \"--log-level debug\")")
 	flag.Parse()
+	b.agentArgs = strings.Fields(*agentArgs)
 
 	if err := b.run(strings.Split(suites, ","), atoi(ns), reps, atoi(replicas), e2eReps,
 		scalePlan{nodes: nodes, pods: pods, rates: atoi(rates), bigNodes: bigNodes, bigPods: bigPods}); err != nil {

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"io"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -249,7 +250,7 @@ func (a *agentSide) start(ctx context.Context) error {
 	}
 	a.port = freePort()
 	var err error
-	a.p, err = startProc("berth agent", filepath.Join(b.logs, "agent.log"), b.berth, "agent",
+	a.p, err = startProc("berth agent", filepath.Join(b.logs, "agent-"+filepath.Base(a.dir)+".log"), b.berth, append([]string{"agent",
 		"--pod-manifest-path", manifests,
 		"--container-runtime-endpoint", b.rt.endpoint,
 		"--root-dir", filepath.Join(a.dir, "root"),
@@ -263,7 +264,7 @@ func (a *agentSide) start(ctx context.Context) error {
 		"--address", "127.0.0.1",
 		"--read-only-port", strconv.Itoa(a.port),
 		"--cgroup-root", "/bbench-agent",
-	)
+	}, b.agentArgs...)...)
 	if err != nil {
 		return err
 	}
@@ -285,7 +286,15 @@ func (a *agentSide) launch(_ context.Context, n int) error {
 	return moveManifests(a.dir, filepath.Join(a.dir, "manifests"), n)
 }
 
+// teardown first saves the agent's metrics with every pod running (its
+// CRI calls by operation, with their latencies: where the time went),
+// then removes the manifests.
 func (a *agentSide) teardown(context.Context) error {
+	if resp, err := http.Get(fmt.Sprintf("http://127.0.0.1:%d/metrics", a.port)); err == nil {
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		_ = os.WriteFile(filepath.Join(a.b.logs, fmt.Sprintf("agent-metrics-%s.txt", filepath.Base(a.dir))), body, 0o644)
+	}
 	return removeManifests(filepath.Join(a.dir, "manifests"))
 }
 
