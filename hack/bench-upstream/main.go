@@ -45,6 +45,7 @@ type bench struct {
 	clusterCIDR                 string
 	maxN                        int
 	agentArgs                   []string
+	sides                       map[string]bool
 	rt                          *runtimeEnv
 	res                         results
 }
@@ -95,8 +96,13 @@ func main() {
 	flag.IntVar(&bigNodes, "big-nodes", 5000, "scale: fake nodes of the large phase (0: none)")
 	flag.IntVar(&bigPods, "big-pods", 10000, "scale: pods of the large phase, at full speed")
 	agentArgs := flag.String("agent-args", "", "more flags for the berth agent of the startup benchmark, space-separated (e.g. \"--log-level debug\")")
+	sides := flag.String("sides", "all", "startup: the sides to run (agent, kubelet, floor; comma-separated), for diagnosis")
 	flag.Parse()
 	b.agentArgs = strings.Fields(*agentArgs)
+	b.sides = map[string]bool{}
+	for _, s := range strings.Split(*sides, ",") {
+		b.sides[strings.TrimSpace(s)] = true
+	}
 
 	if err := b.run(strings.Split(suites, ","), atoi(ns), reps, atoi(replicas), e2eReps,
 		scalePlan{nodes: nodes, pods: pods, rates: atoi(rates), bigNodes: bigNodes, bigPods: bigPods}); err != nil {

@@ -10,7 +10,12 @@ import (
 // startupSuite runs every pod count reps times per side, the sides
 // interleaved and their order rotated each repetition.
 func (b *bench) startupSuite(ctx context.Context, ns []int, reps int) error {
-	sides := []string{sideAgent, sideKubelet, sideFloor}
+	var sides []string
+	for _, side := range []string{sideAgent, sideKubelet, sideFloor} {
+		if b.sides[strings.Fields(side)[len(strings.Fields(side))-1]] || b.sides["all"] {
+			sides = append(sides, side)
+		}
+	}
 	for rep := range reps {
 		for _, n := range ns {
 			for i := range sides {
