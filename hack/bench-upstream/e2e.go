@@ -14,6 +14,8 @@ import (
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/watch"
+
+	"berth/internal/mountinfo"
 )
 
 // e2eRound is one Deployment brought up on one cluster.
@@ -65,7 +67,12 @@ func (b *bench) e2eSide(ctx context.Context, side string, replicas []int, rep in
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
-	defer os.RemoveAll(dir)
+	defer func() {
+		if err := mountinfo.UnmountAll(dir); err != nil { // the kubelet's root dir
+			fmt.Fprintln(os.Stderr, "bench:", err)
+		}
+		os.RemoveAll(dir)
+	}()
 	if err := b.rt.writeCNIConfig(); err != nil {
 		return err
 	}

@@ -35,6 +35,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"berth/internal/mountinfo"
 )
 
 // bench is one run: its settings, the shared runtime and the results.
@@ -153,7 +155,13 @@ func (b *bench) run(suites []string, ns []int, reps int, replicas []int, e2eReps
 	if b.work, err = os.MkdirTemp("/var/tmp", "bbench-"); err != nil {
 		return err
 	}
-	defer os.RemoveAll(b.work)
+	defer func() {
+		// The kubelet bind-mounts its root dir onto itself.
+		if err := mountinfo.UnmountAll(b.work); err != nil {
+			fmt.Fprintln(os.Stderr, "bench:", err)
+		}
+		os.RemoveAll(b.work)
+	}()
 	b.logs = filepath.Join(b.out, "logs")
 	if err := os.MkdirAll(b.logs, 0o755); err != nil {
 		return err
