@@ -98,7 +98,7 @@ func main() {
 	flag.IntVar(&bigNodes, "big-nodes", 5000, "scale: fake nodes of the large phase (0: none)")
 	flag.IntVar(&bigPods, "big-pods", 10000, "scale: pods of the large phase, at full speed")
 	agentArgs := flag.String("agent-args", "", "more flags for the berth agent of the startup benchmark, space-separated (e.g. \"--log-level debug\")")
-	sides := flag.String("sides", "all", "startup: the sides to run (agent, kubelet, floor; comma-separated), for diagnosis")
+	sides := flag.String("sides", "all", "the sides to run, for diagnosis (comma-separated): startup agent, kubelet, floor; scale berth, upstream")
 	flag.Parse()
 	b.agentArgs = strings.Fields(*agentArgs)
 	b.sides = map[string]bool{}

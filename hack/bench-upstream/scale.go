@@ -72,6 +72,9 @@ const (
 // then the large phase.
 func (b *bench) scaleSuite(ctx context.Context, plan scalePlan) error {
 	for _, side := range []string{scaleBerth, scaleUpstream} {
+		if !b.sides["all"] && !b.sides[strings.Fields(side)[0]] {
+			continue
+		}
 		if err := b.scaleSide(ctx, side, plan); err != nil {
 			return fmt.Errorf("scale %s: %w", side, err)
 		}
@@ -128,16 +131,21 @@ func (b *bench) scaleSide(ctx context.Context, side string, plan scalePlan) erro
 			return err
 		}
 	}
-	return nodes.err()
+	if err := nodes.err(); err != nil {
+		// An overloaded server fails some renewals: said, not fatal.
+		fmt.Fprintf(os.Stderr, "scale %s: %d lease renewals failed, e.g. %v\n", side, nodes.failures.Load(), err)
+	}
+	return nil
 }
 
 // fakeNodes are Node objects with a Ready status and a Lease the driver
 // renews every 10 s, as a kubelet does; no agent runs for them.
 type fakeNodes struct {
-	client  *kubernetes.Clientset
-	mu      sync.Mutex
-	names   []string
-	renewEr error
+	client   *kubernetes.Clientset
+	mu       sync.Mutex
+	names    []string
+	renewEr  error
+	failures atomic.Int64
 }
 
 // grow creates nodes until there are n.
@@ -215,6 +223,7 @@ func (f *fakeNodes) renew(ctx context.Context) {
 					_, err = leases.Update(ctx, l, metav1.UpdateOptions{})
 				}
 				if err != nil && ctx.Err() == nil && !apierrors.IsConflict(err) {
+					f.failures.Add(1)
 					f.mu.Lock()
 					f.renewEr = fmt.Errorf("renewing %s's lease: %w", name, err)
 					f.mu.Unlock()
