@@ -111,6 +111,9 @@ func (b *bench) scaleSide(ctx context.Context, side string, plan scalePlan) erro
 	phase := func(nodeCount, pods, rate int, name string) error {
 		r, err := b.scalePhase(ctx, c, side, nodeCount, pods, rate, name)
 		if err != nil {
+			if r.BoundPerSec > 0 { // measured; the clean-up failed
+				b.res.Scale = append(b.res.Scale, r)
+			}
 			return err
 		}
 		fmt.Fprintf(os.Stderr, "scale %-12s nodes=%-5d pods=%-5d rate=%-4d: created %6.1f/s bound %6.1f/s create p50 %5.1f ms p99 %6.1f ms watch p99 %6.1f ms backlog %5d LIST %6.1f ms RSS %6.1f MiB\n",
@@ -415,13 +418,16 @@ func (b *bench) scalePhase(ctx context.Context, c *controlPlane, side string, no
 	r.ListP50Ms = ms(percentile(lists, 50))
 
 	// Pods bound to fake nodes are deleted at once (no kubelet confirms).
+	// A DeleteCollection the server cuts off at its request timeout is
+	// sent again until the namespace is empty.
 	zero := int64(0)
-	if err := c.client.CoreV1().Pods(ns).DeleteCollection(ctx, metav1.DeleteOptions{GracePeriodSeconds: &zero}, metav1.ListOptions{}); err != nil {
-		return r, err
-	}
-	return r, waitFor(10*time.Minute, time.Second, "namespace "+ns+"'s pods deleted", func() (bool, error) {
+	return r, waitFor(15*time.Minute, time.Second, "namespace "+ns+"'s pods deleted", func() (bool, error) {
 		list, err := c.client.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{Limit: 1})
-		return err == nil && len(list.Items) == 0, err
+		if err != nil || len(list.Items) == 0 {
+			return err == nil, nil
+		}
+		_ = c.client.CoreV1().Pods(ns).DeleteCollection(ctx, metav1.DeleteOptions{GracePeriodSeconds: &zero}, metav1.ListOptions{})
+		return false, nil
 	})
 }
 
