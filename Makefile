@@ -6,7 +6,7 @@ BIN      := $(CURDIR)/bin
 BERTH    := $(BIN)/berth
 TEST_TIMEOUT  ?= 28m
 
-.PHONY: all deps build vet kubectls conformance-bin test unit bench fuzz up demo conformance clean
+.PHONY: all deps build vet kubectls conformance-bin test unit bench bench-upstream fuzz up demo conformance clean
 
 # `berth kubectl` (k8s.io/kubectl built in) reports the Kubernetes release of
 # its k8s.io/kubectl module (v0.37.2 is v1.37.2); kubectl version needs it.
@@ -48,10 +48,19 @@ test: deps build vet kubectls conformance-bin
 unit: build
 	BERTH_BIN=$(BERTH) go test -count=1 -short ./...
 
-## bench: benchmarks, printed as tables (with upstream kube-proxy built for integration/proxy's baseline)
+## bench: benchmarks, printed as tables (with upstream kube-proxy built for integration/proxy's baseline), and bench-upstream at small sizes
 bench: deps build
 	./hack/conformance/build.sh proxy
 	BERTH_BIN=$(BERTH) go test -run '^$$' -bench . -benchtime 1x ./...
+	$(MAKE) bench-upstream BENCH_UPSTREAM_ARGS='$(BENCH_UPSTREAM_SMALL)'
+
+## bench-upstream: berth against upstream Kubernetes v1.34 in one run on this machine (hack/bench-upstream): pod startup (agent vs kubelet vs a CRI floor), end to end (berth up vs upstream's control plane + kubelet), the control plane at scale; as root, offline; markdown tables, results.json under /var/cache/berth/bench-upstream/
+BENCH_UPSTREAM_ARGS  ?=
+BENCH_UPSTREAM_SMALL := -n 1,10 -reps 1 -replicas 10 -nodes 100 -pods 500 -rates 0,50 -big-nodes 0
+bench-upstream: deps build
+	./hack/conformance/build.sh upstream-control-plane kubelet
+	go build -o $(BIN)/bench-upstream ./hack/bench-upstream
+	$(BIN)/bench-upstream -berth $(BERTH) $(BENCH_UPSTREAM_ARGS)
 
 ## fuzz: every native Go fuzz target for FUZZTIME each (hack/fuzz.sh); `make test` runs only their seed corpora
 FUZZTIME ?= 2m

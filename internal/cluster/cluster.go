@@ -289,8 +289,12 @@ func agentConfig(cfg *Config, addr, runtimeEndpoint string, clusterDNS []net.IP)
 		PodManifestPath: cfg.ManifestDir(),
 		RuntimeEndpoint: runtimeEndpoint,
 		RootDir:         filepath.Join(cfg.DataDir, "agent"),
-		// No PodCIDR: the agent takes the Node's spec.podCIDR, which
-		// nodeipam sets to cfg.PodCIDR.
+		// The Node's spec.podCIDR is cfg.PodCIDR (nodeipam hands out
+		// exactly it; checkNodePodCIDR refused any other): given here, the
+		// agent writes its CNI config at once instead of learning the
+		// CIDR from its next status sync, up to 10 s after registering,
+		// while the node already reports Ready.
+		PodCIDR:         cfg.PodCIDR,
 		CNIConfDir:      cfg.CNIConfDir,
 		CNIBinDirs:      []string{cfg.CNIBinDir},
 		CNIBridge:       cfg.CNIBridge,
