@@ -198,7 +198,7 @@ if ip link show "$BRIDGE" >/dev/null 2>&1; then
 fi
 
 say "building what is missing"
-sets=(e2e)
+sets=(e2e aggregator)
 [ "$TARGET" != upstream-control-plane ] || sets+=(upstream-control-plane)
 "$here/build.sh" "${sets[@]}"
 (cd "$here" && go build -o "$bin/junitsummary" ./junitsummary)
