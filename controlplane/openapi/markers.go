@@ -34,6 +34,11 @@ var markedOptional = map[string]bool{
 	"io.k8s.api.scheduling.v1.PriorityClass.value":                       true,
 	"io.k8s.api.storage.v1.CSINodeDriver.topologyKeys":                   true,
 	"io.k8s.api.batch.v1.PodFailurePolicyOnPodConditionsPattern.status":  true,
+	"io.k8s.api.apps.v1.StatefulSetCondition.status":                     true,
+	"io.k8s.api.apps.v1.StatefulSetCondition.type":                       true,
+	"io.k8s.api.apps.v1.StatefulSetOrdinals.start":                       true,
+	"io.k8s.api.apps.v1.StatefulSetSpec.serviceName":                     true,
+	"io.k8s.api.apps.v1.StatefulSetStatus.availableReplicas":             true,
 }
 
 // markedRequired lists the fields whose +required marker makes them
@@ -48,4 +53,5 @@ var markedRequired = map[string]bool{
 	"io.k8s.api.core.v1.PodCertificateProjection.keyType":         true,
 	"io.k8s.api.core.v1.PodCertificateProjection.signerName":      true,
 	"io.k8s.api.batch.v1.CronJob.spec":                            true,
+	"io.k8s.api.apps.v1.StatefulSet.spec":                         true,
 }

@@ -164,6 +164,7 @@ func DefaultResources() []Resource {
 		in(batchv1.SchemeGroupVersion, "CronJob", "cronjobs", true, &batchv1.CronJob{}, &batchv1.CronJobList{}, SubresourceStatus),
 		in(schedulingv1.SchemeGroupVersion, "PriorityClass", "priorityclasses", false, &schedulingv1.PriorityClass{}, &schedulingv1.PriorityClassList{}),
 		in(policyv1.SchemeGroupVersion, "PodDisruptionBudget", "poddisruptionbudgets", true, &policyv1.PodDisruptionBudget{}, &policyv1.PodDisruptionBudgetList{}, SubresourceStatus),
+		in(appsv1.SchemeGroupVersion, "StatefulSet", "statefulsets", true, &appsv1.StatefulSet{}, &appsv1.StatefulSetList{}, SubresourceStatus, SubresourceScale),
 		// Not stored: create only (kubectl auth whoami).
 		{GVK: authenticationv1.SchemeGroupVersion.WithKind("SelfSubjectReview"), Resource: "selfsubjectreviews",
 			Verbs: []string{VerbCreate}, Object: &authenticationv1.SelfSubjectReview{}},

@@ -32,6 +32,7 @@ import (
 	"berth/controlplane/registry/apps/daemonset"
 	"berth/controlplane/registry/apps/deployment"
 	"berth/controlplane/registry/apps/replicaset"
+	"berth/controlplane/registry/apps/statefulset"
 	"berth/controlplane/registry/batch/cronjob"
 	"berth/controlplane/registry/batch/job"
 	"berth/controlplane/registry/certificates/certificatesigningrequest"
@@ -190,6 +191,8 @@ func Resources(typer runtime.ObjectTyper) map[schema.GroupResource]Resource {
 		{GroupResource: gr(policyv1.SchemeGroupVersion, "poddisruptionbudgets"), Strategy: poddisruptionbudget.NewStrategy(typer),
 			StatusStrategy: poddisruptionbudget.NewStatusStrategy(typer), Table: poddisruptionbudget.Table,
 			AttrFunc: poddisruptionbudget.GetAttrs, PredicateFunc: poddisruptionbudget.Predicate},
+		{GroupResource: gr(appsv1.SchemeGroupVersion, "statefulsets"), Strategy: statefulset.NewStrategy(typer), StatusStrategy: statefulset.NewStatusStrategy(typer),
+			Table: statefulset.Table, AttrFunc: statefulset.GetAttrs, PredicateFunc: statefulset.Predicate},
 	}
 	out := make(map[schema.GroupResource]Resource, len(list))
 	for _, r := range list {

@@ -111,6 +111,7 @@ func samples() map[schema.GroupResource]runtime.Object {
 		{Group: "scheduling.k8s.io", Resource: "priorityclasses"}: &schedulingv1.PriorityClass{ObjectMeta: cl, Value: 100},
 		{Group: "policy", Resource: "poddisruptionbudgets"}: &policyv1.PodDisruptionBudget{ObjectMeta: ns, Spec: policyv1.PodDisruptionBudgetSpec{
 			MinAvailable: &minAvailable, Selector: sel}},
+		{Group: "apps", Resource: "statefulsets"}: &appsv1.StatefulSet{ObjectMeta: ns, Spec: appsv1.StatefulSetSpec{Selector: sel, Template: tmpl}},
 	}
 }
 

@@ -222,6 +222,9 @@ func defs() []def {
 			short: []string{"pdb"}, status: true,
 			newObj:  func() runtime.Object { return &policyv1.PodDisruptionBudget{} },
 			newList: func() runtime.Object { return &policyv1.PodDisruptionBudgetList{} }},
+		{gv: apps, resource: "statefulsets", singular: "statefulset", kind: "StatefulSet", namespaced: true, short: []string{"sts"}, categories: all, status: true,
+			scale:  statefulSetScale,
+			newObj: func() runtime.Object { return &appsv1.StatefulSet{} }, newList: func() runtime.Object { return &appsv1.StatefulSetList{} }},
 	}
 }
 

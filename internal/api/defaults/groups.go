@@ -170,3 +170,43 @@ func DaemonSet(ds *appsv1.DaemonSet) {
 	}
 	PodTemplateSpec(&ds.Spec.Template)
 }
+
+// StatefulSet applies the apps/v1 stateful set defaults (upstream's with
+// MaxUnavailableStatefulSet off): podManagementPolicy OrderedReady,
+// updateStrategy RollingUpdate with partition 0, the PVC retention policy
+// Retain/Retain, replicas 1, revisionHistoryLimit 10, and the pod template
+// defaults.
+func StatefulSet(ss *appsv1.StatefulSet) {
+	spec := &ss.Spec
+	if spec.PodManagementPolicy == "" {
+		spec.PodManagementPolicy = appsv1.OrderedReadyPodManagement
+	}
+	if spec.UpdateStrategy.Type == "" {
+		spec.UpdateStrategy.Type = appsv1.RollingUpdateStatefulSetStrategyType
+		if spec.UpdateStrategy.RollingUpdate == nil {
+			spec.UpdateStrategy.RollingUpdate = &appsv1.RollingUpdateStatefulSetStrategy{}
+		}
+	}
+	if ru := spec.UpdateStrategy.RollingUpdate; spec.UpdateStrategy.Type == appsv1.RollingUpdateStatefulSetStrategyType && ru != nil && ru.Partition == nil {
+		ru.Partition = int32Ptr(0)
+	}
+	if spec.PersistentVolumeClaimRetentionPolicy == nil {
+		spec.PersistentVolumeClaimRetentionPolicy = &appsv1.StatefulSetPersistentVolumeClaimRetentionPolicy{}
+	}
+	if p := spec.PersistentVolumeClaimRetentionPolicy; p.WhenDeleted == "" {
+		p.WhenDeleted = appsv1.RetainPersistentVolumeClaimRetentionPolicyType
+	}
+	if p := spec.PersistentVolumeClaimRetentionPolicy; p.WhenScaled == "" {
+		p.WhenScaled = appsv1.RetainPersistentVolumeClaimRetentionPolicyType
+	}
+	if spec.Replicas == nil {
+		spec.Replicas = int32Ptr(1)
+	}
+	if spec.RevisionHistoryLimit == nil {
+		spec.RevisionHistoryLimit = int32Ptr(10)
+	}
+	PodTemplateSpec(&spec.Template)
+	for i := range spec.VolumeClaimTemplates {
+		PersistentVolumeClaim(&spec.VolumeClaimTemplates[i])
+	}
+}

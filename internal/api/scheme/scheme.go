@@ -268,6 +268,12 @@ func addDefaultingFuncs(s *runtime.Scheme) error {
 			defaults.PriorityClass(&o.(*schedulingv1.PriorityClassList).Items[i])
 		}
 	})
+	add(&appsv1.StatefulSet{}, func(o interface{}) { defaults.StatefulSet(o.(*appsv1.StatefulSet)) })
+	add(&appsv1.StatefulSetList{}, func(o interface{}) {
+		for i := range o.(*appsv1.StatefulSetList).Items {
+			defaults.StatefulSet(&o.(*appsv1.StatefulSetList).Items[i])
+		}
+	})
 	return nil
 }
 
