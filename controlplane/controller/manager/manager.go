@@ -63,6 +63,7 @@ import (
 	"berth/controlplane/controller/replicaset"
 	"berth/controlplane/controller/rootcacertpublisher"
 	"berth/controlplane/controller/serviceaccount"
+	"berth/controlplane/controller/statefulset"
 	"berth/controlplane/controller/storageprotection"
 	"berth/controlplane/controller/ttlafterfinished"
 	"berth/controlplane/controller/volume"
@@ -92,6 +93,7 @@ var Controllers = []string{
 	job.Name, ttlafterfinished.Name, cronjob.Name,
 	endpointslicemirroring.Name,
 	disruption.Name,
+	statefulset.Name,
 }
 
 // Config configures the manager.
@@ -362,6 +364,8 @@ func (m *Manager) build(name string, base controller.Config) (interface{ Run(con
 		return disruption.New(disruption.Config{Config: base})
 	case garbagecollector.Name:
 		return garbagecollector.New(garbagecollector.Config{Config: base, Dynamic: m.cfg.Dynamic, Options: m.cfg.GarbageCollector})
+	case statefulset.Name:
+		return statefulset.New(statefulset.Config{Config: base})
 	}
 	return nil, fmt.Errorf("unknown controller %q: %w", name, errdefs.ErrInvalidArgument)
 }
