@@ -42,10 +42,10 @@ func newSet(replicas int32, mutate ...func(*appsv1.StatefulSet)) *appsv1.Statefu
 type podState int
 
 const (
-	pending podState = iota
-	running          // running, not ready
-	ready            // running and ready for a long time
-	justReady        // ready since now
+	pending   podState = iota
+	running            // running, not ready
+	ready              // running and ready for a long time
+	justReady          // ready since now
 	failed
 	terminating
 )
@@ -134,9 +134,11 @@ func TestDecide(t *testing.T) {
 		{name: "ordered scale up waits for the predecessor to be ready", set: newSet(3),
 			pods: func(s *appsv1.StatefulSet) []*corev1.Pod { return []*corev1.Pod{pod(s, 0, "web-r1", running)} }},
 		{name: "ordered scale up goes on once the predecessor is ready, claim kept", set: newSet(3),
-			pods:   func(s *appsv1.StatefulSet) []*corev1.Pod { return []*corev1.Pod{pod(s, 0, "web-r1", ready)} },
-			claims: func(s *appsv1.StatefulSet) []*corev1.PersistentVolumeClaim { return []*corev1.PersistentVolumeClaim{claim(s, 0), claim(s, 1)} },
-			want:   []string{"create web-1@web-r1"}},
+			pods: func(s *appsv1.StatefulSet) []*corev1.Pod { return []*corev1.Pod{pod(s, 0, "web-r1", ready)} },
+			claims: func(s *appsv1.StatefulSet) []*corev1.PersistentVolumeClaim {
+				return []*corev1.PersistentVolumeClaim{claim(s, 0), claim(s, 1)}
+			},
+			want: []string{"create web-1@web-r1"}},
 		{name: "minReadySeconds: a just-ready predecessor is not available yet", set: newSet(3, func(s *appsv1.StatefulSet) { s.Spec.MinReadySeconds = 10 }),
 			pods: func(s *appsv1.StatefulSet) []*corev1.Pod { return []*corev1.Pod{pod(s, 0, "web-r1", justReady)} }},
 		{name: "parallel scale up creates every missing pod", set: newSet(3, parallel),
@@ -214,8 +216,10 @@ func TestDecide(t *testing.T) {
 				p.Spec.Volumes = nil
 				return []*corev1.Pod{p}
 			},
-			claims: func(s *appsv1.StatefulSet) []*corev1.PersistentVolumeClaim { return []*corev1.PersistentVolumeClaim{claim(s, 0)} },
-			want:   []string{"update web-0"}},
+			claims: func(s *appsv1.StatefulSet) []*corev1.PersistentVolumeClaim {
+				return []*corev1.PersistentVolumeClaim{claim(s, 0)}
+			},
+			want: []string{"update web-0"}},
 		{name: "whenScaled Delete: a condemned pod's claim gets the pod as owner before the pod goes",
 			set: newSet(1, func(s *appsv1.StatefulSet) {
 				s.Spec.PersistentVolumeClaimRetentionPolicy = &appsv1.StatefulSetPersistentVolumeClaimRetentionPolicy{WhenDeleted: retain, WhenScaled: del}
