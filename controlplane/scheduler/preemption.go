@@ -286,14 +286,15 @@ func (a *Algorithm) FindCandidates(ctx context.Context, pod *fw.PodInfo, snap *f
 // it picks a node, deletes the victims there (after marking them with the
 // DisruptionTarget condition), clears the nomination of lower-priority
 // pods nominated to that node, and returns the node to nominate. msg is
-// what to add to the failure message when nothing was done.
+// what to add to the failure message when nothing was done, prefixed
+// "preemption: " as upstream's DefaultPreemption does.
 func (s *Scheduler) preempt(ctx context.Context, pi *fw.PodInfo, fitErr *fw.FitError) (nominated string, msg string) {
 	pod := pi.Pod
 	if fresh, err := s.podLister.Pods(pod.Namespace).Get(pod.Name); err == nil {
 		pod = fresh
 	}
 	if ok, why := EligibleToPreempt(pod, s.snapshot, fitErr.Diagnosis.NodeToStatus[pod.Status.NominatedNodeName]); !ok {
-		return pod.Status.NominatedNodeName, why
+		return pod.Status.NominatedNodeName, "preemption: " + why
 	}
 	var pdbs []*policyv1.PodDisruptionBudget
 	if s.pdbLister != nil {
