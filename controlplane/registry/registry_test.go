@@ -14,6 +14,7 @@ import (
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	appsv1 "k8s.io/api/apps/v1"
+	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	batchv1 "k8s.io/api/batch/v1"
 	certificatesv1 "k8s.io/api/certificates/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
@@ -112,6 +113,8 @@ func samples() map[schema.GroupResource]runtime.Object {
 		{Group: "policy", Resource: "poddisruptionbudgets"}: &policyv1.PodDisruptionBudget{ObjectMeta: ns, Spec: policyv1.PodDisruptionBudgetSpec{
 			MinAvailable: &minAvailable, Selector: sel}},
 		{Group: "apps", Resource: "statefulsets"}: &appsv1.StatefulSet{ObjectMeta: ns, Spec: appsv1.StatefulSetSpec{Selector: sel, Template: tmpl}},
+		{Group: "autoscaling", Resource: "horizontalpodautoscalers"}: &autoscalingv2.HorizontalPodAutoscaler{ObjectMeta: ns, Spec: autoscalingv2.HorizontalPodAutoscalerSpec{
+			ScaleTargetRef: autoscalingv2.CrossVersionObjectReference{APIVersion: "apps/v1", Kind: "Deployment", Name: "web"}, MaxReplicas: 3}},
 	}
 }
 

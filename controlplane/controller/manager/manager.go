@@ -60,6 +60,7 @@ import (
 	"berth/controlplane/controller/job"
 	"berth/controlplane/controller/nodeipam"
 	"berth/controlplane/controller/nodelifecycle"
+	"berth/controlplane/controller/podautoscaler"
 	"berth/controlplane/controller/replicaset"
 	"berth/controlplane/controller/rootcacertpublisher"
 	"berth/controlplane/controller/serviceaccount"
@@ -94,6 +95,7 @@ var Controllers = []string{
 	endpointslicemirroring.Name,
 	disruption.Name,
 	statefulset.Name,
+	podautoscaler.Name,
 }
 
 // Config configures the manager.
@@ -366,6 +368,8 @@ func (m *Manager) build(name string, base controller.Config) (interface{ Run(con
 		return garbagecollector.New(garbagecollector.Config{Config: base, Dynamic: m.cfg.Dynamic, Options: m.cfg.GarbageCollector})
 	case statefulset.Name:
 		return statefulset.New(statefulset.Config{Config: base})
+	case podautoscaler.Name:
+		return podautoscaler.New(podautoscaler.Config{Config: base})
 	}
 	return nil, fmt.Errorf("unknown controller %q: %w", name, errdefs.ErrInvalidArgument)
 }

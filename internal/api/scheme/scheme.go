@@ -12,6 +12,7 @@ import (
 	authenticationv1 "k8s.io/api/authentication/v1"
 	authorizationv1 "k8s.io/api/authorization/v1"
 	autoscalingv1 "k8s.io/api/autoscaling/v1"
+	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	batchv1 "k8s.io/api/batch/v1"
 	certificatesv1 "k8s.io/api/certificates/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
@@ -89,6 +90,7 @@ func New() *runtime.Scheme {
 		metricsv1beta1.AddToScheme,
 		batchv1.AddToScheme,
 		schedulingv1.AddToScheme,
+		autoscalingv2.AddToScheme,
 		metav1.AddMetaToScheme,
 		metav1beta1.AddMetaToScheme,
 		metav1beta1.RegisterConversions,
@@ -272,6 +274,18 @@ func addDefaultingFuncs(s *runtime.Scheme) error {
 	add(&appsv1.StatefulSetList{}, func(o interface{}) {
 		for i := range o.(*appsv1.StatefulSetList).Items {
 			defaults.StatefulSet(&o.(*appsv1.StatefulSetList).Items[i])
+		}
+	})
+	add(&autoscalingv2.HorizontalPodAutoscaler{}, func(o interface{}) { defaults.HorizontalPodAutoscaler(o.(*autoscalingv2.HorizontalPodAutoscaler)) })
+	add(&autoscalingv2.HorizontalPodAutoscalerList{}, func(o interface{}) {
+		for i := range o.(*autoscalingv2.HorizontalPodAutoscalerList).Items {
+			defaults.HorizontalPodAutoscaler(&o.(*autoscalingv2.HorizontalPodAutoscalerList).Items[i])
+		}
+	})
+	add(&autoscalingv1.HorizontalPodAutoscaler{}, func(o interface{}) {
+		if h := o.(*autoscalingv1.HorizontalPodAutoscaler); h.Spec.MinReplicas == nil {
+			one := int32(1)
+			h.Spec.MinReplicas = &one
 		}
 	})
 	return nil
