@@ -140,7 +140,8 @@ func TestV3Handler(t *testing.T) {
 	served := []string{"api/v1", "apis/apps/v1", "apis/coordination.k8s.io/v1", "apis/events.k8s.io/v1",
 		"apis/discovery.k8s.io/v1", "apis/storage.k8s.io/v1", "apis/rbac.authorization.k8s.io/v1",
 		"apis/admissionregistration.k8s.io/v1", "apis/certificates.k8s.io/v1", "apis/authentication.k8s.io/v1", "apis/node.k8s.io/v1",
-		"apis/networking.k8s.io/v1", "apis/batch/v1", "apis/scheduling.k8s.io/v1", "apis/policy/v1"}
+		"apis/networking.k8s.io/v1", "apis/batch/v1", "apis/scheduling.k8s.io/v1", "apis/policy/v1",
+		"apis/autoscaling/v2", "apis/autoscaling/v1"}
 	for _, gv := range served {
 		entry, ok := index.Paths[gv]
 		if !ok {
