@@ -15,14 +15,14 @@ import (
 	"k8s.io/apiserver/pkg/registry/rest"
 
 	"berth/controlplane/apiserver"
-	hpa "berth/controlplane/registry/autoscaling/horizontalpodautoscaler"
+	"berth/internal/api/convert"
 	"berth/internal/api/defaults"
 )
 
 // hpaV1View serves autoscaling/v1 HorizontalPodAutoscalers (and their
 // status) from the autoscaling/v2 store, as kube-apiserver serves one set
 // of HPAs in both versions; objects are converted on the way in and out
-// (hpa.ToV1, hpa.FromV1) and the v2 strategy validates them.
+// (convert.HPAToV1, convert.HPAFromV1) and the v2 strategy validates them.
 type hpaV1View struct {
 	store *genericregistry.Store
 	table rest.TableConvertor
@@ -81,7 +81,7 @@ func (v *hpaV1View) List(ctx context.Context, opts *metainternalversion.ListOpti
 	}
 	out := &autoscalingv1.HorizontalPodAutoscalerList{ListMeta: l.ListMeta, Items: make([]autoscalingv1.HorizontalPodAutoscaler, 0, len(l.Items))}
 	for i := range l.Items {
-		out.Items = append(out.Items, *hpa.ToV1(&l.Items[i]))
+		out.Items = append(out.Items, *convert.HPAToV1(&l.Items[i]))
 	}
 	return out, nil
 }
@@ -91,11 +91,11 @@ func (v *hpaV1View) List(ctx context.Context, opts *metainternalversion.ListOpti
 func (v *hpaV1View) ConvertToTable(ctx context.Context, obj runtime.Object, opts runtime.Object) (*metav1.Table, error) {
 	switch o := obj.(type) {
 	case *autoscalingv1.HorizontalPodAutoscaler:
-		obj = hpa.FromV1(o)
+		obj = convert.HPAFromV1(o)
 	case *autoscalingv1.HorizontalPodAutoscalerList:
 		l := &autoscalingv2.HorizontalPodAutoscalerList{ListMeta: o.ListMeta}
 		for i := range o.Items {
-			l.Items = append(l.Items, *hpa.FromV1(&o.Items[i]))
+			l.Items = append(l.Items, *convert.HPAFromV1(&o.Items[i]))
 		}
 		obj = l
 	}
@@ -191,11 +191,11 @@ func hpaToV1(obj runtime.Object) (*autoscalingv1.HorizontalPodAutoscaler, error)
 	if !ok {
 		return nil, fmt.Errorf("hpa view: stored object is a %T", obj)
 	}
-	return hpa.ToV1(h), nil
+	return convert.HPAToV1(h), nil
 }
 
 func hpaFromV1(in *autoscalingv1.HorizontalPodAutoscaler) *autoscalingv2.HorizontalPodAutoscaler {
-	out := hpa.FromV1(in)
+	out := convert.HPAFromV1(in)
 	defaults.HorizontalPodAutoscaler(out)
 	return out
 }

@@ -285,26 +285,27 @@ func TestResourceUsage(t *testing.T) {
 			}
 			return d.Spec.Replicas != nil && *d.Spec.Replicas == 3, fmt.Sprint(*d.Spec.Replicas)
 		})
-		h, err := c.Client.AutoscalingV2().HorizontalPodAutoscalers("default").Get(ctx, "spin", metav1.GetOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		var util int32
-		for _, m := range h.Status.CurrentMetrics {
-			if m.Resource != nil && m.Resource.Name == v1.ResourceCPU && m.Resource.Current.AverageUtilization != nil {
-				util = *m.Resource.Current.AverageUtilization
+		harness.WaitFor(t, 30*time.Second, "the HPA's status to show the scale and its cpu utilization above target", func() (bool, string) {
+			h, err := c.Client.AutoscalingV2().HorizontalPodAutoscalers("default").Get(ctx, "spin", metav1.GetOptions{})
+			if err != nil {
+				return false, err.Error()
 			}
-		}
-		if util <= 50 || h.Status.DesiredReplicas != 3 || h.Status.LastScaleTime == nil {
-			t.Errorf("hpa status %+v", h.Status)
-		}
+			var util int32
+			for _, m := range h.Status.CurrentMetrics {
+				if m.Resource != nil && m.Resource.Name == v1.ResourceCPU && m.Resource.Current.AverageUtilization != nil {
+					util = *m.Resource.Current.AverageUtilization
+				}
+			}
+			return util > 50 && h.Status.DesiredReplicas == 3 && h.Status.LastScaleTime != nil, fmt.Sprintf("%+v", h.Status)
+		})
 		// The same object through autoscaling/v1, as kubectl get hpa shows it.
 		v1hpa, err := c.Client.AutoscalingV1().HorizontalPodAutoscalers("default").Get(ctx, "spin", metav1.GetOptions{})
 		if err != nil || v1hpa.Spec.TargetCPUUtilizationPercentage == nil || *v1hpa.Spec.TargetCPUUtilizationPercentage != 50 || v1hpa.Status.CurrentCPUUtilizationPercentage == nil {
 			t.Errorf("autoscaling/v1 view: %+v (%v)", v1hpa, err)
 		}
 		out := c.MustKubectl(t, "", "get", "hpa", "spin", "--no-headers")
-		if f := strings.Fields(out); len(f) < 7 || f[1] != "Deployment/spin" || !strings.HasPrefix(f[2], "cpu:") || f[4] != "3" {
+		// NAME REFERENCE TARGETS("cpu: <current>/50%") MINPODS MAXPODS REPLICAS AGE
+		if f := strings.Fields(out); len(f) < 8 || f[1] != "Deployment/spin" || f[2] != "cpu:" || !strings.HasSuffix(f[3], "/50%") || f[4] != "1" || f[5] != "3" {
 			t.Errorf("kubectl get hpa: %q", out)
 		}
 	})

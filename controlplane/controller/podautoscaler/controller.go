@@ -394,7 +394,18 @@ func (c *Controller) writeStatus(ctx context.Context, h *autoscalingv2.Horizonta
 	if apiequality.Semantic.DeepEqual(*old, h.Status) {
 		return nil
 	}
-	_, err := c.cfg.Client.AutoscalingV2().HorizontalPodAutoscalers(h.Namespace).UpdateStatus(ctx, h, metav1.UpdateOptions{})
+	client := c.cfg.Client.AutoscalingV2().HorizontalPodAutoscalers(h.Namespace)
+	_, err := client.UpdateStatus(ctx, h, metav1.UpdateOptions{})
+	if apierrors.IsConflict(err) {
+		// The status is this controller's alone: write it onto a fresh copy
+		// (a scale just made must not lose its lastScaleTime).
+		fresh, gerr := client.Get(ctx, h.Name, metav1.GetOptions{})
+		if gerr != nil {
+			return gerr
+		}
+		fresh.Status = h.Status
+		_, err = client.UpdateStatus(ctx, fresh, metav1.UpdateOptions{})
+	}
 	if err != nil && !apierrors.IsNotFound(err) {
 		return fmt.Errorf("update status of hpa %s/%s: %w", h.Namespace, h.Name, err)
 	}

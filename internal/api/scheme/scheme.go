@@ -335,8 +335,22 @@ func addEventConversions(s *runtime.Scheme) error {
 	}); err != nil {
 		return err
 	}
-	return s.AddConversionFunc((*corev1.Event)(nil), (*eventsv1.Event)(nil), func(a, b interface{}, _ conversion.Scope) error {
+	if err := s.AddConversionFunc((*corev1.Event)(nil), (*eventsv1.Event)(nil), func(a, b interface{}, _ conversion.Scope) error {
 		*b.(*eventsv1.Event) = *convert.EventFromCore(a.(*corev1.Event))
+		return nil
+	}); err != nil {
+		return err
+	}
+	// HPAs are stored as autoscaling/v2; the field manager converts to the
+	// version a manager wrote (kubectl autoscale: autoscaling/v1).
+	if err := s.AddConversionFunc((*autoscalingv2.HorizontalPodAutoscaler)(nil), (*autoscalingv1.HorizontalPodAutoscaler)(nil), func(a, b interface{}, _ conversion.Scope) error {
+		*b.(*autoscalingv1.HorizontalPodAutoscaler) = *convert.HPAToV1(a.(*autoscalingv2.HorizontalPodAutoscaler))
+		return nil
+	}); err != nil {
+		return err
+	}
+	return s.AddConversionFunc((*autoscalingv1.HorizontalPodAutoscaler)(nil), (*autoscalingv2.HorizontalPodAutoscaler)(nil), func(a, b interface{}, _ conversion.Scope) error {
+		*b.(*autoscalingv2.HorizontalPodAutoscaler) = *convert.HPAFromV1(a.(*autoscalingv1.HorizontalPodAutoscaler))
 		return nil
 	})
 }

@@ -2,8 +2,8 @@
 // autoscaling/v2 horizontal pod autoscalers (the stored version): status
 // cleared on create and kept apart, generation bumped on spec changes,
 // upstream's validation, and the table (NAME REFERENCE TARGETS MINPODS
-// MAXPODS REPLICAS AGE); and the conversion to and from autoscaling/v1,
-// which is served as a view of the same objects.
+// MAXPODS REPLICAS AGE). autoscaling/v1 is served as a view of the same
+// objects (internal/api/convert).
 package horizontalpodautoscaler
 
 import (

@@ -1,4 +1,4 @@
-package horizontalpodautoscaler
+package convert
 
 import (
 	"encoding/json"
@@ -36,12 +36,12 @@ func isCPUUtilization(m *autoscalingv2.MetricSpec) bool {
 	return m.Type == autoscalingv2.ResourceMetricSourceType && m.Resource != nil && m.Resource.Name == corev1.ResourceCPU && m.Resource.Target.AverageUtilization != nil
 }
 
-// ToV1 converts a stored autoscaling/v2 HPA to autoscaling/v1 as upstream:
+// HPAToV1 converts a stored autoscaling/v2 HPA to autoscaling/v1 as upstream:
 // the cpu utilization target and current value in their v1 fields; other
 // resource, container resource and pods metrics, the behavior and the
 // conditions in annotations. (Object and External metrics have no v1 form
 // here and are left out.)
-func ToV1(in *autoscalingv2.HorizontalPodAutoscaler) *autoscalingv1.HorizontalPodAutoscaler {
+func HPAToV1(in *autoscalingv2.HorizontalPodAutoscaler) *autoscalingv1.HorizontalPodAutoscaler {
 	out := &autoscalingv1.HorizontalPodAutoscaler{
 		ObjectMeta: *in.ObjectMeta.DeepCopy(),
 		Spec: autoscalingv1.HorizontalPodAutoscalerSpec{
@@ -157,11 +157,11 @@ func metricSpecFromV1(m *autoscalingv1.MetricSpec) (autoscalingv2.MetricSpec, bo
 	return autoscalingv2.MetricSpec{}, false
 }
 
-// FromV1 converts an autoscaling/v1 HPA to the stored autoscaling/v2 form
+// HPAFromV1 converts an autoscaling/v1 HPA to the stored autoscaling/v2 form
 // as upstream: the annotated metrics first, then the cpu utilization
 // target (80% when neither is given); the annotated behavior and current
 // metrics and conditions; the conversion annotations dropped.
-func FromV1(in *autoscalingv1.HorizontalPodAutoscaler) *autoscalingv2.HorizontalPodAutoscaler {
+func HPAFromV1(in *autoscalingv1.HorizontalPodAutoscaler) *autoscalingv2.HorizontalPodAutoscaler {
 	out := &autoscalingv2.HorizontalPodAutoscaler{
 		ObjectMeta: *in.ObjectMeta.DeepCopy(),
 		Spec: autoscalingv2.HorizontalPodAutoscalerSpec{
