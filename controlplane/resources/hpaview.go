@@ -159,7 +159,19 @@ func (v *hpaV1View) Delete(ctx context.Context, name string, deleteValidation re
 
 // DeleteCollection implements rest.CollectionDeleter.
 func (v *hpaV1View) DeleteCollection(ctx context.Context, deleteValidation rest.ValidateObjectFunc, opts *metav1.DeleteOptions, listOpts *metainternalversion.ListOptions) (runtime.Object, error) {
-	return v.store.DeleteCollection(ctx, deleteValidation, opts, listOpts)
+	out, err := v.store.DeleteCollection(ctx, deleteValidation, opts, listOpts)
+	if err != nil {
+		return nil, err
+	}
+	l, ok := out.(*autoscalingv2.HorizontalPodAutoscalerList)
+	if !ok {
+		return out, nil
+	}
+	v1 := &autoscalingv1.HorizontalPodAutoscalerList{ListMeta: l.ListMeta}
+	for i := range l.Items {
+		v1.Items = append(v1.Items, *convert.HPAToV1(&l.Items[i]))
+	}
+	return v1, nil
 }
 
 // hpaV1Update runs an autoscaling/v1 update on the stored v2 object.
