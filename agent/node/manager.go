@@ -199,7 +199,7 @@ func (m *Manager) fillStatus(ctx context.Context, node *v1.Node, now time.Time) 
 	if merr != nil {
 		m.cfg.Logger.Warn("observing the machine failed", "err", merr)
 	} else {
-		st.Capacity = Capacity(machine, m.cfg.MaxPods)
+		st.Capacity = KeepExtended(Capacity(machine, m.cfg.MaxPods), st.Capacity)
 		st.Allocatable = Allocatable(st.Capacity, m.cfg.SystemReserved, m.cfg.KubeReserved, m.cfg.EvictionHard)
 	}
 	rs, nodeInfo, images := m.observeRuntime(ctx, now)
