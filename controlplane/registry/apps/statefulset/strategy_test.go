@@ -59,7 +59,10 @@ func TestValidateFieldPathsAndMessages(t *testing.T) {
 		{"strategy", func(ss *appsv1.StatefulSet) { ss.Spec.UpdateStrategy.Type = "Sometimes" }, "must be 'RollingUpdate' or 'OnDelete'"},
 		{"OnDelete with rollingUpdate", func(ss *appsv1.StatefulSet) { ss.Spec.UpdateStrategy.Type = appsv1.OnDeleteStatefulSetStrategyType }, "spec.updateStrategy.rollingUpdate: Invalid value: {\"partition\":0}: only allowed for updateStrategy 'RollingUpdate'"},
 		{"negative partition", func(ss *appsv1.StatefulSet) { n := int32(-1); ss.Spec.UpdateStrategy.RollingUpdate.Partition = &n }, "spec.updateStrategy.rollingUpdate.partition: Invalid value: -1: must be greater than or equal to 0"},
-		{"zero maxUnavailable", func(ss *appsv1.StatefulSet) { z := intstr.FromInt32(0); ss.Spec.UpdateStrategy.RollingUpdate.MaxUnavailable = &z }, "spec.updateStrategy.rollingUpdate.maxUnavailable: Invalid value: 0: cannot be 0"},
+		{"zero maxUnavailable", func(ss *appsv1.StatefulSet) {
+			z := intstr.FromInt32(0)
+			ss.Spec.UpdateStrategy.RollingUpdate.MaxUnavailable = &z
+		}, "spec.updateStrategy.rollingUpdate.maxUnavailable: Invalid value: 0: cannot be 0"},
 		{"retention", func(ss *appsv1.StatefulSet) { ss.Spec.PersistentVolumeClaimRetentionPolicy.WhenScaled = "Keep" }, `spec.persistentVolumeClaimRetentionPolicy.whenScaled: Unsupported value: "Keep"`},
 		{"service name", func(ss *appsv1.StatefulSet) { ss.Spec.ServiceName = "Bad_Name" }, `spec.serviceName: Invalid value: "Bad_Name"`},
 		{"restart policy", func(ss *appsv1.StatefulSet) { ss.Spec.Template.Spec.RestartPolicy = corev1.RestartPolicyNever }, `spec.template.spec.restartPolicy: Unsupported value: "Never"`},

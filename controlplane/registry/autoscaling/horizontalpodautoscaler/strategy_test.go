@@ -49,11 +49,19 @@ func TestValidate(t *testing.T) {
 		{"min 0", func(h *autoscalingv2.HorizontalPodAutoscaler) { z := int32(0); h.Spec.MinReplicas = &z }, "spec.minReplicas: Invalid value: 0: must be greater than or equal to 1"},
 		{"max below min", func(h *autoscalingv2.HorizontalPodAutoscaler) { h.Spec.MaxReplicas = 0 }, "spec.maxReplicas: Invalid value: 0: must be greater than 0"},
 		{"no kind", func(h *autoscalingv2.HorizontalPodAutoscaler) { h.Spec.ScaleTargetRef.Kind = "" }, "spec.scaleTargetRef.kind: Required value"},
-		{"utilization 0", func(h *autoscalingv2.HorizontalPodAutoscaler) { z := int32(0); h.Spec.Metrics[0].Resource.Target.AverageUtilization = &z },
+		{"utilization 0", func(h *autoscalingv2.HorizontalPodAutoscaler) {
+			z := int32(0)
+			h.Spec.Metrics[0].Resource.Target.AverageUtilization = &z
+		},
 			"spec.metrics[0].resource.target.averageUtilization: Invalid value: 0: must be greater than 0"},
-		{"policy period", func(h *autoscalingv2.HorizontalPodAutoscaler) { h.Spec.Behavior.ScaleUp.Policies[0].PeriodSeconds = 1801 },
+		{"policy period", func(h *autoscalingv2.HorizontalPodAutoscaler) {
+			h.Spec.Behavior.ScaleUp.Policies[0].PeriodSeconds = 1801
+		},
 			"spec.behavior.scaleUp.policies[0].periodSeconds: Invalid value: 1801: must be less than or equal to 1800"},
-		{"select policy", func(h *autoscalingv2.HorizontalPodAutoscaler) { p := autoscalingv2.ScalingPolicySelect("Most"); h.Spec.Behavior.ScaleDown.SelectPolicy = &p },
+		{"select policy", func(h *autoscalingv2.HorizontalPodAutoscaler) {
+			p := autoscalingv2.ScalingPolicySelect("Most")
+			h.Spec.Behavior.ScaleDown.SelectPolicy = &p
+		},
 			`spec.behavior.scaleDown.selectPolicy: Unsupported value: "Most"`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
