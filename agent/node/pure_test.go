@@ -384,25 +384,3 @@ func TestParsers(t *testing.T) {
 		t.Fatalf("ReadMachine on this machine = %+v, %v", m, err)
 	}
 }
-
-// TestKeepExtended: extended resources others put in the Node's capacity
-// stay (and become allocatable); native ones come from the machine only.
-func TestKeepExtended(t *testing.T) {
-	capacity := v1.ResourceList{v1.ResourceCPU: resource.MustParse("2")}
-	current := v1.ResourceList{
-		v1.ResourceCPU:             resource.MustParse("64"),
-		"example.com/foo":          resource.MustParse("5"),
-		"hugepages-2Mi":            resource.MustParse("1Gi"),
-		"kubernetes.io/something":  resource.MustParse("1"),
-		"requests.example.com/bar": resource.MustParse("1"),
-	}
-	got := KeepExtended(capacity, current)
-	want := v1.ResourceList{v1.ResourceCPU: resource.MustParse("2"), "example.com/foo": resource.MustParse("5")}
-	if len(got) != len(want) || !got.Cpu().Equal(want[v1.ResourceCPU]) || !got.Name("example.com/foo", resource.DecimalSI).Equal(want["example.com/foo"]) {
-		t.Fatalf("KeepExtended = %v, want %v", got, want)
-	}
-	alloc := Allocatable(got, nil, nil, nil)
-	if q := alloc.Name("example.com/foo", resource.DecimalSI); q.Value() != 5 {
-		t.Errorf("allocatable example.com/foo = %v, want 5", q)
-	}
-}

@@ -10,6 +10,7 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/util/validation"
 
 	"berth/internal/errdefs"
 )
@@ -169,28 +170,6 @@ func Allocatable(capacity, systemReserved, kubeReserved v1.ResourceList, evictio
 	return out
 }
 
-// KeepExtended adds to capacity the extended resources (example.com/foo:
-// not native, not requests.*) that the Node's current capacity holds and
-// capacity lacks, as the kubelet's status keeps what others advertise by
-// patching the Node's status (upstream's e2e scheduling specs do); they then
-// count as allocatable too.
-func KeepExtended(capacity, current v1.ResourceList) v1.ResourceList {
-	for name, q := range current {
-		if _, ok := capacity[name]; !ok && isExtended(name) {
-			capacity[name] = q.DeepCopy()
-		}
-	}
-	return capacity
-}
-
-// isExtended is upstream's IsExtendedResourceName: a name with a domain
-// other than kubernetes.io, not a quota's "requests." name.
-func isExtended(name v1.ResourceName) bool {
-	s := string(name)
-	native := !strings.Contains(s, "/") || strings.Contains(s, "kubernetes.io/")
-	return !native && !strings.HasPrefix(s, v1.DefaultResourceRequestsPrefix)
-}
-
 // MachineAllocatable is the allocatable the Node of an agent with rootDir and
 // the default settings (DefaultMaxPods, no reservations,
 // DefaultEvictionHard) reports on this machine now: what unset CPU, memory
@@ -201,4 +180,29 @@ func MachineAllocatable(rootDir string) (v1.ResourceList, error) {
 		return nil, err
 	}
 	return Allocatable(Capacity(m, DefaultMaxPods), nil, nil, DefaultEvictionHard()), nil
+}
+
+// KeepExtended adds to capacity the extended resources (names outside the
+// kubernetes.io namespace with a domain, such as example.com/dongle) that
+// reported advertises and capacity lacks: someone other than the agent put
+// them in the node's status, and the kubelet keeps them (and makes them
+// allocatable).
+func KeepExtended(capacity, reported v1.ResourceList) v1.ResourceList {
+	for name, q := range reported {
+		if _, own := capacity[name]; own || !isExtendedResourceName(name) {
+			continue
+		}
+		capacity[name] = q.DeepCopy()
+	}
+	return capacity
+}
+
+// isExtendedResourceName is upstream's rule: a qualified name with a
+// domain outside kubernetes.io, not a requests.* quota name.
+func isExtendedResourceName(name v1.ResourceName) bool {
+	s := string(name)
+	if !strings.Contains(s, "/") || strings.Contains(s, "kubernetes.io/") || strings.HasPrefix(s, v1.DefaultResourceRequestsPrefix) {
+		return false
+	}
+	return len(validation.IsQualifiedName(v1.DefaultResourceRequestsPrefix+s)) == 0
 }

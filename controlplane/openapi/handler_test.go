@@ -141,7 +141,7 @@ func TestV3Handler(t *testing.T) {
 		"apis/discovery.k8s.io/v1", "apis/storage.k8s.io/v1", "apis/rbac.authorization.k8s.io/v1",
 		"apis/admissionregistration.k8s.io/v1", "apis/certificates.k8s.io/v1", "apis/authentication.k8s.io/v1", "apis/node.k8s.io/v1",
 		"apis/networking.k8s.io/v1", "apis/batch/v1", "apis/scheduling.k8s.io/v1", "apis/policy/v1",
-		"apis/flowcontrol.apiserver.k8s.io/v1"}
+		"apis/flowcontrol.apiserver.k8s.io/v1", "apis/autoscaling/v2", "apis/autoscaling/v1"}
 	for _, gv := range served {
 		entry, ok := index.Paths[gv]
 		if !ok {

@@ -40,6 +40,12 @@ var markedOptional = map[string]bool{
 	"io.k8s.api.flowcontrol.v1.QueuingConfiguration.queueLengthLimit":                      true,
 	"io.k8s.api.flowcontrol.v1.QueuingConfiguration.queues":                                true,
 	"io.k8s.api.flowcontrol.v1.ResourcePolicyRule.namespaces":                              true,
+	"io.k8s.api.apps.v1.StatefulSetCondition.status":                                       true,
+	"io.k8s.api.apps.v1.StatefulSetCondition.type":                                         true,
+	"io.k8s.api.apps.v1.StatefulSetOrdinals.start":                                         true,
+	"io.k8s.api.apps.v1.StatefulSetSpec.serviceName":                                       true,
+	"io.k8s.api.apps.v1.StatefulSetStatus.availableReplicas":                               true,
+	"io.k8s.api.autoscaling.v2.HorizontalPodAutoscalerStatus.currentMetrics":               true,
 }
 
 // markedRequired lists the fields whose +required marker makes them
@@ -66,4 +72,7 @@ var markedRequired = map[string]bool{
 	"io.k8s.api.networking.v1.IPAddressSpec.parentRef":                                           true,
 	"io.k8s.api.networking.v1.ParentReference.name":                                              true,
 	"io.k8s.api.networking.v1.ParentReference.resource":                                          true,
+	"io.k8s.api.apps.v1.StatefulSet.spec":                                                        true,
+	"io.k8s.api.autoscaling.v1.HorizontalPodAutoscaler.spec":                                     true,
+	"io.k8s.api.autoscaling.v2.HorizontalPodAutoscaler.spec":                                     true,
 }

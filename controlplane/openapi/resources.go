@@ -7,6 +7,8 @@ import (
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	authenticationv1 "k8s.io/api/authentication/v1"
+	autoscalingv1 "k8s.io/api/autoscaling/v1"
+	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	batchv1 "k8s.io/api/batch/v1"
 	certificatesv1 "k8s.io/api/certificates/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
@@ -174,6 +176,9 @@ func DefaultResources() []Resource {
 			&flowcontrolv1.PriorityLevelConfiguration{}, &flowcontrolv1.PriorityLevelConfigurationList{}, SubresourceStatus),
 		in(networkingv1.SchemeGroupVersion, "ServiceCIDR", "servicecidrs", false, &networkingv1.ServiceCIDR{}, &networkingv1.ServiceCIDRList{}, SubresourceStatus),
 		in(networkingv1.SchemeGroupVersion, "IPAddress", "ipaddresses", false, &networkingv1.IPAddress{}, &networkingv1.IPAddressList{}),
+		in(appsv1.SchemeGroupVersion, "StatefulSet", "statefulsets", true, &appsv1.StatefulSet{}, &appsv1.StatefulSetList{}, SubresourceStatus, SubresourceScale),
+		in(autoscalingv2.SchemeGroupVersion, "HorizontalPodAutoscaler", "horizontalpodautoscalers", true, &autoscalingv2.HorizontalPodAutoscaler{}, &autoscalingv2.HorizontalPodAutoscalerList{}, SubresourceStatus),
+		in(autoscalingv1.SchemeGroupVersion, "HorizontalPodAutoscaler", "horizontalpodautoscalers", true, &autoscalingv1.HorizontalPodAutoscaler{}, &autoscalingv1.HorizontalPodAutoscalerList{}, SubresourceStatus),
 		// Not stored: create only (kubectl auth whoami).
 		{GVK: authenticationv1.SchemeGroupVersion.WithKind("SelfSubjectReview"), Resource: "selfsubjectreviews",
 			Verbs: []string{VerbCreate}, Object: &authenticationv1.SelfSubjectReview{}},

@@ -38,6 +38,8 @@ import (
 	"berth/controlplane/registry/apps/daemonset"
 	"berth/controlplane/registry/apps/deployment"
 	"berth/controlplane/registry/apps/replicaset"
+	"berth/controlplane/registry/apps/statefulset"
+	"berth/controlplane/registry/autoscaling/horizontalpodautoscaler"
 	"berth/controlplane/registry/batch/cronjob"
 	"berth/controlplane/registry/batch/job"
 	"berth/controlplane/registry/certificates/certificatesigningrequest"
@@ -220,6 +222,11 @@ func Resources(typer runtime.ObjectTyper) map[schema.GroupResource]Resource {
 		{GroupResource: gr(apiregistrationv1.SchemeGroupVersion, "apiservices"), Strategy: apiservice.NewStrategy(typer),
 			StatusStrategy: apiservice.NewStatusStrategy(typer), Table: apiservice.Table,
 			AttrFunc: apiservice.GetAttrs, PredicateFunc: apiservice.Predicate},
+		{GroupResource: gr(appsv1.SchemeGroupVersion, "statefulsets"), Strategy: statefulset.NewStrategy(typer), StatusStrategy: statefulset.NewStatusStrategy(typer),
+			Table: statefulset.Table, AttrFunc: statefulset.GetAttrs, PredicateFunc: statefulset.Predicate},
+		{GroupResource: schema.GroupResource{Group: "autoscaling", Resource: "horizontalpodautoscalers"}, Strategy: horizontalpodautoscaler.NewStrategy(typer),
+			StatusStrategy: horizontalpodautoscaler.NewStatusStrategy(typer), Table: horizontalpodautoscaler.Table,
+			AttrFunc: horizontalpodautoscaler.GetAttrs, PredicateFunc: horizontalpodautoscaler.Predicate},
 	}
 	out := make(map[schema.GroupResource]Resource, len(list))
 	for _, r := range list {

@@ -15,6 +15,7 @@ import (
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	appsv1 "k8s.io/api/apps/v1"
+	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	batchv1 "k8s.io/api/batch/v1"
 	certificatesv1 "k8s.io/api/certificates/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
@@ -138,6 +139,9 @@ func samples() map[schema.GroupResource]runtime.Object {
 					Schema: &apiextensionsv1.CustomResourceValidation{OpenAPIV3Schema: &apiextensionsv1.JSONSchemaProps{Type: "object"}}}}}},
 		{Group: "apiregistration.k8s.io", Resource: "apiservices"}: &apiregistrationv1.APIService{ObjectMeta: metav1.ObjectMeta{Name: "v1.example.com", Labels: cl.Labels},
 			Spec: apiregistrationv1.APIServiceSpec{Group: "example.com", Version: "v1", GroupPriorityMinimum: 100, VersionPriority: 10}},
+		{Group: "apps", Resource: "statefulsets"}: &appsv1.StatefulSet{ObjectMeta: ns, Spec: appsv1.StatefulSetSpec{Selector: sel, Template: tmpl}},
+		{Group: "autoscaling", Resource: "horizontalpodautoscalers"}: &autoscalingv2.HorizontalPodAutoscaler{ObjectMeta: ns, Spec: autoscalingv2.HorizontalPodAutoscalerSpec{
+			ScaleTargetRef: autoscalingv2.CrossVersionObjectReference{APIVersion: "apps/v1", Kind: "Deployment", Name: "web"}, MaxReplicas: 3}},
 	}
 }
 

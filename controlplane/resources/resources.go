@@ -14,6 +14,7 @@ import (
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	autoscalingv1 "k8s.io/api/autoscaling/v1"
+	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	batchv1 "k8s.io/api/batch/v1"
 	certificatesv1 "k8s.io/api/certificates/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
@@ -249,6 +250,13 @@ func defs() []def {
 		{gv: apiregistrationv1.SchemeGroupVersion, resource: "apiservices", singular: "apiservice", kind: "APIService",
 			newObj:  func() runtime.Object { return &apiregistrationv1.APIService{} },
 			newList: func() runtime.Object { return &apiregistrationv1.APIServiceList{} }},
+		{gv: apps, resource: "statefulsets", singular: "statefulset", kind: "StatefulSet", namespaced: true, short: []string{"sts"}, categories: all, status: true,
+			scale:  statefulSetScale,
+			newObj: func() runtime.Object { return &appsv1.StatefulSet{} }, newList: func() runtime.Object { return &appsv1.StatefulSetList{} }},
+		{gv: autoscalingv2.SchemeGroupVersion, resource: "horizontalpodautoscalers", singular: "horizontalpodautoscaler", kind: "HorizontalPodAutoscaler",
+			namespaced: true, short: []string{"hpa"}, categories: all, status: true,
+			newObj:  func() runtime.Object { return &autoscalingv2.HorizontalPodAutoscaler{} },
+			newList: func() runtime.Object { return &autoscalingv2.HorizontalPodAutoscalerList{} }},
 	}
 }
 
@@ -396,6 +404,7 @@ func Build(cfg Config) (_ *Set, err error) {
 			return nil, err
 		}
 	}
+	serveHPAV1(set)
 	ssr := selfSubjectReviews()
 	set.Resources = append(set.Resources, ssr)
 	set.ByGVR[ssr.GroupVersionResource()] = ssr

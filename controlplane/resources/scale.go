@@ -47,6 +47,14 @@ var replicationControllerScale = &scaleAdapter{
 	set: func(obj runtime.Object, n int32) { obj.(*corev1.ReplicationController).Spec.Replicas = &n },
 }
 
+var statefulSetScale = &scaleAdapter{
+	read: func(obj runtime.Object) (int32, int32, *metav1.LabelSelector) {
+		ss := obj.(*appsv1.StatefulSet)
+		return replicasOf(ss.Spec.Replicas), ss.Status.Replicas, ss.Spec.Selector
+	},
+	set: func(obj runtime.Object, n int32) { obj.(*appsv1.StatefulSet).Spec.Replicas = &n },
+}
+
 func replicasOf(p *int32) int32 {
 	if p == nil {
 		return 1

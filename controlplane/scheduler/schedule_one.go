@@ -43,15 +43,21 @@ func (s *Scheduler) scheduleOne(ctx context.Context) bool {
 		if unschedulable {
 			result = resultUnschedulable
 		}
+		nominate := nomination{keep: true}
 		if fitErr != nil {
 			qp.UnschedulablePlugins = sets.New[string]()
 			for p := range fitErr.Diagnosis.UnschedulablePlugins {
 				qp.UnschedulablePlugins.Insert(p)
 			}
+			if pi, perr := fw.NewPodInfo(pod); perr == nil {
+				node, msg := s.preempt(ctx, pi, fitErr)
+				fitErr.Diagnosis.PostFilterMsg = msg
+				nominate = nomination{node: node}
+			}
 		}
 		s.observe(result, start)
 		s.log.Debug("pod unschedulable", "pod", podKey(pod), "err", err)
-		s.recordFailure(ctx, pod, err, unschedulable)
+		s.recordFailure(ctx, pod, err, unschedulable, nominate)
 		s.queue.AddUnschedulableIfNotPresent(qp, unschedulable)
 		return true
 	}
@@ -146,29 +152,45 @@ func (s *Scheduler) bindFailed(ctx context.Context, qp *QueuedPodInfo, assumed *
 		s.queue.Done(qp.Pod)
 		return
 	}
-	s.recordFailure(ctx, qp.Pod, fmt.Errorf("binding rejected: %w", err), false)
+	s.recordFailure(ctx, qp.Pod, fmt.Errorf("binding rejected: %w", err), false, nomination{keep: true})
 	s.queue.AddUnschedulableIfNotPresent(qp, false)
+}
+
+// nomination is what a failure does to the pod's status.nominatedNodeName:
+// keep it, or set it to node ("" clears it).
+type nomination struct {
+	keep bool
+	node string
 }
 
 // recordFailure emits the FailedScheduling event and sets the pod's
 // PodScheduled condition to False (reason Unschedulable or SchedulerError)
-// with the same message, when it differs from the current one.
-func (s *Scheduler) recordFailure(ctx context.Context, pod *v1.Pod, err error, unschedulable bool) {
+// with the same message, and its nominatedNodeName, when they differ from
+// the current ones.
+func (s *Scheduler) recordFailure(ctx context.Context, pod *v1.Pod, err error, unschedulable bool, nominate nomination) {
 	msg := err.Error()
 	reason := v1.PodReasonSchedulerError
 	if unschedulable {
 		reason = v1.PodReasonUnschedulable
 	}
 	s.recorder.Eventf(pod, nil, v1.EventTypeWarning, ReasonFailedScheduling, "Scheduling", "%s", msg)
+	nominationChanged := !nominate.keep && nominate.node != pod.Status.NominatedNodeName
 	for _, c := range pod.Status.Conditions {
-		if c.Type == v1.PodScheduled && c.Status == v1.ConditionFalse && c.Reason == reason && c.Message == msg {
+		if c.Type == v1.PodScheduled && c.Status == v1.ConditionFalse && c.Reason == reason && c.Message == msg && !nominationChanged {
 			return
 		}
 	}
-	patch, jerr := json.Marshal(map[string]any{"status": map[string]any{"conditions": []v1.PodCondition{{
+	status := map[string]any{"conditions": []v1.PodCondition{{
 		Type: v1.PodScheduled, Status: v1.ConditionFalse, Reason: reason, Message: msg,
 		LastTransitionTime: metav1.NewTime(s.cfg.Clock.Now()),
-	}}}})
+	}}}
+	if nominationChanged {
+		status["nominatedNodeName"] = nominate.node
+		if nominate.node == "" {
+			status["nominatedNodeName"] = nil
+		}
+	}
+	patch, jerr := json.Marshal(map[string]any{"status": status})
 	if jerr != nil {
 		return
 	}

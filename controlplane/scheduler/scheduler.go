@@ -23,6 +23,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/scheme"
 	corelisters "k8s.io/client-go/listers/core/v1"
+	policylisters "k8s.io/client-go/listers/policy/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/clock"
@@ -130,6 +131,8 @@ type Scheduler struct {
 	metrics   *metrics
 	nsLister  corelisters.NamespaceLister
 	podLister corelisters.PodLister
+	// pdbLister reads the disruption budgets preemption respects.
+	pdbLister policylisters.PodDisruptionBudgetLister
 	synced    []cache.InformerSynced
 	binds     sync.WaitGroup
 	// bindSlots bounds the bindings in flight: the scheduling loop waits
@@ -177,6 +180,9 @@ func New(cfg Config) (*Scheduler, error) {
 		return nil, fmt.Errorf("scheduler: node event handler: %w", err)
 	}
 	s.synced = []cache.InformerSynced{podInf.HasSynced, nodeInf.HasSynced, nsInf.HasSynced}
+	pdbInf := cfg.Informers.Policy().V1().PodDisruptionBudgets()
+	s.pdbLister = pdbInf.Lister()
+	s.synced = append(s.synced, pdbInf.Informer().HasSynced)
 	if err := s.addVolumeBinding(); err != nil {
 		return nil, err
 	}

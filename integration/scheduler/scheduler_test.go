@@ -35,7 +35,8 @@ func TestResourcesTaintsAndRetryOnNodeUpdate(t *testing.T) {
 	}
 
 	c.createPod(t, pod("second", "3"))
-	c.waitFailedScheduling(t, "second", "0/3 nodes are available: 1 node(s) had untolerated taint {dedicated: gpu}, 2 Insufficient cpu.")
+	c.waitFailedScheduling(t, "second", "0/3 nodes are available: 1 node(s) had untolerated taint {dedicated: gpu}, 2 Insufficient cpu. "+
+		"preemption: 0/3 nodes are available: 1 Preemption is not helpful for scheduling, 2 No preemption victims found for incoming pod.")
 
 	// Removing the taint is a node update that may help: the pod is retried.
 	n, err := c.client.CoreV1().Nodes().Get(context.Background(), "gpu", metav1.GetOptions{})
@@ -77,7 +78,8 @@ func TestTolerationAndNodeSelector(t *testing.T) {
 		t.Errorf("tolerant bound to %s, want b", got)
 	}
 	c.createPod(t, pod("nowhere", "", func(p *corev1.Pod) { p.Spec.NodeSelector = map[string]string{"zone": "b"} }))
-	c.waitFailedScheduling(t, "nowhere", "0/2 nodes are available: 1 node(s) didn't match Pod's node affinity/selector, 1 node(s) had untolerated taint {dedicated: gpu}.")
+	c.waitFailedScheduling(t, "nowhere", "0/2 nodes are available: 1 node(s) didn't match Pod's node affinity/selector, 1 node(s) had untolerated taint {dedicated: gpu}. "+
+		"preemption: 0/2 nodes are available: 2 Preemption is not helpful for scheduling.")
 	c.createPod(t, pod("affine", "", func(p *corev1.Pod) {
 		p.Spec.Affinity = &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{RequiredDuringSchedulingIgnoredDuringExecution: &corev1.NodeSelector{
 			NodeSelectorTerms: []corev1.NodeSelectorTerm{{MatchExpressions: []corev1.NodeSelectorRequirement{{Key: "zone", Operator: corev1.NodeSelectorOpNotIn, Values: []string{"b"}}}}},
@@ -116,13 +118,15 @@ func TestHostPortsAndPodCount(t *testing.T) {
 	c.createPod(t, pod("web1", "", withPort))
 	c.waitBound(t, "web1")
 	c.createPod(t, pod("web2", "", withPort))
-	c.waitFailedScheduling(t, "web2", "0/2 nodes are available: 1 node(s) didn't have free ports for the requested pod ports, 1 node(s) didn't match Pod's node affinity/selector.")
+	c.waitFailedScheduling(t, "web2", "0/2 nodes are available: 1 node(s) didn't have free ports for the requested pod ports, 1 node(s) didn't match Pod's node affinity/selector. "+
+		"preemption: 0/2 nodes are available: 1 No preemption victims found for incoming pod, 1 Preemption is not helpful for scheduling.")
 
 	onTiny := func(p *corev1.Pod) { p.Spec.NodeSelector = map[string]string{corev1.LabelHostname: "tiny"} }
 	c.createPod(t, pod("only", "", onTiny))
 	c.waitBound(t, "only")
 	c.createPod(t, pod("one-too-many", "", onTiny))
-	c.waitFailedScheduling(t, "one-too-many", "0/2 nodes are available: 1 Too many pods, 1 node(s) didn't match Pod's node affinity/selector.")
+	c.waitFailedScheduling(t, "one-too-many", "0/2 nodes are available: 1 Too many pods, 1 node(s) didn't match Pod's node affinity/selector. "+
+		"preemption: 0/2 nodes are available: 1 No preemption victims found for incoming pod, 1 Preemption is not helpful for scheduling.")
 
 	// Deleting the pod on "tiny" frees the slot: the parked pod is retried.
 	c.deletePod(t, "only")
@@ -154,7 +158,8 @@ func TestRequiredPodAntiAffinity(t *testing.T) {
 		seen[n] = true
 	}
 	c.createPod(t, pod("db-3", "", anti))
-	c.waitFailedScheduling(t, "db-3", "0/3 nodes are available: 3 node(s) didn't match pod anti-affinity rules.")
+	c.waitFailedScheduling(t, "db-3", "0/3 nodes are available: 3 node(s) didn't match pod anti-affinity rules. "+
+		"preemption: 0/3 nodes are available: 3 No preemption victims found for incoming pod.")
 
 }
 
@@ -194,7 +199,8 @@ func TestTopologySpreadDoNotSchedule(t *testing.T) {
 		t.Fatalf("web-4 bound to %s, want b1", got)
 	}
 	c.createPod(t, pod("web-5", "", spread))
-	c.waitFailedScheduling(t, "web-5", "0/3 nodes are available: 1 node(s) didn't match pod topology spread constraints, 2 node(s) had untolerated taint {zone-a: closed}.")
+	c.waitFailedScheduling(t, "web-5", "0/3 nodes are available: 1 node(s) didn't match pod topology spread constraints, 2 node(s) had untolerated taint {zone-a: closed}. "+
+		"preemption: 0/3 nodes are available: 1 No preemption victims found for incoming pod, 2 Preemption is not helpful for scheduling.")
 }
 
 func TestPodAffinityFollowsExistingPod(t *testing.T) {
@@ -221,5 +227,6 @@ func TestPodAffinityFollowsExistingPod(t *testing.T) {
 			LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "missing"}}, TopologyKey: "zone",
 		}}}}
 	}))
-	c.waitFailedScheduling(t, "lonely", "0/2 nodes are available: 2 node(s) didn't match pod affinity rules.")
+	c.waitFailedScheduling(t, "lonely", "0/2 nodes are available: 2 node(s) didn't match pod affinity rules. "+
+		"preemption: 0/2 nodes are available: 2 Preemption is not helpful for scheduling.")
 }

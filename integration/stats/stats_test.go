@@ -268,4 +268,65 @@ func TestResourceUsage(t *testing.T) {
 			return err == nil && strings.HasPrefix(out, c.Node+" "), out + stderr
 		})
 	})
+
+	t.Run("a HorizontalPodAutoscaler scales a busy Deployment from its CPU metrics", func(t *testing.T) {
+		// Each pod spins, throttled to 50m against a 20m request: about
+		// 250% of its request, five times the 50% target.
+		c.MustKubectl(t, fmt.Sprintf(spinner, c.Env.BusyboxImage), "apply", "-f", "-")
+		t.Cleanup(func() {
+			c.MustKubectl(t, "", "delete", "hpa,deployment", "spin", "--wait=true", "--timeout=90s")
+			c.MustKubectl(t, "", "delete", "pod", "-l", "app=spin", "--grace-period=1", "--wait=true", "--timeout=90s")
+		})
+		c.MustKubectl(t, "", "autoscale", "deployment", "spin", "--min=1", "--max=3", "--cpu-percent=50")
+		harness.WaitFor(t, 120*time.Second, "the deployment scaled to the HPA's maximum", func() (bool, string) {
+			d, err := c.Client.AppsV1().Deployments("default").Get(ctx, "spin", metav1.GetOptions{})
+			if err != nil {
+				return false, err.Error()
+			}
+			return d.Spec.Replicas != nil && *d.Spec.Replicas == 3, fmt.Sprint(*d.Spec.Replicas)
+		})
+		harness.WaitFor(t, 30*time.Second, "the HPA's status to show the scale and its cpu utilization above target", func() (bool, string) {
+			h, err := c.Client.AutoscalingV2().HorizontalPodAutoscalers("default").Get(ctx, "spin", metav1.GetOptions{})
+			if err != nil {
+				return false, err.Error()
+			}
+			var util int32
+			for _, m := range h.Status.CurrentMetrics {
+				if m.Resource != nil && m.Resource.Name == v1.ResourceCPU && m.Resource.Current.AverageUtilization != nil {
+					util = *m.Resource.Current.AverageUtilization
+				}
+			}
+			return util > 50 && h.Status.DesiredReplicas == 3 && h.Status.LastScaleTime != nil, fmt.Sprintf("%+v", h.Status)
+		})
+		// The same object through autoscaling/v1, as kubectl get hpa shows it.
+		v1hpa, err := c.Client.AutoscalingV1().HorizontalPodAutoscalers("default").Get(ctx, "spin", metav1.GetOptions{})
+		if err != nil || v1hpa.Spec.TargetCPUUtilizationPercentage == nil || *v1hpa.Spec.TargetCPUUtilizationPercentage != 50 || v1hpa.Status.CurrentCPUUtilizationPercentage == nil {
+			t.Errorf("autoscaling/v1 view: %+v (%v)", v1hpa, err)
+		}
+		out := c.MustKubectl(t, "", "get", "hpa", "spin", "--no-headers")
+		// NAME REFERENCE TARGETS("cpu: <current>/50%") MINPODS MAXPODS REPLICAS AGE
+		if f := strings.Fields(out); len(f) < 8 || f[1] != "Deployment/spin" || f[2] != "cpu:" || !strings.HasSuffix(f[3], "/50%") || f[4] != "1" || f[5] != "3" {
+			t.Errorf("kubectl get hpa: %q", out)
+		}
+	})
 }
+
+const spinner = `apiVersion: apps/v1
+kind: Deployment
+metadata: {name: spin, namespace: default}
+spec:
+  replicas: 1
+  selector: {matchLabels: {app: spin}}
+  template:
+    metadata: {labels: {app: spin}}
+    spec:
+      terminationGracePeriodSeconds: 1
+      containers:
+      - name: spin
+        image: %[1]s
+        imagePullPolicy: IfNotPresent
+        command: ["sh", "-c", "while :; do :; done"]
+        resources:
+          requests: {cpu: 20m}
+          limits: {cpu: 50m}
+`

@@ -60,11 +60,13 @@ import (
 	"berth/controlplane/controller/job"
 	"berth/controlplane/controller/nodeipam"
 	"berth/controlplane/controller/nodelifecycle"
+	"berth/controlplane/controller/podautoscaler"
 	"berth/controlplane/controller/policystatus"
 	"berth/controlplane/controller/replicaset"
 	"berth/controlplane/controller/rootcacertpublisher"
 	"berth/controlplane/controller/serviceaccount"
 	"berth/controlplane/controller/servicecidr"
+	"berth/controlplane/controller/statefulset"
 	"berth/controlplane/controller/storageprotection"
 	"berth/controlplane/controller/tokencleaner"
 	"berth/controlplane/controller/ttlafterfinished"
@@ -98,6 +100,8 @@ var Controllers = []string{
 	tokencleaner.Name,
 	policystatus.Name,
 	servicecidr.Name,
+	statefulset.Name,
+	podautoscaler.Name,
 }
 
 // Config configures the manager.
@@ -374,6 +378,10 @@ func (m *Manager) build(name string, base controller.Config) (interface{ Run(con
 		return garbagecollector.New(garbagecollector.Config{Config: base, Dynamic: m.cfg.Dynamic, Options: m.cfg.GarbageCollector})
 	case servicecidr.Name:
 		return servicecidr.New(servicecidr.Config{Config: base})
+	case statefulset.Name:
+		return statefulset.New(statefulset.Config{Config: base})
+	case podautoscaler.Name:
+		return podautoscaler.New(podautoscaler.Config{Config: base})
 	}
 	return nil, fmt.Errorf("unknown controller %q: %w", name, errdefs.ErrInvalidArgument)
 }

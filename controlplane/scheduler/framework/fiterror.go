@@ -17,6 +17,8 @@ type Diagnosis struct {
 	PreFilterMsg string
 	// UnschedulablePlugins names the plugins that rejected the pod.
 	UnschedulablePlugins map[string]bool
+	// PostFilterMsg is what preemption said, appended to the message.
+	PostFilterMsg string
 }
 
 // FitError reports that no node fits the pod.
@@ -30,6 +32,13 @@ type FitError struct {
 // available:" then either the PreFilter message or the histogram of filter
 // reasons ("<count> <reason>" sorted, comma-separated), ending in a period.
 func (f *FitError) Error() string {
+	if f.Diagnosis.PostFilterMsg != "" {
+		return f.reasons() + " " + f.Diagnosis.PostFilterMsg
+	}
+	return f.reasons()
+}
+
+func (f *FitError) reasons() string {
 	msg := fmt.Sprintf("0/%d nodes are available:", f.NumAllNodes)
 	if f.Diagnosis.PreFilterMsg != "" {
 		return msg + " " + f.Diagnosis.PreFilterMsg + "."

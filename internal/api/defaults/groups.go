@@ -2,6 +2,7 @@ package defaults
 
 import (
 	appsv1 "k8s.io/api/apps/v1"
+	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	v1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -170,3 +171,99 @@ func DaemonSet(ds *appsv1.DaemonSet) {
 	}
 	PodTemplateSpec(&ds.Spec.Template)
 }
+
+// StatefulSet applies the apps/v1 stateful set defaults (upstream's with
+// MaxUnavailableStatefulSet off): podManagementPolicy OrderedReady,
+// updateStrategy RollingUpdate with partition 0, the PVC retention policy
+// Retain/Retain, replicas 1, revisionHistoryLimit 10, and the pod template
+// defaults.
+func StatefulSet(ss *appsv1.StatefulSet) {
+	spec := &ss.Spec
+	if spec.PodManagementPolicy == "" {
+		spec.PodManagementPolicy = appsv1.OrderedReadyPodManagement
+	}
+	if spec.UpdateStrategy.Type == "" {
+		spec.UpdateStrategy.Type = appsv1.RollingUpdateStatefulSetStrategyType
+		if spec.UpdateStrategy.RollingUpdate == nil {
+			spec.UpdateStrategy.RollingUpdate = &appsv1.RollingUpdateStatefulSetStrategy{}
+		}
+	}
+	if ru := spec.UpdateStrategy.RollingUpdate; spec.UpdateStrategy.Type == appsv1.RollingUpdateStatefulSetStrategyType && ru != nil && ru.Partition == nil {
+		ru.Partition = int32Ptr(0)
+	}
+	if spec.PersistentVolumeClaimRetentionPolicy == nil {
+		spec.PersistentVolumeClaimRetentionPolicy = &appsv1.StatefulSetPersistentVolumeClaimRetentionPolicy{}
+	}
+	if p := spec.PersistentVolumeClaimRetentionPolicy; p.WhenDeleted == "" {
+		p.WhenDeleted = appsv1.RetainPersistentVolumeClaimRetentionPolicyType
+	}
+	if p := spec.PersistentVolumeClaimRetentionPolicy; p.WhenScaled == "" {
+		p.WhenScaled = appsv1.RetainPersistentVolumeClaimRetentionPolicyType
+	}
+	if spec.Replicas == nil {
+		spec.Replicas = int32Ptr(1)
+	}
+	if spec.RevisionHistoryLimit == nil {
+		spec.RevisionHistoryLimit = int32Ptr(10)
+	}
+	PodTemplateSpec(&spec.Template)
+	for i := range spec.VolumeClaimTemplates {
+		PersistentVolumeClaim(&spec.VolumeClaimTemplates[i])
+	}
+}
+
+// HorizontalPodAutoscaler applies the autoscaling/v2 defaults: minReplicas
+// 1, a cpu utilization target of 80% when no metric is given, and, when a
+// behavior is given, every unset part of its rules from upstream's
+// defaults (scale up: no stabilization, the larger of +4 pods and +100%
+// per 15 s; scale down: the window left to the controller, -100% per
+// 15 s; selectPolicy Max).
+func HorizontalPodAutoscaler(hpa *autoscalingv2.HorizontalPodAutoscaler) {
+	if hpa.Spec.MinReplicas == nil {
+		hpa.Spec.MinReplicas = int32Ptr(1)
+	}
+	if len(hpa.Spec.Metrics) == 0 {
+		hpa.Spec.Metrics = []autoscalingv2.MetricSpec{{Type: autoscalingv2.ResourceMetricSourceType, Resource: &autoscalingv2.ResourceMetricSource{
+			Name: v1.ResourceCPU, Target: autoscalingv2.MetricTarget{Type: autoscalingv2.UtilizationMetricType, AverageUtilization: int32Ptr(80)}}}}
+	}
+	if b := hpa.Spec.Behavior; b != nil {
+		b.ScaleUp = ScaleUpRules(b.ScaleUp)
+		b.ScaleDown = ScaleDownRules(b.ScaleDown)
+	}
+}
+
+// ScaleUpRules fills the unset fields of r from upstream's scale-up defaults.
+func ScaleUpRules(r *autoscalingv2.HPAScalingRules) *autoscalingv2.HPAScalingRules {
+	return fillRules(r, &autoscalingv2.HPAScalingRules{StabilizationWindowSeconds: int32Ptr(0), SelectPolicy: selectPtr(autoscalingv2.MaxChangePolicySelect),
+		Policies: []autoscalingv2.HPAScalingPolicy{{Type: autoscalingv2.PodsScalingPolicy, Value: 4, PeriodSeconds: 15},
+			{Type: autoscalingv2.PercentScalingPolicy, Value: 100, PeriodSeconds: 15}}})
+}
+
+// ScaleDownRules fills the unset fields of r from upstream's scale-down
+// defaults (the stabilization window stays unset: the controller's
+// default of 300 s applies).
+func ScaleDownRules(r *autoscalingv2.HPAScalingRules) *autoscalingv2.HPAScalingRules {
+	return fillRules(r, &autoscalingv2.HPAScalingRules{SelectPolicy: selectPtr(autoscalingv2.MaxChangePolicySelect),
+		Policies: []autoscalingv2.HPAScalingPolicy{{Type: autoscalingv2.PercentScalingPolicy, Value: 100, PeriodSeconds: 15}}})
+}
+
+func fillRules(from, to *autoscalingv2.HPAScalingRules) *autoscalingv2.HPAScalingRules {
+	if from == nil {
+		return to
+	}
+	if from.SelectPolicy != nil {
+		to.SelectPolicy = from.SelectPolicy
+	}
+	if from.StabilizationWindowSeconds != nil {
+		to.StabilizationWindowSeconds = from.StabilizationWindowSeconds
+	}
+	if from.Policies != nil {
+		to.Policies = from.Policies
+	}
+	if from.Tolerance != nil {
+		to.Tolerance = from.Tolerance
+	}
+	return to
+}
+
+func selectPtr(s autoscalingv2.ScalingPolicySelect) *autoscalingv2.ScalingPolicySelect { return &s }

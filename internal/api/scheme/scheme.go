@@ -13,6 +13,7 @@ import (
 	authenticationv1 "k8s.io/api/authentication/v1"
 	authorizationv1 "k8s.io/api/authorization/v1"
 	autoscalingv1 "k8s.io/api/autoscaling/v1"
+	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	batchv1 "k8s.io/api/batch/v1"
 	certificatesv1 "k8s.io/api/certificates/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
@@ -97,6 +98,7 @@ func New() *runtime.Scheme {
 		flowcontrolv1.AddToScheme,
 		apiextensionsv1.AddToScheme,
 		apiregistrationv1.AddToScheme,
+		autoscalingv2.AddToScheme,
 		metav1.AddMetaToScheme,
 		metav1beta1.AddMetaToScheme,
 		metav1beta1.RegisterConversions,
@@ -306,6 +308,24 @@ func addDefaultingFuncs(s *runtime.Scheme) error {
 			defaults.PriorityLevelConfiguration(&o.(*flowcontrolv1.PriorityLevelConfigurationList).Items[i])
 		}
 	})
+	add(&appsv1.StatefulSet{}, func(o interface{}) { defaults.StatefulSet(o.(*appsv1.StatefulSet)) })
+	add(&appsv1.StatefulSetList{}, func(o interface{}) {
+		for i := range o.(*appsv1.StatefulSetList).Items {
+			defaults.StatefulSet(&o.(*appsv1.StatefulSetList).Items[i])
+		}
+	})
+	add(&autoscalingv2.HorizontalPodAutoscaler{}, func(o interface{}) { defaults.HorizontalPodAutoscaler(o.(*autoscalingv2.HorizontalPodAutoscaler)) })
+	add(&autoscalingv2.HorizontalPodAutoscalerList{}, func(o interface{}) {
+		for i := range o.(*autoscalingv2.HorizontalPodAutoscalerList).Items {
+			defaults.HorizontalPodAutoscaler(&o.(*autoscalingv2.HorizontalPodAutoscalerList).Items[i])
+		}
+	})
+	add(&autoscalingv1.HorizontalPodAutoscaler{}, func(o interface{}) {
+		if h := o.(*autoscalingv1.HorizontalPodAutoscaler); h.Spec.MinReplicas == nil {
+			one := int32(1)
+			h.Spec.MinReplicas = &one
+		}
+	})
 	return nil
 }
 
@@ -353,8 +373,22 @@ func addEventConversions(s *runtime.Scheme) error {
 	}); err != nil {
 		return err
 	}
-	return s.AddConversionFunc((*corev1.Event)(nil), (*eventsv1.Event)(nil), func(a, b interface{}, _ conversion.Scope) error {
+	if err := s.AddConversionFunc((*corev1.Event)(nil), (*eventsv1.Event)(nil), func(a, b interface{}, _ conversion.Scope) error {
 		*b.(*eventsv1.Event) = *convert.EventFromCore(a.(*corev1.Event))
+		return nil
+	}); err != nil {
+		return err
+	}
+	// HPAs are stored as autoscaling/v2; the field manager converts to the
+	// version a manager wrote (kubectl autoscale: autoscaling/v1).
+	if err := s.AddConversionFunc((*autoscalingv2.HorizontalPodAutoscaler)(nil), (*autoscalingv1.HorizontalPodAutoscaler)(nil), func(a, b interface{}, _ conversion.Scope) error {
+		*b.(*autoscalingv1.HorizontalPodAutoscaler) = *convert.HPAToV1(a.(*autoscalingv2.HorizontalPodAutoscaler))
+		return nil
+	}); err != nil {
+		return err
+	}
+	return s.AddConversionFunc((*autoscalingv1.HorizontalPodAutoscaler)(nil), (*autoscalingv2.HorizontalPodAutoscaler)(nil), func(a, b interface{}, _ conversion.Scope) error {
+		*b.(*autoscalingv2.HorizontalPodAutoscaler) = *convert.HPAFromV1(a.(*autoscalingv1.HorizontalPodAutoscaler))
 		return nil
 	})
 }
