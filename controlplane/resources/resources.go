@@ -248,6 +248,7 @@ func defs() []def {
 			newObj:  func() runtime.Object { return &apiextensionsv1.CustomResourceDefinition{} },
 			newList: func() runtime.Object { return &apiextensionsv1.CustomResourceDefinitionList{} }},
 		{gv: apiregistrationv1.SchemeGroupVersion, resource: "apiservices", singular: "apiservice", kind: "APIService",
+			categories: []string{"api-extensions"}, status: true,
 			newObj:  func() runtime.Object { return &apiregistrationv1.APIService{} },
 			newList: func() runtime.Object { return &apiregistrationv1.APIServiceList{} }},
 		{gv: apps, resource: "statefulsets", singular: "statefulset", kind: "StatefulSet", namespaced: true, short: []string{"sts"}, categories: all, status: true,
