@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"slices"
+	"sync"
 	"testing"
 	"time"
 
@@ -11,8 +12,10 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes/fake"
+	clienttesting "k8s.io/client-go/testing"
 
 	"berth/controlplane/controller"
 	"berth/internal/errdefs"
@@ -125,6 +128,15 @@ func TestPVSync(t *testing.T) {
 // release it.
 func TestPVCControllerReleasesOnPodDelete(t *testing.T) {
 	cfg, client := base(claim("c", claimDeleting), pod("p", usesClaim("c")))
+	// The fake clientset drops events between an informer's list and its
+	// watch: the pod is deleted only once the pods watch is registered.
+	podsWatched := make(chan struct{})
+	var once sync.Once
+	client.PrependWatchReactor("pods", func(action clienttesting.Action) (bool, watch.Interface, error) {
+		w, err := client.Tracker().Watch(action.GetResource(), action.GetNamespace())
+		once.Do(func() { close(podsWatched) })
+		return true, w, err
+	})
 	c, err := NewPVC(PVCConfig{Config: cfg})
 	if err != nil {
 		t.Fatal(err)
@@ -135,6 +147,7 @@ func TestPVCControllerReleasesOnPodDelete(t *testing.T) {
 	cfg.Informers.Start(ctx.Done())
 	go func() { done <- c.Run(ctx) }()
 	cfg.Informers.WaitForCacheSync(ctx.Done())
+	<-podsWatched
 	// Synced once with the pod present: the claim keeps its finalizer.
 	if err := c.sync(ctx, "ns/c"); err != nil {
 		t.Fatal(err)
