@@ -384,7 +384,11 @@ func (b *Bed) startNode(ctx context.Context, i int, im images) error {
 		"--cgroup-root", "/" + n.Netns, "--node-name", n.Name, "--node-ip", n.IP.String(),
 		"--read-only-port", "0", "--kubelet-address", n.IP.String(),
 		"--image-backoff-initial", "1s", "--image-backoff-max", "4s", "--container-backoff-initial", "1s", "--container-backoff-max", "2s",
-		"--log-level", "debug", "--proxy-cleanup-on-exit"}, b.Opts.AgentArgs...)
+		"--log-level", "debug", "--proxy-cleanup-on-exit",
+		// As kind: no disk thresholds, the shared test machine's disk is
+		// fuller than the kubelet's defaults allow (every node would be
+		// tainted disk-pressure); memory's is kept.
+		"--eviction-hard", "memory.available<100Mi"}, b.Opts.AgentArgs...)
 	return b.StartAgent(n)
 }
 
