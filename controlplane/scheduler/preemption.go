@@ -303,6 +303,9 @@ func (s *Scheduler) preempt(ctx context.Context, pi *fw.PodInfo, fitErr *fw.FitE
 	cands, statuses := s.algorithm.FindCandidates(ctx, pi, s.snapshot, fitErr.Diagnosis, pdbs)
 	best := PickCandidate(cands)
 	if best == nil {
+		if statuses == nil { // no node was tried (a PreFilter refused the pod)
+			statuses = map[string]*fw.Status{}
+		}
 		fe := &fw.FitError{Pod: pod, NumAllNodes: len(s.snapshot.Nodes), Diagnosis: fw.Diagnosis{NodeToStatus: statuses}}
 		for _, n := range s.snapshot.Nodes {
 			if _, ok := statuses[n.Name()]; !ok {
