@@ -174,10 +174,10 @@ func listTokens(ctx context.Context, c kubernetes.Interface, out io.Writer, now 
 		ttl, expires := "<forever>", "<never>"
 		if exp := string(d[authentication.BootstrapTokenExpirationKey]); exp != "" {
 			expires = exp
-			if t, err := time.Parse(time.RFC3339, exp); err != nil || !now.Before(t) {
+			if expired, left := authentication.BootstrapTokenExpiry(&s, now); expired {
 				ttl = "<invalid>"
 			} else {
-				ttl = duration.ShortHumanDuration(t.Sub(now))
+				ttl = duration.ShortHumanDuration(left)
 			}
 		}
 		var usages []string

@@ -137,6 +137,22 @@ type BootstrapTokenAuthenticator struct {
 
 var _ authenticator.Token = (*BootstrapTokenAuthenticator)(nil)
 
+// BootstrapTokenExpiry reports whether the bootstrap token Secret s has
+// expired at now, and otherwise how long it has left (0 when it never
+// expires). An expiration that does not parse as RFC 3339 counts as
+// expired, as upstream's.
+func BootstrapTokenExpiry(s *corev1.Secret, now time.Time) (expired bool, left time.Duration) {
+	raw := string(s.Data[BootstrapTokenExpirationKey])
+	if raw == "" {
+		return false, 0
+	}
+	at, err := time.Parse(time.RFC3339, raw)
+	if err != nil || !now.Before(at) {
+		return true, 0
+	}
+	return false, at.Sub(now)
+}
+
 // AuthenticateToken implements authenticator.Token.
 func (a *BootstrapTokenAuthenticator) AuthenticateToken(ctx context.Context, token string) (*authenticator.Response, bool, error) {
 	id, secret, err := ParseBootstrapToken(token)
@@ -159,11 +175,8 @@ func (a *BootstrapTokenAuthenticator) AuthenticateToken(ctx context.Context, tok
 		subtle.ConstantTimeCompare(s.Data[BootstrapTokenSecretKey], []byte(secret)) != 1 {
 		return nil, false, nil
 	}
-	if exp := string(s.Data[BootstrapTokenExpirationKey]); exp != "" {
-		t, err := time.Parse(time.RFC3339, exp)
-		if err != nil || !now().Before(t) {
-			return nil, false, nil
-		}
+	if expired, _ := BootstrapTokenExpiry(s, now()); expired {
+		return nil, false, nil
 	}
 	groups := []string{BootstrappersGroup}
 	if extra := string(s.Data[BootstrapTokenExtraGroupsKey]); extra != "" {

@@ -31,26 +31,13 @@ const Name = "tokencleaner"
 // DefaultWorkers: one is plenty for a handful of tokens.
 const DefaultWorkers = 1
 
-// Expiry reports whether the bootstrap token Secret s is expired at now,
-// and otherwise how long until it is (0 when it never expires). An
-// expiration that does not parse as RFC 3339 counts as expired, as
-// upstream's.
+// Expiry is authentication.BootstrapTokenExpiry for bootstrap token
+// Secrets not already being deleted; other Secrets never expire.
 func Expiry(s *corev1.Secret, now time.Time) (expired bool, wait time.Duration) {
 	if s.Type != authentication.BootstrapTokenSecretType || s.DeletionTimestamp != nil {
 		return false, 0
 	}
-	raw := string(s.Data[authentication.BootstrapTokenExpirationKey])
-	if raw == "" {
-		return false, 0
-	}
-	at, err := time.Parse(time.RFC3339, raw)
-	if err != nil {
-		return true, 0
-	}
-	if left := at.Sub(now); left > 0 {
-		return false, left
-	}
-	return true, 0
+	return authentication.BootstrapTokenExpiry(s, now)
 }
 
 // Config configures the controller.
