@@ -203,6 +203,12 @@ func (e *Env) startContainerd() error {
 	if err != nil {
 		return err
 	}
+	return e.launchRecorded(cfgPath)
+}
+
+// launchRecorded launches containerd and records its PID in the slot, for
+// recoverCrashed.
+func (e *Env) launchRecorded(cfgPath string) error {
 	if err := e.launch(cfgPath); err != nil {
 		return err
 	}

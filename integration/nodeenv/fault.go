@@ -35,11 +35,8 @@ func (e *Env) RestartContainerd(ctx context.Context) error {
 	if e.conn != nil {
 		_ = e.conn.Close()
 	}
-	if err := e.launch(filepath.Join(e.Dir, "config.toml")); err != nil {
+	if err := e.launchRecorded(filepath.Join(e.Dir, "config.toml")); err != nil {
 		return fmt.Errorf("nodeenv: restart containerd: %w", err)
-	}
-	if err := e.slot.save(record{Dir: e.Dir, Bridge: e.BridgeName, Socket: e.socket, ContainerdPID: e.cmd.Process.Pid}); err != nil {
-		return fmt.Errorf("nodeenv: record slot: %w", err)
 	}
 	ctx, cancel := context.WithTimeout(ctx, startTimeout)
 	defer cancel()
