@@ -2,7 +2,6 @@ package scheduler
 
 import (
 	"context"
-	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -10,6 +9,7 @@ import (
 	schedulingv1 "k8s.io/api/scheduling/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/client-go/util/retry"
 )
 
 // TestPreemption: on a full node a high-priority pod preempts the
@@ -83,14 +83,24 @@ func TestPreemption(t *testing.T) {
 	minAvail := intstr.FromInt32(1)
 	pdb := &policyv1.PodDisruptionBudget{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "db"},
 		Spec: policyv1.PodDisruptionBudgetSpec{MinAvailable: &minAvail, Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "db"}}}}
-	created, err := c.client.PolicyV1().PodDisruptionBudgets(ns).Create(ctx, pdb, metav1.CreateOptions{})
-	if err != nil {
+	if _, err := c.client.PolicyV1().PodDisruptionBudgets(ns).Create(ctx, pdb, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	// The server's disruption controller is not the point here: write the
-	// budget's status as it would (one healthy pod, none may go).
-	created.Status = policyv1.PodDisruptionBudgetStatus{CurrentHealthy: 1, DesiredHealthy: 1, ExpectedPods: 1, DisruptionsAllowed: 0, ObservedGeneration: created.Generation}
-	if _, err := c.client.PolicyV1().PodDisruptionBudgets(ns).UpdateStatus(ctx, created, metav1.UpdateOptions{}); err != nil && !strings.Contains(err.Error(), "conflict") {
+	// Write the budget's status as the server's disruption controller would
+	// (one pod, not Ready: none may go); the controller may write first.
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		latest, err := c.client.PolicyV1().PodDisruptionBudgets(ns).Get(ctx, "db", metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		if latest.Status.ObservedGeneration == latest.Generation && latest.Status.DisruptionsAllowed == 0 {
+			return nil
+		}
+		latest.Status = policyv1.PodDisruptionBudgetStatus{DesiredHealthy: 1, ExpectedPods: 1, ObservedGeneration: latest.Generation}
+		_, err = c.client.PolicyV1().PodDisruptionBudgets(ns).UpdateStatus(ctx, latest, metav1.UpdateOptions{})
+		return err
+	})
+	if err != nil {
 		t.Fatal(err)
 	}
 	c.createPod(t, pod("urgent2", "2", withClass("high"), func(p *corev1.Pod) {
