@@ -85,6 +85,24 @@ func createNode(name, bridge, hostEnd, nodeEnd string, addr netip.Prefix) (strin
 	})
 }
 
+// SetConnected takes the node off the underlay (false: the host's end of
+// its veth down, as a node whose network failed: its agent and pods run on
+// but reach nothing beyond the node) or back on it (true).
+func (n *Node) SetConnected(connected bool) error {
+	l, err := netlink.LinkByName(n.HostLink)
+	if err != nil {
+		return fmt.Errorf("testbed: %s: %w", n.Name, err)
+	}
+	set := netlink.LinkSetDown
+	if connected {
+		set = netlink.LinkSetUp
+	}
+	if err := set(l); err != nil {
+		return fmt.Errorf("testbed: %s: link %s: %w", n.Name, n.HostLink, err)
+	}
+	return nil
+}
+
 // onOwnThread runs f in the namespace at path on a goroutine of its own
 // (inNetns) and waits for it.
 func onOwnThread(path string, f func() error) error {

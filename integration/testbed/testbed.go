@@ -131,6 +131,8 @@ type Node struct {
 	Agent      *Proc
 	// Endpoint is its containerd's CRI socket.
 	Endpoint string
+	// HostLink is the host's end of its veth pair, on the underlay bridge.
+	HostLink string
 	// agentArgs restart the agent.
 	agentArgs []string
 }
@@ -140,6 +142,8 @@ type Bed struct {
 	Opts    Options
 	Dir     string
 	Bridge  string
+	// Etcd are the members (nil: lost, LoseEtcdMember), EtcdURL their
+	// client URLs.
 	Etcd    []*embed.Etcd
 	EtcdURL []string
 	Servers []*Server
@@ -151,6 +155,7 @@ type Bed struct {
 	BusyboxImage string
 
 	bin      string
+	etcdCfg  []*embed.Config
 	lock     *os.File
 	registry *testimages.Registry
 	relays   []*relay
@@ -209,7 +214,7 @@ func Start(ctx context.Context, opts Options) (bed *Bed, err error) {
 	if err := createBridge(b.Bridge, addrs); err != nil {
 		return nil, err
 	}
-	if b.Etcd, b.EtcdURL, err = startEtcd(filepath.Join(b.Dir, "etcd"), 3); err != nil {
+	if b.Etcd, b.etcdCfg, b.EtcdURL, err = startEtcd(filepath.Join(b.Dir, "etcd"), 3); err != nil {
 		return nil, err
 	}
 	for i := range opts.Servers {
@@ -331,10 +336,10 @@ func (b *Bed) buildImages(ctx context.Context) (images, error) {
 func (b *Bed) startNode(ctx context.Context, i int, im images) error {
 	p := b.Opts.Prefix
 	n := &Node{Name: fmt.Sprintf("node-%d", i+1), Netns: fmt.Sprintf("%s%d", p, i+1), IP: b.addr(11 + i),
-		Dir: filepath.Join(b.Dir, fmt.Sprintf("node%d", i+1))}
+		Dir: filepath.Join(b.Dir, fmt.Sprintf("node%d", i+1)), HostLink: fmt.Sprintf("%s%dh", p, i+1)}
 	b.Nodes = append(b.Nodes, n)
 	var err error
-	if n.NetnsPath, err = createNode(n.Netns, b.Bridge, fmt.Sprintf("%s%dh", p, i+1), p+"u", netip.PrefixFrom(n.IP, b.Opts.Underlay.Bits())); err != nil {
+	if n.NetnsPath, err = createNode(n.Netns, b.Bridge, n.HostLink, p+"u", netip.PrefixFrom(n.IP, b.Opts.Underlay.Bits())); err != nil {
 		return err
 	}
 	cfg := containerd.Config{
@@ -495,7 +500,9 @@ func (b *Bed) Stop() error {
 		}
 	}
 	for _, e := range b.Etcd {
-		e.Close()
+		if e != nil { // nil: lost (LoseEtcdMember)
+			e.Close()
+		}
 	}
 	if b.registry != nil {
 		_ = b.registry.Close()
@@ -507,7 +514,7 @@ func (b *Bed) Stop() error {
 		errs = append(errs, fmt.Errorf("bridge %s: %w", b.Bridge, err))
 	}
 	for _, n := range b.Nodes {
-		_ = deleteLink(fmt.Sprintf("%s%sh", b.Opts.Prefix, strings.TrimPrefix(n.Netns, b.Opts.Prefix)))
+		_ = deleteLink(n.HostLink)
 	}
 	if b.Dir != "" {
 		if err := mountinfo.UnmountAll(b.Dir); err != nil { // the pods' volumes
