@@ -139,9 +139,9 @@ type Node struct {
 
 // Bed is a running test bed.
 type Bed struct {
-	Opts    Options
-	Dir     string
-	Bridge  string
+	Opts   Options
+	Dir    string
+	Bridge string
 	// Etcd are the members (nil: lost, LoseEtcdMember), EtcdURL their
 	// client URLs.
 	Etcd    []*embed.Etcd
