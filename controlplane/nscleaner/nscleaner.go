@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -22,6 +23,7 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 	genericapirequest "k8s.io/apiserver/pkg/endpoints/request"
 	"k8s.io/apiserver/pkg/registry/rest"
+	"k8s.io/client-go/util/workqueue"
 
 	"berth/controlplane/resources"
 	"berth/internal/errdefs"
@@ -31,6 +33,9 @@ import (
 type Config struct {
 	// Resources are the served resources (namespaces among them).
 	Resources *resources.Set
+	// Workers clean that many namespaces at once; default 10
+	// (kube-controller-manager's --concurrent-namespace-syncs).
+	Workers int
 	// RetryInterval is how long to wait before looking again at a namespace
 	// that still has content; default 2s.
 	RetryInterval time.Duration
@@ -38,21 +43,40 @@ type Config struct {
 	Logger *slog.Logger
 }
 
-// Run cleans terminating namespaces until ctx ends.
+// DefaultWorkers is Config.Workers' default.
+const DefaultWorkers = 10
+
+// Run cleans terminating namespaces until ctx ends: a watch on namespaces
+// queues each terminating one, Workers clean them in parallel (one worker
+// per namespace at a time), and a namespace with content left is queued
+// again after RetryInterval (after a growing delay when cleaning failed).
 func Run(ctx context.Context, cfg Config) error {
 	if cfg.Resources == nil || cfg.Resources.Namespaces == nil {
 		return fmt.Errorf("nscleaner: Resources with namespaces are required: %w", errdefs.ErrInvalidArgument)
 	}
+	if cfg.Workers == 0 {
+		cfg.Workers = DefaultWorkers
+	}
 	if cfg.RetryInterval == 0 {
 		cfg.RetryInterval = 2 * time.Second
+	}
+	if cfg.Workers < 0 || cfg.RetryInterval < 0 {
+		return fmt.Errorf("nscleaner: Workers %d and RetryInterval %s must not be negative: %w", cfg.Workers, cfg.RetryInterval, errdefs.ErrInvalidArgument)
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
-	c := &cleaner{cfg: cfg, pending: map[string]bool{}}
+	c := &cleaner{cfg: cfg, queue: workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[string]())}
+	var wg sync.WaitGroup
+	for range cfg.Workers {
+		wg.Go(func() {
+			for c.next(ctx) {
+			}
+		})
+	}
+	defer wg.Wait()
+	defer c.queue.ShutDown()
 	clusterCtx := genericapirequest.WithNamespace(ctx, "")
-	tick := time.NewTicker(cfg.RetryInterval)
-	defer tick.Stop()
 	for ctx.Err() == nil {
 		w, err := cfg.Resources.Namespaces.Watch(clusterCtx, &metainternalversion.ListOptions{ResourceVersion: "0", Watch: true})
 		if err != nil {
@@ -63,18 +87,20 @@ func Run(ctx context.Context, cfg Config) error {
 			}
 			continue
 		}
-		c.loop(ctx, w, tick.C)
+		c.enqueue(ctx, w)
 		w.Stop()
 	}
 	return nil
 }
 
 type cleaner struct {
-	cfg     Config
-	pending map[string]bool
+	cfg   Config
+	queue workqueue.TypedRateLimitingInterface[string]
 }
 
-func (c *cleaner) loop(ctx context.Context, w watch.Interface, tick <-chan time.Time) {
+// enqueue queues every terminating namespace the watch reports, until the
+// watch or ctx ends.
+func (c *cleaner) enqueue(ctx context.Context, w watch.Interface) {
 	for {
 		select {
 		case <-ctx.Done():
@@ -88,33 +114,32 @@ func (c *cleaner) loop(ctx context.Context, w watch.Interface, tick <-chan time.
 				obj = c.GetObject()
 			}
 			ns, isNS := obj.(*corev1.Namespace)
-			if !isNS {
-				continue
-			}
-			if ev.Type == watch.Deleted {
-				delete(c.pending, ns.Name)
-				continue
-			}
-			if ns.DeletionTimestamp != nil && slices.Contains(ns.Spec.Finalizers, corev1.FinalizerKubernetes) {
-				c.pending[ns.Name] = true
-				c.attempt(ctx, ns.Name)
-			}
-		case <-tick:
-			for name := range c.pending {
-				c.attempt(ctx, name)
+			if isNS && ev.Type != watch.Deleted && ns.DeletionTimestamp != nil && slices.Contains(ns.Spec.Finalizers, corev1.FinalizerKubernetes) {
+				c.queue.Add(ns.Name)
 			}
 		}
 	}
 }
 
-func (c *cleaner) attempt(ctx context.Context, name string) {
+// next cleans the next queued namespace; false once the queue shuts down.
+func (c *cleaner) next(ctx context.Context) bool {
+	name, shutdown := c.queue.Get()
+	if shutdown {
+		return false
+	}
+	defer c.queue.Done(name)
 	done, err := c.clean(ctx, name)
-	if err != nil {
+	switch {
+	case err != nil:
 		c.cfg.Logger.Warn("namespace cleaner", "namespace", name, "err", err)
+		c.queue.AddRateLimited(name)
+	case !done:
+		c.queue.Forget(name)
+		c.queue.AddAfter(name, c.cfg.RetryInterval)
+	default:
+		c.queue.Forget(name)
 	}
-	if done {
-		delete(c.pending, name)
-	}
+	return true
 }
 
 // clean deletes the namespace's content; once none is left it finalizes
