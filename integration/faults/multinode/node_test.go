@@ -107,14 +107,17 @@ func nodeLost(t *testing.T, bed *testbed.Bed, victim *testbed.Node, lose, restor
 	})
 
 	var notReadyAt, taintedAt time.Time
+	var taint *v1.Taint
 	waitNode(t, ctx, c, victim.Name, "NotReady and tainted unreachable", func(n *v1.Node) bool {
 		if notReadyAt.IsZero() && !testbed.IsReady(n) {
 			notReadyAt = time.Now()
 		}
-		if taintedAt.IsZero() && hasTaint(n, v1.TaintNodeUnreachable, v1.TaintEffectNoExecute) {
-			taintedAt = time.Now()
+		if taint == nil {
+			if taint = findTaint(n, v1.TaintNodeUnreachable, v1.TaintEffectNoExecute); taint != nil {
+				taintedAt = time.Now()
+			}
 		}
-		return !notReadyAt.IsZero() && !taintedAt.IsZero()
+		return !notReadyAt.IsZero() && taint != nil
 	})
 	// The Lease's last renewal, before the loss: the grace period runs
 	// from it.
@@ -159,8 +162,20 @@ func nodeLost(t *testing.T, bed *testbed.Bed, victim *testbed.Node, lose, restor
 	} {
 		t.Logf("%-44s %10s", s.name, s.at.Sub(lost).Round(100*time.Millisecond))
 	}
-	if firstEvicted.Before(taintedAt) {
-		t.Errorf("a pod was evicted (%s) before the node was tainted (%s)", firstEvicted, taintedAt)
+	// Evicted once their tolerationSeconds had passed since the taint (the
+	// server's timestamps have a resolution of a second).
+	if taint.TimeAdded == nil {
+		t.Fatalf("the taint %+v has no timeAdded", taint)
+	}
+	due := taint.TimeAdded.Add(tolerationSeconds * time.Second)
+	for _, p := range after {
+		if p.Labels["app"] != "tolerant" || p.DeletionTimestamp == nil {
+			continue
+		}
+		deleted := p.DeletionTimestamp.Add(-time.Duration(ptrValue(p.DeletionGracePeriodSeconds)) * time.Second)
+		if deleted.Before(due.Add(-time.Second)) {
+			t.Errorf("pod %s was evicted at %s, before its tolerationSeconds from the taint (%s) had passed (%s)", p.Name, deleted, taint.TimeAdded, due)
+		}
 	}
 
 	// The node back: Ready, untainted; the evicted pods leave the apiserver
@@ -171,7 +186,7 @@ func nodeLost(t *testing.T, bed *testbed.Bed, victim *testbed.Node, lose, restor
 	}
 	restored = true
 	waitNode(t, ctx, c, victim.Name, "Ready and untainted", func(n *v1.Node) bool {
-		return testbed.IsReady(n) && !hasTaint(n, v1.TaintNodeUnreachable, "") && !hasTaint(n, v1.TaintNodeNotReady, "")
+		return testbed.IsReady(n) && findTaint(n, v1.TaintNodeUnreachable, "") == nil && findTaint(n, v1.TaintNodeNotReady, "") == nil
 	})
 	readyAgain := time.Since(back)
 	final := waitPods(t, ctx, c, ns, "the evicted pods gone, the defaulted running on "+victim.Name, func(pods map[string]*v1.Pod) bool {
@@ -346,14 +361,22 @@ func tolerationFor(p *v1.Pod, key string) int64 {
 	return -1
 }
 
-// hasTaint reports a taint of key (and effect, unless "") on the node.
-func hasTaint(n *v1.Node, key string, effect v1.TaintEffect) bool {
-	for _, tt := range n.Spec.Taints {
+// findTaint is the node's taint of key (and effect, unless ""), nil if none.
+func findTaint(n *v1.Node, key string, effect v1.TaintEffect) *v1.Taint {
+	for i, tt := range n.Spec.Taints {
 		if tt.Key == key && (effect == "" || tt.Effect == effect) {
-			return true
+			return &n.Spec.Taints[i]
 		}
 	}
-	return false
+	return nil
+}
+
+func ptrValue[T any](p *T) T {
+	var zero T
+	if p == nil {
+		return zero
+	}
+	return *p
 }
 
 func ptr[T any](v T) *T { return &v }
