@@ -174,7 +174,9 @@ func runWorkload(t *testing.T, ctx context.Context, c kubernetes.Interface, ext 
 		t.Fatal(err)
 	}
 	lastDeleted := time.Now()
-	defer func() { t.Logf("the last namespace and the CRD gone %s after their deletion", time.Since(lastDeleted).Round(100*time.Millisecond)) }()
+	defer func() {
+		t.Logf("the last namespace and the CRD gone %s after their deletion", time.Since(lastDeleted).Round(100*time.Millisecond))
+	}()
 	waitUntil(t, ctx, "every namespace of the workload and the CRD gone", func() (bool, error) {
 		list, err := c.CoreV1().Namespaces().List(ctx, metav1.ListOptions{})
 		if err != nil {
