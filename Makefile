@@ -6,7 +6,7 @@ BIN      := $(CURDIR)/bin
 BERTH    := $(BIN)/berth
 TEST_TIMEOUT  ?= 28m
 
-.PHONY: all deps build vet kubectls conformance-bin test unit bench bench-upstream fuzz up demo conformance clean
+.PHONY: all deps build vet kubectls conformance-bin test unit bench bench-upstream fuzz soak up demo conformance clean
 
 # `berth kubectl` (k8s.io/kubectl built in) reports the Kubernetes release of
 # its k8s.io/kubectl module (v0.37.2 is v1.37.2); kubectl version needs it.
@@ -66,6 +66,10 @@ bench-upstream: deps build
 FUZZTIME ?= 2m
 fuzz:
 	FUZZTIME=$(FUZZTIME) ./hack/fuzz.sh
+
+## soak: the long variants of the reliability tests (the idle-after-workload measurement at the issue's size: 50 namespaces, a minute idle)
+soak: deps build
+	BERTH_BIN=$(BERTH) BERTH_SOAK=1 go test -count=1 -timeout 60m -v -run 'TestIdleAfterMixedWorkload' ./integration/up
 
 ## up: a single-node cluster on this machine (embedded etcd, real containerd); Ctrl-C stops it
 DATA_DIR ?= /var/lib/berth

@@ -29,15 +29,28 @@ import (
 	"berth/integration/harness"
 )
 
-// Sizes of the mixed workload and of the idle measurement.
+// Sizes of the mixed workload and of the idle measurement: small in make
+// test, the size (50 namespaces, a minute idle) under make soak
+// (BERTH_SOAK=1).
+var (
+	workloadNamespaces = soakSize(10, 50)
+	idleWindow         = time.Duration(soakSize(20, 60)) * time.Second
+)
+
 const (
-	workloadNamespaces = 50
-	workloadInFlight   = 5
-	idleWindow         = 60 * time.Second
+	workloadInFlight = 5
 	// idleGoal is the bound for an idle berth up (a reported
 	// figure: CPU under a shared machine's load is not asserted).
 	idleGoal = 0.02
 )
+
+// soakSize is small, or big when BERTH_SOAK=1.
+func soakSize(small, big int) int {
+	if os.Getenv("BERTH_SOAK") == "1" {
+		return big
+	}
+	return small
+}
 
 // After a mixed workload — namespaces each with a ConfigMap, a Secret, a
 // Deployment rolled out once, a Service, a Job and a custom resource, all
