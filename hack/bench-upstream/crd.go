@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"path/filepath"
 	"strings"
 	"sync"
 	"time"
@@ -72,24 +71,11 @@ func (b *bench) crdSuite(ctx context.Context, plan crdPlan) error {
 
 func (b *bench) crdSide(ctx context.Context, side string, plan crdPlan) (crdRound, error) {
 	r := crdRound{Side: side, CRDs: plan.crds, Objects: plan.objects}
-	dir := filepath.Join(b.work, "crd-"+strings.ReplaceAll(side, " ", "-"))
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return r, err
-	}
-	defer os.RemoveAll(dir)
-	var (
-		c   *controlPlane
-		err error
-	)
-	if side == scaleBerth {
-		c, err = b.startBerthServer(ctx, dir)
-	} else {
-		c, err = b.startUpstream(ctx, dir)
-	}
+	c, stop, err := b.startControlPlane(ctx, "crd", side)
 	if err != nil {
 		return r, err
 	}
-	defer c.stop()
+	defer stop()
 	r.IdleRSSByProc = c.usageByProcess()
 	r.IdleRSSMiB = sum(r.IdleRSSByProc)
 	cpuBefore := usageOf(c.pids()...).CPU
