@@ -21,7 +21,7 @@ var namespacesResource = corev1.Resource("namespaces")
 
 // namespaceREST is the namespaces store with upstream's two-phase delete: a
 // namespace with spec.finalizers is only marked (deletionTimestamp, phase
-// Terminating); the namespace cleaner empties it, clears the finalizer
+// Terminating); the namespace controller empties it, clears the finalizer
 // through /finalize, and that removes it.
 type namespaceREST struct {
 	*genericregistry.Store

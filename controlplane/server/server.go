@@ -1,6 +1,6 @@
 // Package server is the composition root of `berth server`: credentials,
 // etcd (embedded or external), storage, the served resources, the HTTPS
-// apiserver, and beside it, under one supervisor, the namespace cleaner, the
+// apiserver, and beside it, under one supervisor, the namespace controller, the
 // controller manager and the scheduler (each of the last two leader-elected
 // through its Lease, on an in-process loopback client), run under one
 // Run(ctx).
