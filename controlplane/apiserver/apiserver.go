@@ -46,9 +46,6 @@ type Config struct {
 	// Authorizer decides whether the caller may make the request (403
 	// Forbidden otherwise); nil allows every authenticated request.
 	Authorizer authorizer.Authorizer
-	// Namespaces, when set, enforces namespace lifecycle on creates of
-	// namespaced resources: no creates in a missing or terminating namespace.
-	Namespaces NamespaceChecker
 	// Admission, when set, is the admission chain: its mutating phase runs
 	// before the store (and so before the strategy's validation), its
 	// validating phase after the strategy's validation, for create,
@@ -104,12 +101,6 @@ type Aggregator interface {
 	APIGroups() []metav1.APIGroup
 	// DiscoveryGroups are their groups for aggregated discovery.
 	DiscoveryGroups(ctx context.Context) []apidiscoveryv2.APIGroupDiscovery
-}
-
-// NamespaceChecker says whether new objects may be created in a namespace:
-// nil, or a NotFound / Forbidden API error.
-type NamespaceChecker interface {
-	CheckCreate(ctx context.Context, namespace string, resource schema.GroupResource, name string) error
 }
 
 // Handler serves the REST API.

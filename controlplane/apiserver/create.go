@@ -55,10 +55,6 @@ func (h *Handler) serveCreate(w http.ResponseWriter, r *http.Request, res *Resou
 			h.writeError(w, r, apierrors.NewBadRequest("the namespace of the provided object does not match the namespace sent on the request"))
 			return
 		}
-		if err := h.checkNamespace(ctx, res, obj); err != nil {
-			h.writeError(w, r, err)
-			return
-		}
 	}
 	if fm := h.fieldManager(res, "", res.GroupVersionKind()); fm != nil {
 		live, err := h.creater(ctx).New(res.GroupVersionKind())

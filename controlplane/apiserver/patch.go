@@ -93,20 +93,13 @@ func (h *Handler) servePatch(w http.ResponseWriter, r *http.Request, res *Resour
 		fm: fm, manager: managerName(opts.FieldManager, r), force: opts.Force != nil && *opts.Force,
 		resource: schema.GroupResource{Group: res.GroupVersion.Group, Resource: res.Resource}}
 	uopts := &metav1.UpdateOptions{DryRun: opts.DryRun, FieldManager: opts.FieldManager, FieldValidation: opts.FieldValidation}
-	createCheck := func(ctx context.Context, o runtime.Object) error { return h.checkNamespace(ctx, res, o) }
 	// Apply creates what does not exist yet, as upstream.
 	dryRun := len(uopts.DryRun) > 0
 	copts := updateToCreateOptions(uopts)
 	createValidate := h.validateCreate(h.admissionAttrs(r, res, kind, name, nil, nil, admission.Create, copts, dryRun))
-	createCheck2 := func(ctx context.Context, o runtime.Object) error {
-		if err := createCheck(ctx, o); err != nil {
-			return err
-		}
-		return createValidate(ctx, o)
-	}
 	updateValidate := h.validateUpdate(h.admissionAttrs(r, res, kind, name, nil, nil, admission.Update, opts, dryRun))
 	admitted := admittedInfo{UpdatedObjectInfo: info, transform: h.admitTransform(r, res, kind, name, opts, copts, dryRun)}
-	out, created, err := u.Update(r.Context(), name, admitted, createCheck2, updateValidate, pt == types.ApplyYAMLPatchType, uopts)
+	out, created, err := u.Update(r.Context(), name, admitted, createValidate, updateValidate, pt == types.ApplyYAMLPatchType, uopts)
 	if err != nil {
 		h.writeError(w, r, err)
 		return

@@ -1,14 +1,12 @@
 package apiserver
 
 import (
-	"context"
 	"fmt"
 	"net/http"
 	"net/url"
 	"slices"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metainternalversion "k8s.io/apimachinery/pkg/apis/meta/internalversion"
 	metainternalversionscheme "k8s.io/apimachinery/pkg/apis/meta/internalversion/scheme"
 	metainternalversionvalidation "k8s.io/apimachinery/pkg/apis/meta/internalversion/validation"
@@ -177,19 +175,6 @@ func (h *Handler) listOptions(r *http.Request, res *Resource) (*metainternalvers
 		return nil, apierrors.NewInvalid(schema.GroupKind{Group: metav1.GroupName, Kind: "ListOptions"}, "", errs)
 	}
 	return opts, nil
-}
-
-// checkNamespace enforces namespace lifecycle for creates.
-func (h *Handler) checkNamespace(ctx context.Context, res *Resource, obj runtime.Object) error {
-	if !res.Namespaced || h.cfg.Namespaces == nil {
-		return nil
-	}
-	ns, _ := genericapirequest.NamespaceFrom(ctx)
-	name := ""
-	if m, err := meta.Accessor(obj); err == nil {
-		name = m.GetName()
-	}
-	return h.cfg.Namespaces.CheckCreate(ctx, ns, res.GroupVersionResource().GroupResource(), name)
 }
 
 // subresourceOf is the request's subresource ("" for the resource itself).

@@ -62,7 +62,6 @@ func (h *Handler) serveUpdate(w http.ResponseWriter, r *http.Request, res *Resou
 			return
 		}
 	}
-	createCheck := func(ctx2 context.Context, o runtime.Object) error { return h.checkNamespace(ctx2, res, o) }
 	var transformers []rest.TransformFunc
 	if fm := h.fieldManager(res, subresourceOf(r), kind); fm != nil {
 		manager := managerName(opts.FieldManager, r)
@@ -75,14 +74,8 @@ func (h *Handler) serveUpdate(w http.ResponseWriter, r *http.Request, res *Resou
 	transformers = append(transformers, h.admitTransform(r, res, kind, name, opts, copts, dryRun))
 	createAttrs := h.admissionAttrs(r, res, kind, name, nil, nil, admission.Create, copts, dryRun)
 	createValidate := h.validateCreate(createAttrs)
-	createCheck2 := func(ctx2 context.Context, o runtime.Object) error {
-		if err := createCheck(ctx2, o); err != nil {
-			return err
-		}
-		return createValidate(ctx2, o)
-	}
 	updateAttrs := h.admissionAttrs(r, res, kind, name, nil, nil, admission.Update, opts, dryRun)
-	out, created, err := u.Update(ctx, name, rest.DefaultUpdatedObjectInfo(obj, transformers...), createCheck2, h.validateUpdate(updateAttrs), false, opts)
+	out, created, err := u.Update(ctx, name, rest.DefaultUpdatedObjectInfo(obj, transformers...), createValidate, h.validateUpdate(updateAttrs), false, opts)
 	if err != nil {
 		h.writeError(w, r, err)
 		return

@@ -13,16 +13,15 @@ import (
 	genericregistry "k8s.io/apiserver/pkg/registry/generic/registry"
 	"k8s.io/apiserver/pkg/registry/rest"
 	apistorage "k8s.io/apiserver/pkg/storage"
-)
 
-// ProtectedNamespaces may not be deleted (as upstream).
-var ProtectedNamespaces = []string{metav1.NamespaceDefault, metav1.NamespaceSystem, metav1.NamespacePublic}
+	"berth/controlplane/admission"
+)
 
 var namespacesResource = corev1.Resource("namespaces")
 
 // namespaceREST is the namespaces store with upstream's two-phase delete: a
 // namespace with spec.finalizers is only marked (deletionTimestamp, phase
-// Terminating); the namespace cleaner empties it, clears the finalizer
+// Terminating); the namespace controller empties it, clears the finalizer
 // through /finalize, and that removes it.
 type namespaceREST struct {
 	*genericregistry.Store
@@ -30,9 +29,6 @@ type namespaceREST struct {
 
 // Delete implements rest.GracefulDeleter.
 func (n *namespaceREST) Delete(ctx context.Context, name string, deleteValidation rest.ValidateObjectFunc, options *metav1.DeleteOptions) (runtime.Object, bool, error) {
-	if slices.Contains(ProtectedNamespaces, name) {
-		return nil, false, apierrors.NewForbidden(namespacesResource, name, fmt.Errorf("this namespace may not be deleted"))
-	}
 	obj, err := n.Store.Get(ctx, name, &metav1.GetOptions{})
 	if err != nil {
 		return nil, false, err
@@ -80,8 +76,9 @@ func (n *namespaceREST) Delete(ctx context.Context, name string, deleteValidatio
 }
 
 // DeleteCollection implements rest.CollectionDeleter through Delete, so
-// each namespace goes through the two-phase delete (protected ones are
-// skipped).
+// each namespace goes through the two-phase delete; the immortal ones,
+// which the NamespaceLifecycle admission keeps from a single delete, are
+// skipped.
 func (n *namespaceREST) DeleteCollection(ctx context.Context, deleteValidation rest.ValidateObjectFunc, options *metav1.DeleteOptions, listOptions *metainternalversion.ListOptions) (runtime.Object, error) {
 	listObj, err := n.Store.List(ctx, listOptions)
 	if err != nil {
@@ -91,7 +88,7 @@ func (n *namespaceREST) DeleteCollection(ctx context.Context, deleteValidation r
 	out := &corev1.NamespaceList{ListMeta: list.ListMeta}
 	for i := range list.Items {
 		name := list.Items[i].Name
-		if slices.Contains(ProtectedNamespaces, name) {
+		if slices.Contains(admission.ImmortalNamespaces, name) {
 			continue
 		}
 		obj, _, err := n.Delete(ctx, name, deleteValidation, options.DeepCopy())
@@ -121,6 +118,16 @@ func (f *finalizeStrategy) PrepareForUpdate(_ context.Context, obj, old runtime.
 	nn.Spec.Finalizers, nn.ResourceVersion = fin, rv
 }
 
+// namespaceFinalized is the namespace stores' ShouldDeleteDuringUpdate (as
+// upstream's ShouldDeleteNamespaceDuringUpdate): on top of the generic
+// rule (a deleted object whose metadata.finalizers are gone), an update
+// deletes a namespace only once its spec.finalizers are gone too, so
+// updating a terminating namespace's labels or status keeps it.
+func namespaceFinalized(_ context.Context, _ string, obj, _ runtime.Object) bool {
+	ns, ok := obj.(*corev1.Namespace)
+	return ok && len(ns.Spec.Finalizers) == 0
+}
+
 // finalizeOnly serves PUT namespaces/{name}/finalize; once a terminating
 // namespace has no finalizers left, the update deletes it.
 type finalizeOnly struct {
@@ -132,10 +139,7 @@ var _ rest.Updater = &finalizeOnly{}
 func newFinalizeOnly(store genericregistry.Store, strategy rest.RESTUpdateStrategy) *finalizeOnly {
 	store.UpdateStrategy = &finalizeStrategy{RESTUpdateStrategy: strategy}
 	store.ResetFieldsStrategy = nil
-	store.ShouldDeleteDuringUpdate = func(_ context.Context, _ string, obj, _ runtime.Object) bool {
-		ns, ok := obj.(*corev1.Namespace)
-		return ok && ns.DeletionTimestamp != nil && len(ns.Finalizers) == 0 && len(ns.Spec.Finalizers) == 0
-	}
+	store.ShouldDeleteDuringUpdate = namespaceFinalized
 	return &finalizeOnly{store: &store}
 }
 

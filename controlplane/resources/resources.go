@@ -368,6 +368,8 @@ func Build(cfg Config) (_ *Set, err error) {
 		switch {
 		case d.gv.Group == "" && d.resource == "namespaces":
 			set.Namespaces = store
+			store.ShouldDeleteDuringUpdate = namespaceFinalized
+			res.Subresources["status"].Storage.(*genericregistry.Store).ShouldDeleteDuringUpdate = namespaceFinalized
 			res.Store = &namespaceREST{Store: store}
 			res.Subresources["finalize"] = apiserver.Subresource{Kind: res.GroupVersionKind(), Storage: newFinalizeOnly(*store, st.status)}
 		case d.gv.Group == "" && d.resource == "pods":

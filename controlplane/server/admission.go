@@ -108,9 +108,8 @@ func (c *Config) EnabledAdmissionPlugins() []string {
 // shared informers its plugins list from and, with ResourceQuota, the
 // quota usage controller.
 type admissionSetup struct {
-	chain     admission.Interface
-	lifecycle bool
-	comps     []component
+	chain admission.Interface
+	comps []component
 }
 
 // newAdmission builds the enabled plugins on informers of the loopback
@@ -144,7 +143,6 @@ func (s *Server) newAdmission(rc *rest.Config, namespaces *genericregistry.Store
 		switch name {
 		case berthadmission.NamespaceLifecycleName:
 			p, err = berthadmission.NewNamespaceLifecycle(cfg.NamespaceLifecycle)
-			setup.lifecycle = true
 		case berthadmission.LimitRangerName:
 			p, err = berthadmission.NewLimitRanger(cfg.LimitRanger)
 		case berthadmission.ServiceAccountName:

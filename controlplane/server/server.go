@@ -1,6 +1,6 @@
 // Package server is the composition root of `berth server`: credentials,
 // etcd (embedded or external), storage, the served resources, the HTTPS
-// apiserver, and beside it, under one supervisor, the namespace cleaner, the
+// apiserver, and beside it, under one supervisor, the namespace controller, the
 // controller manager and the scheduler (each of the last two leader-elected
 // through its Lease, on an in-process loopback client), run under one
 // Run(ctx).
@@ -39,7 +39,6 @@ import (
 	"berth/controlplane/apiserver"
 	"berth/controlplane/etcd"
 	"berth/controlplane/flowcontrol"
-	"berth/controlplane/nscleaner"
 	"berth/controlplane/openapi"
 	"berth/controlplane/pki"
 	"berth/controlplane/resources"
@@ -218,12 +217,6 @@ func (s *Server) Run(ctx context.Context) (err error) {
 		ln.Close()
 		return err
 	}
-	// NamespaceLifecycle refuses creates in missing and terminating
-	// namespaces; the apiserver's own check does it only when the plugin is off.
-	var nsCheck apiserver.NamespaceChecker
-	if !adm.lifecycle {
-		nsCheck = resources.NamespaceLifecycle{Store: set.Namespaces}
-	}
 	crs, err := newCustomResources(rc, factory, models, log)
 	if err != nil {
 		ln.Close()
@@ -239,7 +232,6 @@ func (s *Server) Run(ctx context.Context) (err error) {
 		Resources:      set.Resources,
 		Authenticator:  loopbackAuthenticator{token: loopbackToken, next: auth.authn},
 		Authorizer:     auth.authz,
-		Namespaces:     nsCheck,
 		OpenAPI:        openapiHandler,
 		TypeConverter:  converter,
 		Ready:          func() error { return readiness(ctx, client.Client) },
@@ -292,9 +284,12 @@ func (s *Server) Run(ctx context.Context) (err error) {
 		ln.Close()
 		return err
 	}
-	comps := []component{{name: "namespace-cleaner", run: func(ctx context.Context) error {
-		return nscleaner.Run(ctx, nscleaner.Config{Resources: set, Logger: log})
-	}}}
+	nsComp, err := newNamespaceController(rc, log)
+	if err != nil {
+		ln.Close()
+		return err
+	}
+	comps := []component{nsComp}
 	id := instanceID()
 	leaders := newLeaderMetrics()
 	comps = append(comps, adm.comps...)

@@ -83,24 +83,11 @@ func (b *bench) scaleSuite(ctx context.Context, plan scalePlan) error {
 }
 
 func (b *bench) scaleSide(ctx context.Context, side string, plan scalePlan) error {
-	dir := filepath.Join(b.work, "scale-"+strings.ReplaceAll(side, " ", "-"))
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return err
-	}
-	defer os.RemoveAll(dir)
-	var (
-		c   *controlPlane
-		err error
-	)
-	if side == scaleBerth {
-		c, err = b.startBerthServer(ctx, dir)
-	} else {
-		c, err = b.startUpstream(ctx, dir)
-	}
+	c, stop, err := b.startControlPlane(ctx, "scale", side)
 	if err != nil {
 		return err
 	}
-	defer c.stop()
+	defer stop()
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	nodes := &fakeNodes{client: c.client}
@@ -463,6 +450,26 @@ func scalePod(name string) *v1.Pod {
 		Spec: v1.PodSpec{Containers: []v1.Container{{Name: "main", Image: "registry.k8s.io/pause:3.10.1",
 			Resources: v1.ResourceRequirements{Requests: v1.ResourceList{v1.ResourceCPU: resource.MustParse("10m"), v1.ResourceMemory: resource.MustParse("16Mi")}}}}},
 	}
+}
+
+// startControlPlane starts side's control plane (scaleBerth or
+// scaleUpstream) on a fresh directory of the suite; stop ends it and
+// removes the directory.
+func (b *bench) startControlPlane(ctx context.Context, suite, side string) (*controlPlane, func(), error) {
+	dir := filepath.Join(b.work, suite+"-"+strings.ReplaceAll(side, " ", "-"))
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, nil, err
+	}
+	start := b.startUpstream
+	if side == scaleBerth {
+		start = b.startBerthServer
+	}
+	c, err := start(ctx, dir)
+	if err != nil {
+		os.RemoveAll(dir)
+		return nil, nil, err
+	}
+	return c, func() { c.stop(); os.RemoveAll(dir) }, nil
 }
 
 func (b *bench) scaleRoundOf(side string, nodes, rate int) *scaleRound {

@@ -69,7 +69,7 @@ func main() {
 	var in inputs
 	dir := flag.String("dir", "", "directory to write registries.yaml, images.txt and ready into (required)")
 	flag.StringVar(&in.agnhost, "agnhost", "", "static agnhost binary (k8s.io/kubernetes/test/images/agnhost) (required)")
-	flag.StringVar(&in.agnhostDir, "agnhost-src", "", "k8s.io/kubernetes/test/images/agnhost source dir, for porter's localhost.crt/key (required)")
+	flag.StringVar(&in.agnhostDir, "agnhost-src", "", "k8s.io/kubernetes/test/images/agnhost source dir, for porter's localhost.crt/key, and beside it nautilus/html and kitten/html (required)")
 	flag.StringVar(&in.nnp, "nnp", "", "static nnp binary (k8s.io/kubernetes/test/images/nonewprivs) (required)")
 	flag.StringVar(&in.pause, "pause", "", "berth's static pause binary (required)")
 	flag.StringVar(&in.busybox, "busybox", "/bin/busybox", "static busybox (Debian's busybox-static)")
@@ -246,6 +246,31 @@ func build(in inputs) (map[string]v1.Image, error) {
 		ExposedPorts: ports(80, 8080, 8081, 9376, 5000),
 	}); err != nil {
 		return nil, err
+	}
+
+	// nautilus:1.7 and kitten:1.7 (test/images/{nautilus,kitten}: agnhost
+	// with the picture and data.json of its html directory at /, and
+	// `test-webserver` serving / on port 80 as the command): the kubectl
+	// Update Demo specs read data.json through the pod proxy.
+	for _, name := range []string{"nautilus", "kitten"} {
+		html := filepath.Join(filepath.Dir(in.agnhostDir), name, "html")
+		picture, err := os.ReadFile(filepath.Join(html, name+".jpg"))
+		if err != nil {
+			return nil, err
+		}
+		data, err := os.ReadFile(filepath.Join(html, "data.json"))
+		if err != nil {
+			return nil, err
+		}
+		files := append(append([]testimages.File(nil), agnhostFiles...),
+			testimages.File{Name: name + ".jpg", Mode: 0o644, Data: picture},
+			testimages.File{Name: "data.json", Mode: 0o644, Data: data})
+		if err := add(e2eRepo+name+":1.7", files, v1.Config{
+			Entrypoint: []string{"/agnhost"}, Cmd: []string{"test-webserver"}, Env: env, WorkingDir: "/",
+			ExposedPorts: ports(80),
+		}); err != nil {
+			return nil, err
+		}
 	}
 
 	// jessie-dnsutils:1.7 (test/images/jessie-dnsutils: Debian with

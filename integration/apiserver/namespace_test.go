@@ -10,13 +10,16 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 )
 
 // TestNamespaceLifecycle: deleting a namespace marks it Terminating, its
-// content is deleted (a pod on a node gracefully, waiting for its agent),
-// nothing new may be created in it meanwhile, and once empty it is gone.
-// The bootstrap namespaces exist and cannot be deleted.
+// pods are deleted first (a pod on a node gracefully, waiting for its
+// agent) and the rest of its content only once no pod is left (upstream's
+// OrderedNamespaceDeletion), its conditions say what is left, nothing new
+// may be created in it meanwhile, and once empty it is gone. The bootstrap
+// namespaces exist and cannot be deleted.
 func TestNamespaceLifecycle(t *testing.T) {
 	ctx := context.Background()
 	cs := shared.Client(t)
@@ -48,18 +51,29 @@ func TestNamespaceLifecycle(t *testing.T) {
 	if err != nil || ns.Status.Phase != corev1.NamespaceTerminating || ns.DeletionTimestamp == nil {
 		t.Fatalf("deleted namespace: %v phase %q", err, ns.Status.Phase)
 	}
+	// Updating a terminating namespace keeps it (its spec.finalizers do).
+	if _, err := cs.CoreV1().Namespaces().Patch(ctx, name, types.MergePatchType, []byte(`{"metadata":{"labels":{"seen":"yes"}}}`), metav1.PatchOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if ns, err := cs.CoreV1().Namespaces().Get(ctx, name, metav1.GetOptions{}); err != nil || ns.Labels["seen"] != "yes" {
+		t.Fatalf("terminating namespace after a label update: %v", err)
+	}
 	_, err = cs.CoreV1().ConfigMaps(name).Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "late"}}, metav1.CreateOptions{})
 	if !apierrors.IsForbidden(err) || !strings.Contains(err.Error(), "because it is being terminated") {
 		t.Fatalf("create in a terminating namespace: %v, want 403", err)
 	}
-	// The cleaner deletes the configmap and starts the pod's graceful deletion.
-	poll(t, "configmap deleted and pod terminating", func() bool {
-		_, cmErr := cs.CoreV1().ConfigMaps(name).Get(ctx, "c", metav1.GetOptions{})
+	// The controller starts the pod's graceful deletion and says the pod is
+	// what is left.
+	poll(t, "pod terminating and reported remaining", func() bool {
 		p, podErr := cs.CoreV1().Pods(name).Get(ctx, "bound", metav1.GetOptions{})
-		return apierrors.IsNotFound(cmErr) && podErr == nil && p.DeletionTimestamp != nil
+		ns, nsErr := cs.CoreV1().Namespaces().Get(ctx, name, metav1.GetOptions{})
+		return podErr == nil && p.DeletionTimestamp != nil && nsErr == nil &&
+			hasNamespaceCondition(ns, corev1.NamespaceContentRemaining, corev1.ConditionTrue, "pods. has 1 resource instances") &&
+			hasNamespaceCondition(ns, corev1.NamespaceDeletionContentFailure, corev1.ConditionFalse, "")
 	})
-	if _, err := cs.CoreV1().Namespaces().Get(ctx, name, metav1.GetOptions{}); err != nil {
-		t.Fatalf("namespace gone while a pod is still terminating: %v", err)
+	// Nothing else is deleted while a pod is left.
+	if _, err := cs.CoreV1().ConfigMaps(name).Get(ctx, "c", metav1.GetOptions{}); err != nil {
+		t.Fatalf("configmap deleted while a pod is still terminating: %v", err)
 	}
 	// The agent's final delete.
 	if err := cs.CoreV1().Pods(name).Delete(ctx, "bound", metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)}); err != nil {
@@ -69,6 +83,20 @@ func TestNamespaceLifecycle(t *testing.T) {
 		_, err := cs.CoreV1().Namespaces().Get(ctx, name, metav1.GetOptions{})
 		return apierrors.IsNotFound(err)
 	})
+	if _, err := cs.CoreV1().ConfigMaps(name).Get(ctx, "c", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Fatalf("configmap of the removed namespace: %v, want not found", err)
+	}
+}
+
+// hasNamespaceCondition reports whether ns has condition t with status s
+// and a message containing msg.
+func hasNamespaceCondition(ns *corev1.Namespace, t corev1.NamespaceConditionType, s corev1.ConditionStatus, msg string) bool {
+	for _, c := range ns.Status.Conditions {
+		if c.Type == t {
+			return c.Status == s && strings.Contains(c.Message, msg)
+		}
+	}
+	return false
 }
 
 // poll checks cond until it holds, for at most 30s.

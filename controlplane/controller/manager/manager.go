@@ -20,8 +20,8 @@
 //	if err != nil { return err }
 //	go func() { errCh <- mgr.Run(ctx) }() // returns nil when ctx ends
 //
-// Deleting a namespace's content is not one of these controllers: the
-// server's own namespace cleaner (controlplane/nscleaner) does it.
+// Deleting a namespace's content is not one of these controllers: every
+// server runs the namespace controller (controller/namespace) itself.
 package manager
 
 import (
