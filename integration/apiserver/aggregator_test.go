@@ -3,18 +3,11 @@ package apiserver_test
 import (
 	"bufio"
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
 	"crypto/x509"
-	"crypto/x509/pkix"
 	"encoding/json"
-	"encoding/pem"
 	"fmt"
 	"io"
-	"math/big"
-	"net"
 	"net/http"
 	"os/exec"
 	"slices"
@@ -34,6 +27,7 @@ import (
 	aggregatorclient "k8s.io/kube-aggregator/pkg/client/clientset_generated/clientset"
 
 	"berth/integration/harness"
+	"berth/internal/testpki"
 )
 
 // widgetsGV is the group-version the test's extension apiserver serves.
@@ -64,8 +58,8 @@ func (s *extensionServer) sawUser(name, group string) bool {
 
 func startExtensionServer(t *testing.T, cm *corev1.ConfigMap, dnsName string) *extensionServer {
 	t.Helper()
-	caPEM, certPEM, keyPEM := servingCertificate(t, dnsName)
-	s := &extensionServer{caPEM: caPEM}
+	ca := testpki.NewCA(t, "extension-ca")
+	s := &extensionServer{caPEM: ca.CertPEM}
 	list := func(key string) headerrequest.StaticStringSlice {
 		var v []string
 		if err := json.Unmarshal([]byte(cm.Data[key]), &v); err != nil {
@@ -128,58 +122,8 @@ func startExtensionServer(t *testing.T, cm *corev1.ConfigMap, dnsName string) *e
 				Status: metav1.StatusFailure, Code: 404, Reason: metav1.StatusReasonNotFound, Message: "not found: " + r.URL.Path})
 		}
 	})
-	cert, err := tls.X509KeyPair(certPEM, keyPEM)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	s.port = int32(ln.Addr().(*net.TCPAddr).Port)
-	srv := &http.Server{Handler: handler, TLSConfig: &tls.Config{Certificates: []tls.Certificate{cert}, ClientAuth: tls.RequestClientCert}}
-	go func() { _ = srv.ServeTLS(ln, "", "") }()
-	t.Cleanup(func() { _ = srv.Close() })
+	s.port = int32(testpki.ServeTLS(t, handler, &tls.Config{Certificates: []tls.Certificate{ca.Serving(t, dnsName)}, ClientAuth: tls.RequestClientCert}))
 	return s
-}
-
-// servingCertificate is a CA and a serving certificate for dnsName from it
-// (PEM).
-func servingCertificate(t *testing.T, dnsName string) (caPEM, certPEM, keyPEM []byte) {
-	t.Helper()
-	caKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	caTmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "extension-ca"},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
-		IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign}
-	caDER, err := x509.CreateCertificate(rand.Reader, caTmpl, caTmpl, &caKey.PublicKey, caKey)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ca, err := x509.ParseCertificate(caDER)
-	if err != nil {
-		t.Fatal(err)
-	}
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl := &x509.Certificate{SerialNumber: big.NewInt(2), Subject: pkix.Name{CommonName: dnsName}, DNSNames: []string{dnsName},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
-		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca, &key.PublicKey, caKey)
-	if err != nil {
-		t.Fatal(err)
-	}
-	keyDER, err := x509.MarshalECPrivateKey(key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: caDER}),
-		pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}),
-		pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER})
 }
 
 // availability is an APIService's Available condition as "Status Reason".

@@ -8,14 +8,7 @@ package authz
 import (
 	"bytes"
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
-	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
 	"fmt"
-	"math/big"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -30,6 +23,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	"berth/integration/harness"
+	"berth/internal/testpki"
 )
 
 // Static tokens of the shared server's --token-auth-file.
@@ -138,48 +132,11 @@ func (s *server) certConfig(t *testing.T, user string, groups ...string) *rest.C
 	return c
 }
 
+// issueClientCert is a client certificate for user in groups, signed with
+// the cluster CA's key from the data dir.
 func (s *server) issueClientCert(t *testing.T, user string, groups ...string) (certPEM, keyPEM []byte) {
 	t.Helper()
-	caPEM, err := os.ReadFile(filepath.Join(s.Dir, "ca.crt"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	caKeyPEM, err := os.ReadFile(filepath.Join(s.Dir, "ca.key"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	cb, _ := pem.Decode(caPEM)
-	kb, _ := pem.Decode(caKeyPEM)
-	if cb == nil || kb == nil {
-		t.Fatal("CA files are not PEM")
-	}
-	ca, err := x509.ParseCertificate(cb.Bytes)
-	if err != nil {
-		t.Fatal(err)
-	}
-	caKey, err := x509.ParseECPrivateKey(kb.Bytes)
-	if err != nil {
-		t.Fatal(err)
-	}
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	serial, _ := rand.Int(rand.Reader, big.NewInt(1<<62))
-	tmpl := &x509.Certificate{
-		SerialNumber: serial, Subject: pkix.Name{CommonName: user, Organization: groups},
-		NotBefore: time.Now().Add(-time.Minute), NotAfter: time.Now().Add(time.Hour),
-		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca, &key.PublicKey, caKey)
-	if err != nil {
-		t.Fatal(err)
-	}
-	keyDER, err := x509.MarshalECPrivateKey(key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER})
+	return testpki.LoadCA(t, s.Dir).ClientPEM(t, user, groups...)
 }
 
 func clientFor(t *testing.T, cfg *rest.Config) kubernetes.Interface {

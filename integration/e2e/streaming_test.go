@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"berth/integration/harness"
 	"bufio"
 	"context"
 	"fmt"
@@ -13,6 +12,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"berth/integration/harness"
 
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
