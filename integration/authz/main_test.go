@@ -6,11 +6,8 @@
 package authz
 
 import (
-	"bytes"
 	"context"
-	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -36,34 +33,18 @@ const (
 var shared *server
 
 func TestMain(m *testing.M) {
-	os.Exit(runMain(m))
-}
-
-func runMain(m *testing.M) int {
-	defer harness.RemoveBinary()
-	dir, err := os.MkdirTemp("", "berth-authz-it-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	defer os.RemoveAll(dir)
-	tokens := filepath.Join(dir, "tokens.csv")
-	content := aliceToken + ",alice,uid-alice\n" + carolToken + `,carol,uid-carol,"auditors,system:monitoring"` + "\n"
-	if err := os.WriteFile(tokens, []byte(content), 0o600); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	shared, err = launchServer(filepath.Join(dir, "server"), "--token-auth-file", tokens)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "starting berth server:", err)
-		return 1
-	}
-	code := m.Run()
-	shared.Stop()
-	if code != 0 {
-		fmt.Fprintf(os.Stderr, "--- shared server log (tail) ---\n%s\n", shared.LogTail())
-	}
-	return code
+	os.Exit(harness.RunWithServer(m, "authz", func(dir string) (*harness.Server, error) {
+		tokens := filepath.Join(dir, "tokens.csv")
+		content := aliceToken + ",alice,uid-alice\n" + carolToken + `,carol,uid-carol,"auditors,system:monitoring"` + "\n"
+		if err := os.WriteFile(tokens, []byte(content), 0o600); err != nil {
+			return nil, err
+		}
+		var err error
+		if shared, err = launchServer(filepath.Join(dir, "server"), "--token-auth-file", tokens); err != nil {
+			return nil, err
+		}
+		return shared.Server, nil
+	}))
 }
 
 // server is a running `berth server`.
@@ -152,16 +133,9 @@ func clientFor(t *testing.T, cfg *rest.Config) kubernetes.Interface {
 // (--token ..., or --client-certificate/--client-key): stdout, stderr, err.
 func (s *server) kubectl(t *testing.T, creds []string, args ...string) (string, string, error) {
 	t.Helper()
-	kubectl := harness.RequireKubectl(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
 	base := []string{"--server", "https://" + s.Addr, "--certificate-authority", filepath.Join(s.Dir, "ca.crt")}
-	cmd := exec.CommandContext(ctx, kubectl, append(append(base, creds...), args...)...)
-	cmd.Env = append(os.Environ(), "KUBECACHEDIR="+t.TempDir(), "KUBECONFIG="+filepath.Join(t.TempDir(), "none"))
-	var out, errOut bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errOut
-	err := cmd.Run()
-	return out.String(), errOut.String(), err
+	return harness.Kubectl{Bin: harness.RequireKubectl(t), Args: append(base, creds...), Timeout: 60 * time.Second,
+		Env: []string{"KUBECACHEDIR=" + t.TempDir(), "KUBECONFIG=" + filepath.Join(t.TempDir(), "none")}}.Run("", args...)
 }
 
 // newNamespace creates a namespace for one test (deleted at its end).

@@ -1,7 +1,6 @@
 package harness
 
 import (
-	"bytes"
 	"context"
 	"net"
 	"net/netip"
@@ -186,32 +185,21 @@ func (c *Cluster) Kubeconfig() string { return filepath.Join(c.DataDir, "admin.k
 // Kubectl runs kubectl with the admin kubeconfig: stdout, stderr, the error.
 func (c *Cluster) Kubectl(tb testing.TB, stdin string, args ...string) (string, string, error) {
 	tb.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
-	defer cancel()
-	cmd := c.KubectlCommand(ctx, args...)
-	var out, errOut bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errOut
-	if stdin != "" {
-		cmd.Stdin = strings.NewReader(stdin)
-	}
-	err := cmd.Run()
-	return out.String(), errOut.String(), err
+	return c.kubectlTool().Run(stdin, args...)
 }
 
 // KubectlCommand is a kubectl command with the admin kubeconfig, for the
 // caller to start and stream (kubectl logs -f, port-forward).
 func (c *Cluster) KubectlCommand(ctx context.Context, args ...string) *exec.Cmd {
-	cmd := exec.CommandContext(ctx, c.kubectl, append([]string{"--kubeconfig", c.Kubeconfig()}, args...)...)
-	cmd.Env = append(os.Environ(), "KUBECACHEDIR="+c.cacheDir)
-	return cmd
+	return c.kubectlTool().Command(ctx, args...)
+}
+
+func (c *Cluster) kubectlTool() Kubectl {
+	return Kubectl{Bin: c.kubectl, Args: []string{"--kubeconfig", c.Kubeconfig()}, Env: []string{"KUBECACHEDIR=" + c.cacheDir}}
 }
 
 // MustKubectl is Kubectl failing the test on error; it returns stdout.
 func (c *Cluster) MustKubectl(tb testing.TB, stdin string, args ...string) string {
 	tb.Helper()
-	out, errOut, err := c.Kubectl(tb, stdin, args...)
-	if err != nil {
-		tb.Fatalf("kubectl %v: %v\nstdout: %s\nstderr: %s", args, err, out, errOut)
-	}
-	return out
+	return c.kubectlTool().MustRun(tb, stdin, args...)
 }

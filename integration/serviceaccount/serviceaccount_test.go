@@ -263,14 +263,9 @@ func tokenKubectl(t *testing.T, c *harness.Cluster, token string, args ...string
 	if err := os.WriteFile(empty, nil, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	cmd := c.KubectlCommand(ctx, append([]string{"--kubeconfig", empty, "--server", "https://" + c.Addr,
-		"--certificate-authority", filepath.Join(c.DataDir, "ca.crt"), "--token", token}, args...)...)
-	var out, errOut strings.Builder
-	cmd.Stdout, cmd.Stderr = &out, &errOut
-	err := cmd.Run()
-	return out.String(), errOut.String(), err
+	return harness.Kubectl{Bin: harness.RequireKubectl(t), Timeout: 60 * time.Second, Env: []string{"KUBECACHEDIR=" + t.TempDir()},
+		Args: []string{"--kubeconfig", empty, "--server", "https://" + c.Addr,
+			"--certificate-authority", filepath.Join(c.DataDir, "ca.crt"), "--token", token}}.Run("", args...)
 }
 
 // tokenClient is a clientset authenticating with a bearer token only.
