@@ -296,26 +296,8 @@ func TestAdmissionMutatingWebhookInjectsSidecar(t *testing.T) {
 	const ns = "adm-inject"
 	admissionNamespace(t, cs, ns, map[string]string{"adm-test": "inject"})
 	url := ws.url + "/inject"
-	none := admissionregistrationv1.SideEffectClassNone
-	fail := admissionregistrationv1.Fail
-	cfg := &admissionregistrationv1.MutatingWebhookConfiguration{
-		ObjectMeta: metav1.ObjectMeta{Name: "adm-test-injector"},
-		Webhooks: []admissionregistrationv1.MutatingWebhook{{
-			Name:                    "injector.adm-test.berth.dev",
-			ClientConfig:            admissionregistrationv1.WebhookClientConfig{URL: &url, CABundle: ws.caPEM},
-			Rules:                   []admissionregistrationv1.RuleWithOperations{podCreateRule()},
-			NamespaceSelector:       &metav1.LabelSelector{MatchLabels: map[string]string{"adm-test": "inject"}},
-			SideEffects:             &none,
-			FailurePolicy:           &fail,
-			AdmissionReviewVersions: []string{"v1"},
-		}},
-	}
-	if _, err := cs.AdmissionregistrationV1().MutatingWebhookConfigurations().Create(ctx, cfg, metav1.CreateOptions{}); err != nil {
-		t.Fatalf("create webhook configuration: %v", err)
-	}
-	t.Cleanup(func() {
-		_ = cs.AdmissionregistrationV1().MutatingWebhookConfigurations().Delete(context.Background(), cfg.Name, metav1.DeleteOptions{})
-	})
+	createMutating(t, cs, "adm-test-injector", mutatingHook("injector.adm-test.berth.dev",
+		admissionregistrationv1.WebhookClientConfig{URL: &url, CABundle: ws.caPEM}, podCreateRule(), map[string]string{"adm-test": "inject"}))
 	// The configuration reaches the plugin through the server's informer:
 	// retry with new pods until one is mutated.
 	var pod *corev1.Pod
@@ -352,27 +334,9 @@ func TestAdmissionWebhookFailurePolicy(t *testing.T) {
 	const ns = "adm-failing"
 	admissionNamespace(t, cs, ns, map[string]string{"adm-test": "failing"})
 	url := ws.url + "/fail"
-	none := admissionregistrationv1.SideEffectClassNone
-	fail, ignore := admissionregistrationv1.Fail, admissionregistrationv1.Ignore
-	cfg := &admissionregistrationv1.ValidatingWebhookConfiguration{
-		ObjectMeta: metav1.ObjectMeta{Name: "adm-test-failing"},
-		Webhooks: []admissionregistrationv1.ValidatingWebhook{{
-			Name:                    "failing.adm-test.berth.dev",
-			ClientConfig:            admissionregistrationv1.WebhookClientConfig{URL: &url, CABundle: ws.caPEM},
-			Rules:                   []admissionregistrationv1.RuleWithOperations{podCreateRule()},
-			NamespaceSelector:       &metav1.LabelSelector{MatchLabels: map[string]string{"adm-test": "failing"}},
-			SideEffects:             &none,
-			FailurePolicy:           &fail,
-			AdmissionReviewVersions: []string{"v1"},
-		}},
-	}
-	created, err := cs.AdmissionregistrationV1().ValidatingWebhookConfigurations().Create(ctx, cfg, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatalf("create webhook configuration: %v", err)
-	}
-	t.Cleanup(func() {
-		_ = cs.AdmissionregistrationV1().ValidatingWebhookConfigurations().Delete(context.Background(), cfg.Name, metav1.DeleteOptions{})
-	})
+	ignore := admissionregistrationv1.Ignore
+	created := createValidating(t, cs, "adm-test-failing", validatingHook("failing.adm-test.berth.dev",
+		admissionregistrationv1.WebhookClientConfig{URL: &url, CABundle: ws.caPEM}, podCreateRule(), map[string]string{"adm-test": "failing"}))
 
 	// failurePolicy Fail: creation is refused once the plugin knows the webhook.
 	n := 0
@@ -403,14 +367,6 @@ func TestAdmissionWebhookFailurePolicy(t *testing.T) {
 	})
 }
 
-// podCreateRule matches creating core/v1 pods.
-func podCreateRule() admissionregistrationv1.RuleWithOperations {
-	return admissionregistrationv1.RuleWithOperations{
-		Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Create},
-		Rule:       admissionregistrationv1.Rule{APIGroups: []string{""}, APIVersions: []string{"v1"}, Resources: []string{"pods"}},
-	}
-}
-
 // TestAdmissionConnectWebhookRefusesExec: pods/exec, attach and
 // portforward go through admission as CONNECT with their options object
 // (PodExecOptions, PodAttachOptions, PodPortForwardOptions), so a
@@ -426,30 +382,9 @@ func TestAdmissionConnectWebhookRefusesExec(t *testing.T) {
 		t.Fatal(err)
 	}
 	url := ws.url + "/connect"
-	none := admissionregistrationv1.SideEffectClassNone
-	fail := admissionregistrationv1.Fail
-	cfg := &admissionregistrationv1.ValidatingWebhookConfiguration{
-		ObjectMeta: metav1.ObjectMeta{Name: "adm-test-connect"},
-		Webhooks: []admissionregistrationv1.ValidatingWebhook{{
-			Name:         "connect.adm-test.berth.dev",
-			ClientConfig: admissionregistrationv1.WebhookClientConfig{URL: &url, CABundle: ws.caPEM},
-			Rules: []admissionregistrationv1.RuleWithOperations{{
-				Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Connect},
-				Rule: admissionregistrationv1.Rule{APIGroups: []string{""}, APIVersions: []string{"v1"},
-					Resources: []string{"pods/exec", "pods/attach", "pods/portforward"}},
-			}},
-			NamespaceSelector:       &metav1.LabelSelector{MatchLabels: map[string]string{"adm-test": "connect"}},
-			SideEffects:             &none,
-			FailurePolicy:           &fail,
-			AdmissionReviewVersions: []string{"v1"},
-		}},
-	}
-	if _, err := cs.AdmissionregistrationV1().ValidatingWebhookConfigurations().Create(ctx, cfg, metav1.CreateOptions{}); err != nil {
-		t.Fatalf("create webhook configuration: %v", err)
-	}
-	t.Cleanup(func() {
-		_ = cs.AdmissionregistrationV1().ValidatingWebhookConfigurations().Delete(context.Background(), cfg.Name, metav1.DeleteOptions{})
-	})
+	createValidating(t, cs, "adm-test-connect", validatingHook("connect.adm-test.berth.dev",
+		admissionregistrationv1.WebhookClientConfig{URL: &url, CABundle: ws.caPEM},
+		connectRule("pods/exec", "pods/attach", "pods/portforward"), map[string]string{"adm-test": "connect"}))
 	connect := func(sub string, params ...string) error {
 		req := cs.CoreV1().RESTClient().Post().Namespace(ns).Resource("pods").Name("target").SubResource(sub)
 		for i := 0; i+1 < len(params); i += 2 {
@@ -518,30 +453,11 @@ func TestAdmissionConnectWebhookRefusesProxy(t *testing.T) {
 	if _, err := cs.CoreV1().Pods(ns).Create(ctx, plainPod("target"), metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	path, none, fail := "/deny", admissionregistrationv1.SideEffectClassNone, admissionregistrationv1.Fail
-	cfg := &admissionregistrationv1.ValidatingWebhookConfiguration{
-		ObjectMeta: metav1.ObjectMeta{Name: "adm-test-connect-proxy"},
-		Webhooks: []admissionregistrationv1.ValidatingWebhook{{
-			Name: "proxy.adm-test.berth.dev",
-			ClientConfig: admissionregistrationv1.WebhookClientConfig{CABundle: hook.caPEM,
-				Service: &admissionregistrationv1.ServiceReference{Namespace: ns, Name: "denier", Path: &path}},
-			Rules: []admissionregistrationv1.RuleWithOperations{{
-				Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Connect},
-				Rule: admissionregistrationv1.Rule{APIGroups: []string{""}, APIVersions: []string{"v1"},
-					Resources: []string{"pods/proxy", "services/proxy", "nodes/proxy"}},
-			}},
-			NamespaceSelector:       &metav1.LabelSelector{MatchLabels: map[string]string{"adm-test": "connect-proxy"}},
-			SideEffects:             &none,
-			FailurePolicy:           &fail,
-			AdmissionReviewVersions: []string{"v1"},
-		}},
-	}
-	if _, err := cs.AdmissionregistrationV1().ValidatingWebhookConfigurations().Create(ctx, cfg, metav1.CreateOptions{}); err != nil {
-		t.Fatalf("create webhook configuration: %v", err)
-	}
-	t.Cleanup(func() {
-		_ = cs.AdmissionregistrationV1().ValidatingWebhookConfigurations().Delete(context.Background(), cfg.Name, metav1.DeleteOptions{})
-	})
+	path := "/deny"
+	createValidating(t, cs, "adm-test-connect-proxy", validatingHook("proxy.adm-test.berth.dev",
+		admissionregistrationv1.WebhookClientConfig{CABundle: hook.caPEM,
+			Service: &admissionregistrationv1.ServiceReference{Namespace: ns, Name: "denier", Path: &path}},
+		connectRule("pods/proxy", "services/proxy", "nodes/proxy"), map[string]string{"adm-test": "connect-proxy"}))
 	var refused error
 	poll(t, "pods/proxy refused by the webhook", func() bool {
 		refused = cs.CoreV1().RESTClient().Get().AbsPath("/api/v1/namespaces/" + ns + "/pods/target/proxy/some/page").Do(ctx).Error()

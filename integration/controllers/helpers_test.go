@@ -1,13 +1,14 @@
 package controllers
 
 import (
-	"berth/integration/harness"
 	"context"
 	"fmt"
 	"os/exec"
 	"strings"
 	"testing"
 	"time"
+
+	"berth/integration/harness"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
