@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"berth/integration/harness"
+
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.etcd.io/etcd/server/v3/embed"
 	corev1 "k8s.io/api/core/v1"
@@ -23,8 +25,8 @@ import (
 // process (stopped at cleanup) and returns a client reading it raw.
 func startEtcdMember(t *testing.T) (string, *clientv3.Client) {
 	t.Helper()
-	peer := url.URL{Scheme: "http", Host: fmt.Sprintf("127.0.0.1:%d", freePort(t))}
-	client := url.URL{Scheme: "http", Host: fmt.Sprintf("127.0.0.1:%d", freePort(t))}
+	peer := url.URL{Scheme: "http", Host: fmt.Sprintf("127.0.0.1:%d", harness.FreePort(t))}
+	client := url.URL{Scheme: "http", Host: fmt.Sprintf("127.0.0.1:%d", harness.FreePort(t))}
 	dir := t.TempDir()
 	cfg := embed.NewConfig()
 	cfg.Name = "enc"
