@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net"
 	"runtime"
 	"strings"
@@ -21,6 +22,7 @@ import (
 	"berth/cri"
 	"berth/cri/critest"
 	"berth/internal/errdefs"
+	"berth/internal/syncbuf"
 	"berth/internal/version"
 )
 
@@ -415,8 +417,8 @@ func TestRegistrationRetriesUntilTheAPIServerAnswers(t *testing.T) {
 	// retrying (and says why) until ctx ends.
 	cfg := testConfig(t, client, rt, refusedName)
 	cfg.Labels = map[string]string{"bad label!": "x"}
-	var logs strings.Builder
-	cfg.Logger = newTestLogger(&logs)
+	var logs syncbuf.Buffer
+	cfg.Logger = slog.New(slog.NewTextHandler(&logs, nil))
 	m, err := New(cfg)
 	if err != nil {
 		t.Fatal(err)

@@ -1,7 +1,6 @@
 package registration_test
 
 import (
-	"bytes"
 	"context"
 	"net"
 	"os"
@@ -20,6 +19,7 @@ import (
 	"berth/csi/internal/csitest"
 	"berth/csi/registrar"
 	"berth/csi/registration"
+	"berth/internal/syncbuf"
 )
 
 const waitFor = 20 * time.Second
@@ -127,24 +127,6 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-// syncBuffer is a bytes.Buffer safe for a process writing while the test reads.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // shortTempDir is a temp dir with a short path: unix socket paths are
 // limited to 107 bytes, and t.TempDir's include the test's name.
 func shortTempDir(t *testing.T) string {
@@ -163,7 +145,7 @@ func TestCSILocalProcessRegistersAndDeregisters(t *testing.T) {
 	regDir := filepath.Join(dir, "agent", registration.DirName)
 	r, events := startRegistry(t, regDir)
 
-	var stderr syncBuffer
+	var stderr syncbuf.Buffer
 	cmd := exec.Command(bin, "csi-local",
 		"--endpoint", "unix://"+filepath.Join(dir, "plugin", "csi.sock"),
 		"--root-dir", filepath.Join(dir, "plugin", "root"),

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"berth/integration/harness"
+	"berth/internal/syncbuf"
 
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -121,7 +122,7 @@ spec:
 		fctx, cancel := context.WithTimeout(ctx, 60*time.Second)
 		defer cancel()
 		cmd := c.KubectlCommand(fctx, "logs", "-f", "follower")
-		stderr := &harness.SyncBuffer{}
+		stderr := &syncbuf.Buffer{}
 		cmd.Stderr = stderr
 		stdout, err := cmd.StdoutPipe()
 		if err != nil {
@@ -148,7 +149,7 @@ spec:
 		fctx, cancel := context.WithTimeout(ctx, 60*time.Second)
 		defer cancel()
 		cmd := c.KubectlCommand(fctx, "port-forward", "--address", "127.0.0.1", "pod/httpd", ":8080")
-		stderr := &harness.SyncBuffer{}
+		stderr := &syncbuf.Buffer{}
 		cmd.Stderr = stderr
 		stdout, err := cmd.StdoutPipe()
 		if err != nil {

@@ -26,6 +26,7 @@ import (
 
 	"berth/integration/nodeenv"
 	"berth/internal/prereq"
+	"berth/internal/syncbuf"
 )
 
 // KubectlRelease is the release of upstream kubectl the tests drive
@@ -141,7 +142,7 @@ func RequireKubectl(tb testing.TB) string {
 type Proc struct {
 	name string
 	cmd  *exec.Cmd
-	log  *SyncBuffer
+	log  *syncbuf.Buffer
 	done chan struct{}
 	stop sync.Once
 	// stoppedClean is Stop's result.
@@ -157,7 +158,7 @@ func Launch(name string, args ...string) (*Proc, error) {
 	}
 	cmd := exec.Command(bin, args...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	p := &Proc{name: name, cmd: cmd, log: &SyncBuffer{}, done: make(chan struct{})}
+	p := &Proc{name: name, cmd: cmd, log: &syncbuf.Buffer{}, done: make(chan struct{})}
 	cmd.Stdout, cmd.Stderr = p.log, p.log
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("start %s: %w", name, err)
@@ -284,27 +285,6 @@ func FreePort(tb testing.TB) int {
 	}
 	defer l.Close()
 	return l.Addr().(*net.TCPAddr).Port
-}
-
-// SyncBuffer is a bytes.Buffer safe for concurrent writers and readers,
-// such as a process's stdout and stderr and the test reading them.
-type SyncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-// Write appends p.
-func (b *SyncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-// String is what was written so far.
-func (b *SyncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }
 
 // Server is a `berth server` started for a whole test package (from

@@ -13,6 +13,7 @@ import (
 
 	"berth/integration/harness"
 	"berth/integration/nodeenv"
+	"berth/internal/syncbuf"
 	"berth/internal/testimages"
 )
 
@@ -34,7 +35,7 @@ type upOptions struct {
 // upProcess is a running `berth up`.
 type upProcess struct {
 	cmd            *exec.Cmd
-	stdout, stderr harness.SyncBuffer
+	stdout, stderr syncbuf.Buffer
 	// exited is closed when the process has ended.
 	exited chan struct{}
 	// kubeconfig is the admin kubeconfig in the data dir.
