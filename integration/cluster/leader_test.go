@@ -18,6 +18,7 @@ import (
 
 	"berth/controlplane/controller/manager"
 	"berth/controlplane/server"
+	"berth/integration/harness"
 )
 
 // leases are the Leases the in-process components campaign for.
@@ -103,11 +104,11 @@ func TestTwoServersOneLeader(t *testing.T) {
 	}
 	ca, cb := a.Client(t), b.Client(t)
 	for _, name := range leases {
-		eventually(t, "lease "+name+" held by a server", func() (bool, error) {
+		harness.Eventually(t, "lease "+name+" held by a server", func() (bool, error) {
 			return byID[holder(t, ca, name)] != nil, nil
 		})
 		leader := byID[holder(t, ca, name)]
-		eventually(t, "leader metrics of "+name, func() (bool, error) {
+		harness.Eventually(t, "leader metrics of "+name, func() (bool, error) {
 			la, lb := leaderStatus(t, ca, name), leaderStatus(t, cb, name)
 			if leader == a {
 				return la == "1" && lb == "0", nil
@@ -128,7 +129,7 @@ func TestTwoServersOneLeader(t *testing.T) {
 	}
 	survivorID := survivor.identity(t)
 	for _, name := range leases {
-		eventually(t, "the surviving server holding "+name, func() (bool, error) {
+		harness.Eventually(t, "the surviving server holding "+name, func() (bool, error) {
 			return holder(t, sc, name) == survivorID && leaderStatus(t, sc, name) == "1", nil
 		})
 	}
@@ -140,7 +141,7 @@ func TestTwoServersOneLeader(t *testing.T) {
 	}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "the pod bound by the new leader", func() (bool, error) {
+	harness.Eventually(t, "the pod bound by the new leader", func() (bool, error) {
 		p, err := sc.CoreV1().Pods(ns).Get(context.Background(), "p", metav1.GetOptions{})
 		return err == nil && p.Spec.NodeName == "takeover-node-0", err
 	})
@@ -155,7 +156,7 @@ func TestDisableScheduler(t *testing.T) {
 	addNodes(t, c, "unsched-node", 1)
 	ns := newNamespace(t, c)
 	p.mustKubectl(t, deploymentYAML(ns, "web", 1), "apply", "-f", "-")
-	eventually(t, "the controllers creating the pod", func() (bool, error) {
+	harness.Eventually(t, "the controllers creating the pod", func() (bool, error) {
 		return len(podsOf(t, c, ns)) == 1 && holder(t, c, manager.DefaultLeaseName) != "", nil
 	})
 	if h := holder(t, c, server.SchedulerLeaseName); h != "" {

@@ -276,6 +276,23 @@ func WaitFor(tb testing.TB, timeout time.Duration, what string, cond func() (boo
 	}
 }
 
+// Eventually polls cond every 50 ms until it holds, failing the test after
+// 60 s with cond's last error: for conditions read through the API.
+func Eventually(tb testing.TB, what string, cond func() (bool, error)) {
+	tb.Helper()
+	deadline := time.Now().Add(60 * time.Second)
+	var lastErr error
+	for time.Now().Before(deadline) {
+		ok, err := cond()
+		if ok {
+			return
+		}
+		lastErr = err
+		time.Sleep(50 * time.Millisecond)
+	}
+	tb.Fatalf("timed out waiting for %s (last error: %v)", what, lastErr)
+}
+
 // FreePort is a TCP port on 127.0.0.1 free at the time of the call.
 func FreePort(tb testing.TB) int {
 	tb.Helper()
