@@ -7,7 +7,9 @@ package harness
 import (
 	"bytes"
 	"fmt"
+	"io"
 	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -291,6 +293,24 @@ func Eventually(tb testing.TB, what string, cond func() (bool, error)) {
 		time.Sleep(50 * time.Millisecond)
 	}
 	tb.Fatalf("timed out waiting for %s (last error: %v)", what, lastErr)
+}
+
+// HTTPGet is the body of GET url (30 s at most); a status other than 200
+// is an error with the status and the body.
+func HTTPGet(url string) (string, error) {
+	resp, err := (&http.Client{Timeout: 30 * time.Second}).Get(url)
+	if err != nil {
+		return "", err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return "", err
+	}
+	if resp.StatusCode != http.StatusOK {
+		return "", fmt.Errorf("GET %s: %s: %s", url, resp.Status, b)
+	}
+	return string(b), nil
 }
 
 // FreePort is a TCP port on 127.0.0.1 free at the time of the call.

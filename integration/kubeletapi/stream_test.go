@@ -32,6 +32,7 @@ import (
 
 	"berth/agent/kubeletapi"
 	"berth/cri"
+	"berth/integration/harness"
 	"berth/integration/nodeenv"
 	"berth/internal/testpki"
 )
@@ -391,7 +392,7 @@ func TestPortForwardToHTTPD(t *testing.T) {
 			// httpd may still be starting: poll until it answers.
 			deadline := time.Now().Add(30 * time.Second)
 			for {
-				body, err := httpGet(target)
+				body, err := harness.HTTPGet(target)
 				if err == nil {
 					if body != "hello-from-httpd\n" {
 						t.Fatalf("GET through the port-forward = %q", body)
@@ -435,20 +436,4 @@ func mustTransport(t *testing.T, cfg *rest.Config) http.RoundTripper {
 		t.Fatal(err)
 	}
 	return rt
-}
-
-func httpGet(target string) (string, error) {
-	resp, err := (&http.Client{Timeout: 5 * time.Second}).Get(target)
-	if err != nil {
-		return "", err
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	if err != nil {
-		return "", err
-	}
-	if resp.StatusCode != http.StatusOK {
-		return "", fmt.Errorf("status %d: %s", resp.StatusCode, b)
-	}
-	return string(b), nil
 }
