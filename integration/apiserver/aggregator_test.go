@@ -1,15 +1,12 @@
 package apiserver_test
 
 import (
-	"bufio"
 	"context"
 	"crypto/tls"
 	"crypto/x509"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
-	"os/exec"
 	"slices"
 	"strings"
 	"sync"
@@ -283,34 +280,19 @@ func TestAggregatedAPIService(t *testing.T) {
 	})
 
 	t.Run("kubectl proxy serves the API and the extension", func(t *testing.T) {
-		pctx, cancel := context.WithCancel(ctx)
-		defer cancel()
-		cmd := exec.CommandContext(pctx, requireKubectl(t, "1.34"), "--kubeconfig", shared.Kubeconfig(), "proxy", "--port", "0")
-		stdout, err := cmd.StdoutPipe()
-		if err != nil {
-			t.Fatal(err)
+		lines, stderr := harness.Kubectl{Bin: requireKubectl(t, "1.34"), Args: []string{"--kubeconfig", shared.Kubeconfig()}}.Stream(t, 5*time.Minute, "proxy", "--port", "0")
+		if !lines.Scan() {
+			t.Fatalf("kubectl proxy: %v; stderr: %s", lines.Err(), stderr.String())
 		}
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		defer func() { cancel(); _ = cmd.Wait() }()
-		line, err := bufio.NewReader(stdout).ReadString('\n')
-		if err != nil {
-			t.Fatalf("kubectl proxy: %v", err)
-		}
+		line := lines.Text()
 		addr := strings.TrimSpace(line[strings.LastIndex(line, " ")+1:]) // "Starting to serve on 127.0.0.1:PORT"
 		for path, want := range map[string]string{
 			"/api/v1/namespaces/" + ns:                                    `"name":"` + ns + `"`,
 			"/apis/" + widgetsGV.String() + "/namespaces/default/widgets": `"name":"first"`,
 		} {
-			resp, err := http.Get("http://" + addr + path)
-			if err != nil {
-				t.Fatalf("GET %s through kubectl proxy: %v", path, err)
-			}
-			body, _ := io.ReadAll(resp.Body)
-			resp.Body.Close()
-			if resp.StatusCode != http.StatusOK || !strings.Contains(string(body), want) {
-				t.Errorf("GET %s through kubectl proxy: %s %s, want 200 with %s", path, resp.Status, body, want)
+			body, err := harness.HTTPGet("http://" + addr + path)
+			if err != nil || !strings.Contains(body, want) {
+				t.Errorf("GET %s through kubectl proxy: %v %s, want 200 with %s", path, err, body, want)
 			}
 		}
 	})

@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"bufio"
 	"context"
 	"fmt"
 	"io"
@@ -14,7 +13,6 @@ import (
 	"time"
 
 	"berth/integration/harness"
-	"berth/internal/syncbuf"
 
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -119,20 +117,7 @@ spec:
 
 	t.Run("kubectl logs -f streams a line written after it started", func(t *testing.T) {
 		waitPodRunning(t, c, "follower")
-		fctx, cancel := context.WithTimeout(ctx, 60*time.Second)
-		defer cancel()
-		cmd := c.KubectlCommand(fctx, "logs", "-f", "follower")
-		stderr := &syncbuf.Buffer{}
-		cmd.Stderr = stderr
-		stdout, err := cmd.StdoutPipe()
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		defer func() { cancel(); _ = cmd.Wait() }()
-		lines := bufio.NewScanner(stdout)
+		lines, stderr := c.StreamKubectl(t, 60*time.Second, "logs", "-f", "follower")
 		if !lines.Scan() || lines.Text() != "follow-start" {
 			t.Fatalf("first followed line %q (%v), want follow-start; stderr: %s", lines.Text(), lines.Err(), stderr.String())
 		}
@@ -146,21 +131,8 @@ spec:
 
 	t.Run("kubectl port-forward to a busybox httpd", func(t *testing.T) {
 		waitPodRunning(t, c, "httpd")
-		fctx, cancel := context.WithTimeout(ctx, 60*time.Second)
-		defer cancel()
-		cmd := c.KubectlCommand(fctx, "port-forward", "--address", "127.0.0.1", "pod/httpd", ":8080")
-		stderr := &syncbuf.Buffer{}
-		cmd.Stderr = stderr
-		stdout, err := cmd.StdoutPipe()
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		defer func() { cancel(); _ = cmd.Wait() }()
+		lines, stderr := c.StreamKubectl(t, 60*time.Second, "port-forward", "--address", "127.0.0.1", "pod/httpd", ":8080")
 		forwarding := regexp.MustCompile(`^Forwarding from 127\.0\.0\.1:(\d+) -> 8080`)
-		lines := bufio.NewScanner(stdout)
 		var port string
 		for port == "" && lines.Scan() {
 			if m := forwarding.FindStringSubmatch(lines.Text()); m != nil {
@@ -170,7 +142,10 @@ spec:
 		if port == "" {
 			t.Fatalf("kubectl port-forward printed no forwarding line (%v); stderr: %s", lines.Err(), stderr.String())
 		}
-		go func() { _, _ = io.Copy(io.Discard, stdout) }()
+		go func() {
+			for lines.Scan() { // drain what kubectl prints per connection
+			}
+		}()
 		httpc := &http.Client{Timeout: 10 * time.Second}
 		harness.WaitFor(t, 30*time.Second, "GET through the forwarded port", func() (bool, string) {
 			resp, err := httpc.Get("http://127.0.0.1:" + port + "/index.html")

@@ -1,11 +1,10 @@
 package harness
 
 import (
-	"context"
+	"bufio"
 	"net"
 	"net/netip"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -18,6 +17,7 @@ import (
 
 	"berth/agent/bootstrap"
 	"berth/integration/nodeenv"
+	"berth/internal/syncbuf"
 )
 
 // Cluster is a `berth server` and the agents joined to it.
@@ -188,10 +188,10 @@ func (c *Cluster) Kubectl(tb testing.TB, stdin string, args ...string) (string, 
 	return c.kubectlTool().Run(stdin, args...)
 }
 
-// KubectlCommand is a kubectl command with the admin kubeconfig, for the
-// caller to start and stream (kubectl logs -f, port-forward).
-func (c *Cluster) KubectlCommand(ctx context.Context, args ...string) *exec.Cmd {
-	return c.kubectlTool().Command(ctx, args...)
+// StreamKubectl is Kubectl.Stream with the admin kubeconfig.
+func (c *Cluster) StreamKubectl(tb testing.TB, timeout time.Duration, args ...string) (*bufio.Scanner, *syncbuf.Buffer) {
+	tb.Helper()
+	return c.kubectlTool().Stream(tb, timeout, args...)
 }
 
 func (c *Cluster) kubectlTool() Kubectl {

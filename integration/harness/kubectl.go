@@ -1,6 +1,7 @@
 package harness
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"os"
@@ -8,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"berth/internal/syncbuf"
 )
 
 // Kubectl is how a test runs real kubectl: the binary, the arguments every
@@ -45,6 +48,26 @@ func (k Kubectl) Run(stdin string, args ...string) (string, string, error) {
 	}
 	err := cmd.Run()
 	return out.String(), errOut.String(), err
+}
+
+// Stream starts kubectl for the rest of the test (stopped when it ends, or
+// after timeout): its stdout as lines, and its stderr as written so far.
+func (k Kubectl) Stream(tb testing.TB, timeout time.Duration, args ...string) (*bufio.Scanner, *syncbuf.Buffer) {
+	tb.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	cmd := k.Command(ctx, args...)
+	stderr := &syncbuf.Buffer{}
+	cmd.Stderr = stderr
+	stdout, err := cmd.StdoutPipe()
+	if err == nil {
+		err = cmd.Start()
+	}
+	if err != nil {
+		cancel()
+		tb.Fatalf("kubectl %v: %v", args, err)
+	}
+	tb.Cleanup(func() { cancel(); _ = cmd.Wait() })
+	return bufio.NewScanner(stdout), stderr
 }
 
 // MustRun is Run failing the test on error; it returns stdout.
