@@ -64,23 +64,27 @@ func TestAdmissionDefaultTolerationSeconds(t *testing.T) {
 	}
 }
 
+// createQuota creates a ResourceQuota in ns and waits for the quota
+// controller to fill its status.hard and status.used.
+func createQuota(t *testing.T, cs kubernetes.Interface, ns, name string, hard corev1.ResourceList) {
+	t.Helper()
+	ctx := context.Background()
+	q := &corev1.ResourceQuota{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: corev1.ResourceQuotaSpec{Hard: hard}}
+	if _, err := cs.CoreV1().ResourceQuotas(ns).Create(ctx, q, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("create quota: %v", err)
+	}
+	poll(t, "quota status computed", func() bool {
+		got, err := cs.CoreV1().ResourceQuotas(ns).Get(ctx, name, metav1.GetOptions{})
+		return err == nil && got.Status.Hard != nil && got.Status.Used != nil
+	})
+}
+
 func TestAdmissionResourceQuota(t *testing.T) {
 	cs := shared.Client(t)
 	ctx := context.Background()
 	const ns = "adm-quota"
 	admissionNamespace(t, cs, ns, nil)
-	q := &corev1.ResourceQuota{
-		ObjectMeta: metav1.ObjectMeta{Name: "two-pods"},
-		Spec:       corev1.ResourceQuotaSpec{Hard: corev1.ResourceList{corev1.ResourcePods: resource.MustParse("2")}},
-	}
-	if _, err := cs.CoreV1().ResourceQuotas(ns).Create(ctx, q, metav1.CreateOptions{}); err != nil {
-		t.Fatalf("create quota: %v", err)
-	}
-	// The quota controller fills status.hard and status.used.
-	poll(t, "quota status computed", func() bool {
-		got, err := cs.CoreV1().ResourceQuotas(ns).Get(ctx, "two-pods", metav1.GetOptions{})
-		return err == nil && got.Status.Hard != nil && got.Status.Used != nil
-	})
+	createQuota(t, cs, ns, "two-pods", corev1.ResourceList{corev1.ResourcePods: resource.MustParse("2")})
 
 	// A dry run is admitted but charges nothing.
 	if _, err := cs.CoreV1().Pods(ns).Create(ctx, plainPod("dry"), metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}}); err != nil {
@@ -181,17 +185,7 @@ func TestAdmissionResourceQuotaOnUpdate(t *testing.T) {
 	ctx := context.Background()
 	const ns = "adm-quota-update"
 	admissionNamespace(t, cs, ns, nil)
-	q := &corev1.ResourceQuota{
-		ObjectMeta: metav1.ObjectMeta{Name: "one-node-port"},
-		Spec:       corev1.ResourceQuotaSpec{Hard: corev1.ResourceList{corev1.ResourceServicesNodePorts: resource.MustParse("1")}},
-	}
-	if _, err := cs.CoreV1().ResourceQuotas(ns).Create(ctx, q, metav1.CreateOptions{}); err != nil {
-		t.Fatalf("create quota: %v", err)
-	}
-	poll(t, "quota status computed", func() bool {
-		got, err := cs.CoreV1().ResourceQuotas(ns).Get(ctx, q.Name, metav1.GetOptions{})
-		return err == nil && got.Status.Used != nil
-	})
+	createQuota(t, cs, ns, "one-node-port", corev1.ResourceList{corev1.ResourceServicesNodePorts: resource.MustParse("1")})
 	svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "web"}, Spec: corev1.ServiceSpec{
 		Selector: map[string]string{"app": "web"},
 		Ports:    []corev1.ServicePort{{Name: "http", Port: 80}, {Name: "https", Port: 443}}}}

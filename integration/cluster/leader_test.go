@@ -3,14 +3,9 @@ package cluster
 import (
 	"context"
 	"fmt"
-	"net"
-	"net/url"
-	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
-	"go.etcd.io/etcd/server/v3/embed"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -19,6 +14,7 @@ import (
 	"berth/controlplane/controller/manager"
 	"berth/controlplane/server"
 	"berth/integration/harness"
+	"berth/integration/testbed"
 )
 
 // leases are the Leases the in-process components campaign for.
@@ -28,35 +24,12 @@ var leases = []string{manager.DefaultLeaseName, server.SchedulerLeaseName}
 // returns its client URL.
 func startEtcd(t *testing.T) string {
 	t.Helper()
-	free := func() string {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer l.Close()
-		return l.Addr().String()
-	}
-	peer, client := url.URL{Scheme: "http", Host: free()}, url.URL{Scheme: "http", Host: free()}
-	dir := t.TempDir()
-	cfg := embed.NewConfig()
-	cfg.Name = "m0"
-	cfg.Dir = filepath.Join(dir, "etcd")
-	cfg.ListenPeerUrls, cfg.AdvertisePeerUrls = []url.URL{peer}, []url.URL{peer}
-	cfg.ListenClientUrls, cfg.AdvertiseClientUrls = []url.URL{client}, []url.URL{client}
-	cfg.InitialCluster = "m0=" + peer.String()
-	cfg.LogLevel = "error"
-	cfg.LogOutputs = []string{filepath.Join(dir, "etcd.log")}
-	e, err := embed.StartEtcd(cfg)
+	members, urls, err := testbed.StartEtcd(t.TempDir(), 1)
 	if err != nil {
-		t.Fatalf("etcd: %v", err)
+		t.Fatal(err)
 	}
-	t.Cleanup(e.Close)
-	select {
-	case <-e.Server.ReadyNotify():
-	case <-time.After(60 * time.Second):
-		t.Fatal("etcd not ready after 60s")
-	}
-	return client.String()
+	t.Cleanup(members[0].Close)
+	return urls[0]
 }
 
 // holder is a Lease's holderIdentity ("" when absent or released).
