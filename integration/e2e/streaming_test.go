@@ -71,11 +71,7 @@ spec:
 	})
 
 	t.Run("kubectl logs --previous after a crash", func(t *testing.T) {
-		harness.WaitFor(t, 60*time.Second, "crasher restarted", func() (bool, string) {
-			p, err := c.Client.CoreV1().Pods("default").Get(ctx, "crasher", metav1.GetOptions{})
-			if err != nil {
-				return false, err.Error()
-			}
+		c.WaitPod(t, "crasher", 60*time.Second, "crasher restarted", func(p *v1.Pod) (bool, string) {
 			for _, cs := range p.Status.ContainerStatuses {
 				if cs.RestartCount >= 1 && cs.LastTerminationState.Terminated != nil {
 					if code := cs.LastTerminationState.Terminated.ExitCode; code != 1 {
@@ -91,11 +87,7 @@ spec:
 			t.Fatalf("kubectl logs --previous = %q, want crashed-with-exit-1", out)
 		}
 		// The crash loop's back-off is recorded as the kubelet records it.
-		harness.WaitFor(t, 60*time.Second, "the crasher's BackOff event", func() (bool, string) {
-			p, err := c.Client.CoreV1().Pods("default").Get(ctx, "crasher", metav1.GetOptions{})
-			if err != nil {
-				return false, err.Error()
-			}
+		c.WaitPod(t, "crasher", 60*time.Second, "the crasher's BackOff event", func(p *v1.Pod) (bool, string) {
 			want := fmt.Sprintf("Back-off restarting failed container main in pod crasher_default(%s)", p.UID)
 			evs, err := c.Client.CoreV1().Events("default").List(ctx, metav1.ListOptions{})
 			if err != nil {
@@ -209,35 +201,17 @@ spec:
 	})
 }
 
-// waitNodeReady waits until the cluster's Node has its Ready condition at
-// status and returns that condition.
+// waitNodeReady waits up to 60 s until the cluster's Node has its Ready
+// condition at status and returns that condition.
 func waitNodeReady(t *testing.T, c *harness.Cluster, status v1.ConditionStatus) v1.NodeCondition {
 	t.Helper()
-	var got v1.NodeCondition
-	harness.WaitFor(t, 60*time.Second, "node Ready="+string(status), func() (bool, string) {
-		n, err := c.Client.CoreV1().Nodes().Get(context.Background(), c.Node, metav1.GetOptions{})
-		if err != nil {
-			return false, err.Error()
-		}
-		for _, cond := range n.Status.Conditions {
-			if cond.Type == v1.NodeReady {
-				got = cond
-				return cond.Status == status, fmt.Sprintf("%s %s: %s", cond.Status, cond.Reason, cond.Message)
-			}
-		}
-		return false, "no Ready condition"
-	})
-	return got
+	return waitReadyCondition(t, c, status, 60*time.Second)
 }
 
 // waitPodRunning waits until pod name in namespace default is Running.
 func waitPodRunning(t *testing.T, c *harness.Cluster, name string) {
 	t.Helper()
-	harness.WaitFor(t, 60*time.Second, "pod "+name+" Running", func() (bool, string) {
-		p, err := c.Client.CoreV1().Pods("default").Get(context.Background(), name, metav1.GetOptions{})
-		if err != nil {
-			return false, err.Error()
-		}
+	c.WaitPod(t, name, 60*time.Second, "pod "+name+" Running", func(p *v1.Pod) (bool, string) {
 		return p.Status.Phase == v1.PodRunning, fmt.Sprintf("%s %+v", p.Status.Phase, p.Status.ContainerStatuses)
 	})
 }

@@ -2,6 +2,7 @@ package harness
 
 import (
 	"bufio"
+	"context"
 	"net"
 	"net/netip"
 	"os"
@@ -11,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
@@ -186,6 +189,23 @@ func (c *Cluster) Kubeconfig() string { return filepath.Join(c.DataDir, "admin.k
 func (c *Cluster) Kubectl(tb testing.TB, stdin string, args ...string) (string, string, error) {
 	tb.Helper()
 	return c.kubectlTool().Run(stdin, args...)
+}
+
+// WaitPod polls the pod default/NAME until cond holds for it (a pod not
+// found does not), failing the test after timeout with what and cond's
+// last message; it returns the pod.
+func (c *Cluster) WaitPod(tb testing.TB, name string, timeout time.Duration, what string, cond func(p *corev1.Pod) (bool, string)) *corev1.Pod {
+	tb.Helper()
+	var pod *corev1.Pod
+	WaitFor(tb, timeout, what, func() (bool, string) {
+		p, err := c.Client.CoreV1().Pods("default").Get(context.Background(), name, metav1.GetOptions{})
+		if err != nil {
+			return false, err.Error()
+		}
+		pod = p
+		return cond(p)
+	})
+	return pod
 }
 
 // StreamKubectl is Kubectl.Stream with the admin kubeconfig.

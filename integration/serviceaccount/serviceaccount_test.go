@@ -116,11 +116,7 @@ spec:
 `
 	c.MustKubectl(t, fmt.Sprintf(pod, c.Env.BusyboxImage), "apply", "-f", "-")
 	var reader *v1.Pod
-	harness.WaitFor(t, 120*time.Second, "pod reader Running", func() (bool, string) {
-		p, err := c.Client.CoreV1().Pods("default").Get(ctx, "reader", metav1.GetOptions{})
-		if err != nil {
-			return false, err.Error()
-		}
+	c.WaitPod(t, "reader", 120*time.Second, "pod reader Running", func(p *v1.Pod) (bool, string) {
 		reader = p
 		return p.Status.Phase == v1.PodRunning, fmt.Sprintf("phase %s, conditions %+v, statuses %+v", p.Status.Phase, p.Status.Conditions, p.Status.ContainerStatuses)
 	})
