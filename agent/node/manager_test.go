@@ -23,6 +23,7 @@ import (
 	"berth/cri/critest"
 	"berth/internal/errdefs"
 	"berth/internal/syncbuf"
+	"berth/internal/testrun"
 	"berth/internal/version"
 )
 
@@ -377,15 +378,8 @@ func TestDeletedNodeIsRegisteredAgain(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- m.Run(ctx) }()
-	defer func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("Run: %v", err)
-		}
-	}()
+	testrun.Start(t, m)
+	ctx := context.Background()
 	<-m.Registered()
 	first, err := client.CoreV1().Nodes().Get(ctx, deletedName, metav1.GetOptions{})
 	if err != nil {

@@ -20,6 +20,7 @@ import (
 	"berth/csi/registrar"
 	"berth/csi/registration"
 	"berth/internal/syncbuf"
+	"berth/internal/testrun"
 )
 
 const waitFor = 20 * time.Second
@@ -39,15 +40,7 @@ func startRegistry(t *testing.T, dir string) (*registration.Registry, <-chan reg
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- r.Run(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("registry Run: %v", err)
-		}
-	})
+	testrun.Start(t, r)
 	return r, events
 }
 
