@@ -23,7 +23,7 @@ import (
 // process (stopped at cleanup) and returns a client reading it raw.
 func startEtcdMember(t *testing.T) (string, *clientv3.Client) {
 	t.Helper()
-	members, urls, err := testbed.StartEtcd(t.TempDir(), 1)
+	members, _, urls, err := testbed.StartEtcd(t.TempDir(), 1)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -24,7 +24,7 @@ var leases = []string{manager.DefaultLeaseName, server.SchedulerLeaseName}
 // returns its client URL.
 func startEtcd(t *testing.T) string {
 	t.Helper()
-	members, urls, err := testbed.StartEtcd(t.TempDir(), 1)
+	members, _, urls, err := testbed.StartEtcd(t.TempDir(), 1)
 	if err != nil {
 		t.Fatal(err)
 	}
