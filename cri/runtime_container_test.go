@@ -199,11 +199,7 @@ func TestListContainersFilters(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			var got []string
-			for _, it := range items {
-				got = append(got, it.GetId())
-			}
-			if !sameSet(got, tc.want) {
+			if got := ids(items); !sameSet(got, tc.want) {
 				t.Fatalf("ListContainers(%v) = %v, want %v", tc.filter, got, tc.want)
 			}
 		})

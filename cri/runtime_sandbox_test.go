@@ -152,11 +152,7 @@ func TestListPodSandboxFilters(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			var got []string
-			for _, it := range items {
-				got = append(got, it.GetId())
-			}
-			if !sameSet(got, tc.want) {
+			if got := ids(items); !sameSet(got, tc.want) {
 				t.Fatalf("ListPodSandbox(%v) = %v, want %v", tc.filter, got, tc.want)
 			}
 		})
@@ -178,6 +174,15 @@ func TestSandboxStats(t *testing.T) {
 	if _, err := c.PodSandboxStats(ctx, "gone"); !errors.Is(err, errdefs.ErrNotFound) {
 		t.Fatalf("PodSandboxStats of an unknown sandbox = %v, want ErrNotFound", err)
 	}
+}
+
+// ids are the IDs of listed sandboxes or containers.
+func ids[T interface{ GetId() string }](items []T) []string {
+	var out []string
+	for _, it := range items {
+		out = append(out, it.GetId())
+	}
+	return out
 }
 
 func sameSet(a, b []string) bool {

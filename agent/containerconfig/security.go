@@ -63,36 +63,16 @@ func EffectiveSecurityContext(pod *v1.Pod, c *v1.Container) *v1.SecurityContext 
 	if csc == nil {
 		return eff
 	}
-	if csc.SELinuxOptions != nil {
-		eff.SELinuxOptions = csc.SELinuxOptions
-	}
-	if csc.WindowsOptions != nil {
-		eff.WindowsOptions = csc.WindowsOptions
-	}
-	if csc.Capabilities != nil {
-		eff.Capabilities = csc.Capabilities
-	}
-	if csc.Privileged != nil {
-		eff.Privileged = csc.Privileged
-	}
-	if csc.RunAsUser != nil {
-		eff.RunAsUser = csc.RunAsUser
-	}
-	if csc.RunAsGroup != nil {
-		eff.RunAsGroup = csc.RunAsGroup
-	}
-	if csc.RunAsNonRoot != nil {
-		eff.RunAsNonRoot = csc.RunAsNonRoot
-	}
-	if csc.ReadOnlyRootFilesystem != nil {
-		eff.ReadOnlyRootFilesystem = csc.ReadOnlyRootFilesystem
-	}
-	if csc.AllowPrivilegeEscalation != nil {
-		eff.AllowPrivilegeEscalation = csc.AllowPrivilegeEscalation
-	}
-	if csc.ProcMount != nil {
-		eff.ProcMount = csc.ProcMount
-	}
+	overlay(&eff.SELinuxOptions, csc.SELinuxOptions)
+	overlay(&eff.WindowsOptions, csc.WindowsOptions)
+	overlay(&eff.Capabilities, csc.Capabilities)
+	overlay(&eff.Privileged, csc.Privileged)
+	overlay(&eff.RunAsUser, csc.RunAsUser)
+	overlay(&eff.RunAsGroup, csc.RunAsGroup)
+	overlay(&eff.RunAsNonRoot, csc.RunAsNonRoot)
+	overlay(&eff.ReadOnlyRootFilesystem, csc.ReadOnlyRootFilesystem)
+	overlay(&eff.AllowPrivilegeEscalation, csc.AllowPrivilegeEscalation)
+	overlay(&eff.ProcMount, csc.ProcMount)
 	return eff
 }
 
@@ -271,4 +251,12 @@ func appArmorProfile(pod *v1.Pod, c *v1.Container, path string) (*runtimeapi.Sec
 			appArmorLocalhostPrefix + *p.LocalhostProfile, nil
 	}
 	return nil, "", fmt.Errorf("%s.type: unsupported value %q: %w", field, p.Type, errdefs.ErrInvalidArgument)
+}
+
+// overlay sets *dst to src when src is set: a container's field overriding
+// the pod's.
+func overlay[T any](dst **T, src *T) {
+	if src != nil {
+		*dst = src
+	}
 }

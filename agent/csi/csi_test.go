@@ -30,6 +30,7 @@ import (
 	"berth/internal/errdefs"
 	"berth/internal/mountinfo"
 	"berth/internal/prereq"
+	"berth/internal/testrun"
 )
 
 func requireRoot(t *testing.T) {
@@ -86,15 +87,7 @@ func startManager(t *testing.T, cfg agentcsi.Config) *agentcsi.Manager {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- m.Run(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("Run: %v", err)
-		}
-	})
+	testrun.Start(t, m)
 	return m
 }
 

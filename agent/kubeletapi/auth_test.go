@@ -18,6 +18,7 @@ import (
 
 	"berth/agent/kubeletapi"
 	"berth/internal/errdefs"
+	"berth/internal/testpki"
 )
 
 func TestAnonymousRequestsAreUnauthorized(t *testing.T) {
@@ -39,8 +40,8 @@ func TestAnonymousRequestsAreUnauthorized(t *testing.T) {
 
 func TestCertificateFromAnotherCAIsRefused(t *testing.T) {
 	h := newHarness(t)
-	other := newTestCA(t, "other-ca")
-	c := h.httpClient(other.client(t, "admin", "system:masters"))
+	other := testpki.NewCA(t, "other-ca")
+	c := h.httpClient(other.Client(t, "admin", "system:masters"))
 	// The server names its CAs in the handshake, so the client withholds a
 	// certificate they did not sign and the request arrives anonymous.
 	if code, body := h.getAs(c, "/pods"); code != http.StatusUnauthorized {
@@ -50,7 +51,7 @@ func TestCertificateFromAnotherCAIsRefused(t *testing.T) {
 	forced := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{
 		RootCAs: h.serverCAs, ServerName: "node-a",
 		GetClientCertificate: func(*tls.CertificateRequestInfo) (*tls.Certificate, error) {
-			cert := other.client(t, "admin", "system:masters")
+			cert := other.Client(t, "admin", "system:masters")
 			return &cert, nil
 		},
 	}}}
@@ -76,11 +77,11 @@ func TestAuthorizerSeesTheKubeletsAttributes(t *testing.T) {
 			return authorizer.DecisionNoOpinion, "", nil
 		})
 	})
-	apiserver := h.httpClient(h.ca.client(t, "system:kube-apiserver", "system:masters"))
+	apiserver := h.httpClient(h.ca.Client(t, "system:kube-apiserver", "system:masters"))
 	if code, body := h.getAs(apiserver, "/pods"); code != http.StatusOK {
 		t.Fatalf("apiserver GET /pods = %d %q", code, body)
 	}
-	bob := h.httpClient(h.ca.client(t, "bob", "dev"))
+	bob := h.httpClient(h.ca.Client(t, "bob", "dev"))
 	if code, body := h.getAs(bob, "/healthz"); code != http.StatusOK || body != "ok" {
 		t.Fatalf("bob GET /healthz = %d %q, want 200 ok", code, body)
 	}
@@ -185,7 +186,7 @@ func TestTokenReviewAndSubjectAccessReview(t *testing.T) {
 	}
 
 	// A client certificate is reviewed under its common name.
-	apiserver := h.httpClient(h.ca.client(t, "kube-apiserver-kubelet-client"))
+	apiserver := h.httpClient(h.ca.Client(t, "kube-apiserver-kubelet-client"))
 	_, before = rs.counts()
 	if code, body := h.getAs(apiserver, "/pods"); code != http.StatusOK {
 		t.Fatalf("apiserver GET /pods = %d %q", code, body)
@@ -256,7 +257,7 @@ func TestServingCertificateIsReusedAcrossRestarts(t *testing.T) {
 	// first one's pool verifies it.
 	h2 := newHarness(t, func(cfg *kubeletapi.Config) { cfg.RootDir = h.rootDir })
 	c := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{
-		RootCAs: first, ServerName: "node-a", Certificates: []tls.Certificate{h2.ca.client(t, "admin")},
+		RootCAs: first, ServerName: "node-a", Certificates: []tls.Certificate{h2.ca.Client(t, "admin")},
 	}}}
 	if code, body := h2.getAs(c, "/healthz"); code != http.StatusOK {
 		t.Fatalf("GET /healthz on the restarted server = %d %q", code, body)

@@ -2,15 +2,10 @@ package kubeletapi_test
 
 import (
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
 	"crypto/x509"
-	"crypto/x509/pkix"
 	"encoding/pem"
 	"io"
-	"math/big"
 	"net"
 	"net/http"
 	"os"
@@ -25,57 +20,13 @@ import (
 	"berth/agent/kubeletapi"
 	"berth/cri"
 	"berth/cri/critest"
+	"berth/internal/testpki"
 )
-
-// testCA is a certificate authority issuing client certificates.
-type testCA struct {
-	cert *x509.Certificate
-	key  *ecdsa.PrivateKey
-	pem  []byte
-}
-
-func newTestCA(t *testing.T, name string) *testCA {
-	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: name},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
-		IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature,
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, key.Public(), key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cert, _ := x509.ParseCertificate(der)
-	return &testCA{cert: cert, key: key, pem: pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})}
-}
-
-// client returns a TLS client certificate for user in groups.
-func (ca *testCA) client(t *testing.T, user string, groups ...string) tls.Certificate {
-	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(time.Now().UnixNano()), Subject: pkix.Name{CommonName: user, Organization: groups},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
-		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca.cert, key.Public(), ca.key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key}
-}
 
 // harness is a running Server with a critest runtime behind it.
 type harness struct {
 	t         *testing.T
-	ca        *testCA
+	ca        *testpki.CA
 	rt        *critest.Server
 	client    *cri.Client
 	url       string
@@ -91,9 +42,9 @@ type harnessOption func(*kubeletapi.Config)
 
 func newHarness(t *testing.T, opts ...harnessOption) *harness {
 	t.Helper()
-	h := &harness{t: t, ca: newTestCA(t, "cluster-ca"), rt: critest.NewServer(t), rootDir: t.TempDir(), logDir: t.TempDir()}
+	h := &harness{t: t, ca: testpki.NewCA(t, "cluster-ca"), rt: critest.NewServer(t), rootDir: t.TempDir(), logDir: t.TempDir()}
 	caFile := filepath.Join(t.TempDir(), "ca.crt")
-	if err := os.WriteFile(caFile, h.ca.pem, 0o600); err != nil {
+	if err := os.WriteFile(caFile, h.ca.CertPEM, 0o600); err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
@@ -162,7 +113,7 @@ func (h *harness) httpClient(certs ...tls.Certificate) *http.Client {
 // get fetches path as an admin and returns status and body.
 func (h *harness) get(path string) (int, string) {
 	h.t.Helper()
-	return h.getAs(h.httpClient(h.ca.client(h.t, "admin", "system:masters")), path)
+	return h.getAs(h.httpClient(h.ca.Client(h.t, "admin", "system:masters")), path)
 }
 
 func (h *harness) getAs(c *http.Client, path string) (int, string) {

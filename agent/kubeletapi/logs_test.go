@@ -193,7 +193,7 @@ func TestContainerLogsFollowEndsWhenTheContainerExits(t *testing.T) {
 	pod.Status.ContainerStatuses = []v1.ContainerStatus{{Name: "app", ContainerID: "containerd://" + id, State: running}}
 	h.setPods(pod)
 
-	c := h.httpClient(h.ca.client(t, "admin"))
+	c := h.httpClient(h.ca.Client(t, "admin"))
 	resp, err := c.Get(h.url + "/containerLogs/default/web/app?follow=true")
 	if err != nil {
 		t.Fatal(err)

@@ -105,6 +105,21 @@ func (s *Server) podRef(w http.ResponseWriter, r *http.Request) (PodRef, bool) {
 	return ref, true
 }
 
+// containerID is the runtime ID of the request's {container} in its pod;
+// false, with the response written, when there is none.
+func (s *Server) containerID(w http.ResponseWriter, r *http.Request) (string, bool) {
+	ref, ok := s.podRef(w, r)
+	if !ok {
+		return "", false
+	}
+	id, err := s.cfg.Locator.ContainerID(r.Context(), ref, r.PathValue("container"))
+	if err != nil {
+		writeError(w, err, http.StatusInternalServerError)
+		return "", false
+	}
+	return id, true
+}
+
 // exec serves /exec: the runtime's exec stream for the container.
 func (s *Server) exec(w http.ResponseWriter, r *http.Request) {
 	opts, err := parseStreamOptions(r.URL.Query())
@@ -117,13 +132,8 @@ func (s *Server) exec(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "query parameter command: required", http.StatusBadRequest)
 		return
 	}
-	ref, ok := s.podRef(w, r)
+	id, ok := s.containerID(w, r)
 	if !ok {
-		return
-	}
-	id, err := s.cfg.Locator.ContainerID(r.Context(), ref, r.PathValue("container"))
-	if err != nil {
-		writeError(w, err, http.StatusInternalServerError)
 		return
 	}
 	resp, err := s.cfg.Runtime.Exec(r.Context(), &runtimeapi.ExecRequest{
@@ -143,13 +153,8 @@ func (s *Server) attach(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, err.Error(), http.StatusBadRequest)
 		return
 	}
-	ref, ok := s.podRef(w, r)
+	id, ok := s.containerID(w, r)
 	if !ok {
-		return
-	}
-	id, err := s.cfg.Locator.ContainerID(r.Context(), ref, r.PathValue("container"))
-	if err != nil {
-		writeError(w, err, http.StatusInternalServerError)
 		return
 	}
 	resp, err := s.cfg.Runtime.Attach(r.Context(), &runtimeapi.AttachRequest{

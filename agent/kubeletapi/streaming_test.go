@@ -105,7 +105,7 @@ func TestStreamingRequestErrors(t *testing.T) {
 	}
 	// Only GET and POST stream.
 	req, _ := http.NewRequest(http.MethodPut, h.url+"/exec/default/web/app?command=ls&output=1", nil)
-	resp, err := h.httpClient(h.ca.client(t, "admin")).Do(req)
+	resp, err := h.httpClient(h.ca.Client(t, "admin")).Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net"
 	"runtime"
 	"strings"
@@ -21,6 +22,8 @@ import (
 	"berth/cri"
 	"berth/cri/critest"
 	"berth/internal/errdefs"
+	"berth/internal/syncbuf"
+	"berth/internal/testrun"
 	"berth/internal/version"
 )
 
@@ -375,15 +378,8 @@ func TestDeletedNodeIsRegisteredAgain(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- m.Run(ctx) }()
-	defer func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("Run: %v", err)
-		}
-	}()
+	testrun.Start(t, m)
+	ctx := context.Background()
 	<-m.Registered()
 	first, err := client.CoreV1().Nodes().Get(ctx, deletedName, metav1.GetOptions{})
 	if err != nil {
@@ -415,8 +411,8 @@ func TestRegistrationRetriesUntilTheAPIServerAnswers(t *testing.T) {
 	// retrying (and says why) until ctx ends.
 	cfg := testConfig(t, client, rt, refusedName)
 	cfg.Labels = map[string]string{"bad label!": "x"}
-	var logs strings.Builder
-	cfg.Logger = newTestLogger(&logs)
+	var logs syncbuf.Buffer
+	cfg.Logger = slog.New(slog.NewTextHandler(&logs, nil))
 	m, err := New(cfg)
 	if err != nil {
 		t.Fatal(err)

@@ -6,6 +6,7 @@ import (
 
 	networkingv1 "k8s.io/api/networking/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apiserver/pkg/admission"
 	networkinglisters "k8s.io/client-go/listers/networking/v1"
@@ -73,15 +74,28 @@ func (d *DefaultIngressClass) defaultClass() (*networkingv1.IngressClass, error)
 	if err != nil {
 		return nil, err
 	}
-	var best *networkingv1.IngressClass
-	for _, c := range classes {
-		if c.Annotations[networkingv1.AnnotationIsDefaultIngressClass] != "true" {
+	return newestDefault(classes, func(c *networkingv1.IngressClass) bool {
+		return c.Annotations[networkingv1.AnnotationIsDefaultIngressClass] == "true"
+	}), nil
+}
+
+// newestDefault is the newest of items that isDefault holds for (the lowest
+// name on a tie), or nil: the default class when several are marked so.
+func newestDefault[T metav1.Object](items []T, isDefault func(T) bool) T {
+	var best T
+	found := false
+	for _, c := range items {
+		if !isDefault(c) {
 			continue
 		}
-		if best == nil || c.CreationTimestamp.After(best.CreationTimestamp.Time) ||
-			(c.CreationTimestamp.Equal(&best.CreationTimestamp) && c.Name < best.Name) {
+		if !found {
+			best, found = c, true
+			continue
+		}
+		ct, bt := c.GetCreationTimestamp(), best.GetCreationTimestamp()
+		if ct.After(bt.Time) || (ct.Equal(&bt) && c.GetName() < best.GetName()) {
 			best = c
 		}
 	}
-	return best, nil
+	return best
 }

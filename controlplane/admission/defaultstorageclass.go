@@ -70,15 +70,7 @@ func (d *DefaultStorageClass) defaultClass() (*storagev1.StorageClass, error) {
 	if err != nil {
 		return nil, fmt.Errorf("listing storage classes: %w", err)
 	}
-	var best *storagev1.StorageClass
-	for _, c := range classes {
-		if c.Annotations[isDefaultClassAnnotation] != "true" && c.Annotations[betaIsDefaultClassAnnotation] != "true" {
-			continue
-		}
-		if best == nil || c.CreationTimestamp.After(best.CreationTimestamp.Time) ||
-			(c.CreationTimestamp.Equal(&best.CreationTimestamp) && c.Name < best.Name) {
-			best = c
-		}
-	}
-	return best, nil
+	return newestDefault(classes, func(c *storagev1.StorageClass) bool {
+		return c.Annotations[isDefaultClassAnnotation] == "true" || c.Annotations[betaIsDefaultClassAnnotation] == "true"
+	}), nil
 }

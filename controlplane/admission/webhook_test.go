@@ -2,20 +2,13 @@ package admission_test
 
 import (
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
-	"crypto/x509"
-	"crypto/x509/pkix"
 	"encoding/json"
 	"encoding/pem"
 	"fmt"
-	"math/big"
 	"net/http"
 	"net/http/httptest"
 	"sync"
 	"testing"
-	"time"
 
 	admissionv1 "k8s.io/api/admission/v1"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
@@ -28,6 +21,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	berthadm "berth/controlplane/admission"
+	"berth/internal/testpki"
 )
 
 // webhookServer is a TLS AdmissionReview v1 server with a few behaviours.
@@ -366,21 +360,10 @@ func TestWebhookReinvocation(t *testing.T) {
 // The webhook's certificate must chain to the configured caBundle.
 func TestWebhookRequiresConfiguredCA(t *testing.T) {
 	srv := newWebhookServer(t)
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "other-ca"},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour), IsCA: true,
-		BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		t.Fatal(err)
-	}
 	cc := srv.clientConfig("/inject")
-	cc.CABundle = pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})
+	cc.CABundle = testpki.NewCA(t, "other-ca").CertPEM
 	m, _ := webhookPlugins(t, []admissionregistrationv1.MutatingWebhook{mutatingHook("inject.example.com", cc, nil)}, nil)
-	err = admit(context.Background(), m, podCreate(newPod("ns", "p"), alice))
+	err := admit(context.Background(), m, podCreate(newPod("ns", "p"), alice))
 	wantStatus(t, err, 500, "certificate signed by unknown authority")
 	if srv.count("/inject") != 0 {
 		t.Fatal("request reached a server with an untrusted certificate")

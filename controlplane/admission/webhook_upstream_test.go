@@ -2,22 +2,13 @@ package admission_test
 
 import (
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
-	"crypto/x509"
-	"crypto/x509/pkix"
 	"encoding/json"
 	"encoding/pem"
-	"math/big"
-	"net"
 	"net/http"
 	"net/http/httptest"
-	"strconv"
 	"sync"
 	"testing"
-	"time"
 
 	admissionv1 "k8s.io/api/admission/v1"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
@@ -36,6 +27,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	berthadm "berth/controlplane/admission"
+	"berth/internal/testpki"
 )
 
 // reviewServer is a TLS server answering each AdmissionReview with what
@@ -262,51 +254,14 @@ func TestWebhookReinvocationRerunsInTreePlugins(t *testing.T) {
 	}
 }
 
-// serviceCert is a CA and a serving certificate for dnsName signed by it.
-func serviceCert(t *testing.T, dnsName string) (caPEM []byte, cert tls.Certificate) {
-	t.Helper()
-	caKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	caTmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "webhook-ca"},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour), IsCA: true,
-		BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign}
-	caDER, err := x509.CreateCertificate(rand.Reader, caTmpl, caTmpl, &caKey.PublicKey, caKey)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ca, err := x509.ParseCertificate(caDER)
-	if err != nil {
-		t.Fatal(err)
-	}
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl := &x509.Certificate{SerialNumber: big.NewInt(2), Subject: pkix.Name{CommonName: dnsName}, DNSNames: []string{dnsName},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
-		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca, &key.PublicKey, caKey)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: caDER}), tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key}
-}
-
 // TestWebhookServiceReference: clientConfig.service resolves through the
 // Service's port to a ready endpoint of its EndpointSlices (the target
 // port), and the serving certificate must name NAME.NAMESPACE.svc.
 func TestWebhookServiceReference(t *testing.T) {
 	base := newWebhookServer(t)
-	caPEM, cert := serviceCert(t, "injector.hooks.svc")
-	srv := httptest.NewUnstartedServer(base.Config.Handler)
-	srv.TLS = &tls.Config{Certificates: []tls.Certificate{cert}}
-	srv.StartTLS()
-	t.Cleanup(srv.Close)
-	_, portStr, _ := net.SplitHostPort(srv.Listener.Addr().String())
-	port, _ := strconv.Atoi(portStr)
-	targetPort := int32(port)
+	ca := testpki.NewCA(t, "webhook-ca")
+	caPEM := ca.CertPEM
+	targetPort := int32(testpki.ServeTLS(t, base.Config.Handler, &tls.Config{Certificates: []tls.Certificate{ca.Serving(t, "injector.hooks.svc")}}))
 
 	svc := func(name string) *corev1.Service {
 		return &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "hooks", Name: name}, Spec: corev1.ServiceSpec{

@@ -2,8 +2,9 @@ package apiserver
 
 import (
 	"fmt"
-	"k8s.io/apiserver/pkg/admission"
 	"net/http"
+
+	"k8s.io/apiserver/pkg/admission"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -16,25 +17,7 @@ import (
 // serveCreate answers POST on a collection.
 func (h *Handler) serveCreate(w http.ResponseWriter, r *http.Request, res *Resource) {
 	opts := &metav1.CreateOptions{}
-	if err := decodeParams(r.URL.Query(), opts); err != nil {
-		h.writeError(w, r, err)
-		return
-	}
-	if err := checkDryRun(opts.DryRun); err != nil {
-		h.writeError(w, r, err)
-		return
-	}
-	validation, err := fieldValidation(r)
-	if err != nil {
-		h.writeError(w, r, err)
-		return
-	}
-	body, err := h.readBody(r)
-	if err != nil {
-		h.writeError(w, r, err)
-		return
-	}
-	obj, err := h.decodeBody(r, body, res.GroupVersionKind(), validation)
+	obj, err := h.decodeWrite(r, opts, &opts.DryRun, res.GroupVersionKind())
 	if err != nil {
 		h.writeError(w, r, err)
 		return
@@ -46,13 +29,8 @@ func (h *Handler) serveCreate(w http.ResponseWriter, r *http.Request, res *Resou
 			h.writeError(w, r, apierrors.NewBadRequest(err.Error()))
 			return
 		}
-		ns, _ := genericapirequest.NamespaceFrom(ctx)
-		switch m.GetNamespace() {
-		case "":
-			m.SetNamespace(ns)
-		case ns:
-		default:
-			h.writeError(w, r, apierrors.NewBadRequest("the namespace of the provided object does not match the namespace sent on the request"))
+		if err := defaultNamespace(ctx, m); err != nil {
+			h.writeError(w, r, err)
 			return
 		}
 	}
@@ -81,25 +59,7 @@ func (h *Handler) serveCreate(w http.ResponseWriter, r *http.Request, res *Resou
 // (pods/binding, pods/eviction).
 func (h *Handler) serveNamedCreate(w http.ResponseWriter, r *http.Request, res *Resource, c rest.NamedCreater, kind schema.GroupVersionKind, name string) {
 	opts := &metav1.CreateOptions{}
-	if err := decodeParams(r.URL.Query(), opts); err != nil {
-		h.writeError(w, r, err)
-		return
-	}
-	if err := checkDryRun(opts.DryRun); err != nil {
-		h.writeError(w, r, err)
-		return
-	}
-	validation, err := fieldValidation(r)
-	if err != nil {
-		h.writeError(w, r, err)
-		return
-	}
-	body, err := h.readBody(r)
-	if err != nil {
-		h.writeError(w, r, err)
-		return
-	}
-	obj, err := h.decodeBody(r, body, kind, validation)
+	obj, err := h.decodeWrite(r, opts, &opts.DryRun, kind)
 	if err != nil {
 		h.writeError(w, r, err)
 		return

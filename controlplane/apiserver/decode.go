@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apiserver/pkg/endpoints/handlers/negotiation"
+	genericapirequest "k8s.io/apiserver/pkg/endpoints/request"
 	"k8s.io/apiserver/pkg/warning"
 )
 
@@ -75,4 +76,44 @@ func (h *Handler) decodeWith(ctx context.Context, info runtime.SerializerInfo, b
 		return nil, apierrors.NewBadRequest(fmt.Sprintf("the body of the request is a %T, not a %s", obj, want.Kind))
 	}
 	return obj, nil
+}
+
+// readWrite reads a write request: its query parameters into opts (the
+// dry-run modes, which decoding fills in at dryRun, checked), the field
+// validation asked for, and the body.
+func (h *Handler) readWrite(r *http.Request, opts runtime.Object, dryRun *[]string) (body []byte, validation string, err error) {
+	if err := decodeParams(r.URL.Query(), opts); err != nil {
+		return nil, "", err
+	}
+	if err := checkDryRun(*dryRun); err != nil {
+		return nil, "", err
+	}
+	if validation, err = fieldValidation(r); err != nil {
+		return nil, "", err
+	}
+	body, err = h.readBody(r)
+	return body, validation, err
+}
+
+// decodeWrite is readWrite with the body decoded as kind.
+func (h *Handler) decodeWrite(r *http.Request, opts runtime.Object, dryRun *[]string, kind schema.GroupVersionKind) (runtime.Object, error) {
+	body, validation, err := h.readWrite(r, opts, dryRun)
+	if err != nil {
+		return nil, err
+	}
+	return h.decodeBody(r, body, kind, validation)
+}
+
+// defaultNamespace sets an object's empty namespace to the request's;
+// another namespace than the request's is a bad request.
+func defaultNamespace(ctx context.Context, m metav1.Object) error {
+	ns, _ := genericapirequest.NamespaceFrom(ctx)
+	switch m.GetNamespace() {
+	case "":
+		m.SetNamespace(ns)
+	case ns:
+	default:
+		return apierrors.NewBadRequest("the namespace of the provided object does not match the namespace sent on the request")
+	}
+	return nil
 }

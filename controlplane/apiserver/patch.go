@@ -4,10 +4,11 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"k8s.io/apiserver/pkg/admission"
 	"mime"
 	"net/http"
 	"strings"
+
+	"k8s.io/apiserver/pkg/admission"
 
 	jsonpatch "gopkg.in/evanphx/json-patch.v4"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -48,20 +49,7 @@ func (h *Handler) servePatch(w http.ResponseWriter, r *http.Request, res *Resour
 		return
 	}
 	opts := &metav1.PatchOptions{}
-	if err := decodeParams(r.URL.Query(), opts); err != nil {
-		h.writeError(w, r, err)
-		return
-	}
-	if err := checkDryRun(opts.DryRun); err != nil {
-		h.writeError(w, r, err)
-		return
-	}
-	validation, err := fieldValidation(r)
-	if err != nil {
-		h.writeError(w, r, err)
-		return
-	}
-	patch, err := h.readBody(r)
+	patch, validation, err := h.readWrite(r, opts, &opts.DryRun)
 	if err != nil {
 		h.writeError(w, r, err)
 		return

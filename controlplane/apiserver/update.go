@@ -3,40 +3,22 @@ package apiserver
 import (
 	"context"
 	"fmt"
-	"k8s.io/apiserver/pkg/admission"
 	"net/http"
+
+	"k8s.io/apiserver/pkg/admission"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	genericapirequest "k8s.io/apiserver/pkg/endpoints/request"
 	"k8s.io/apiserver/pkg/registry/rest"
 )
 
 // serveUpdate answers PUT on an object or a subresource (status, scale).
 func (h *Handler) serveUpdate(w http.ResponseWriter, r *http.Request, res *Resource, u rest.Updater, kind schema.GroupVersionKind, name string) {
 	opts := &metav1.UpdateOptions{}
-	if err := decodeParams(r.URL.Query(), opts); err != nil {
-		h.writeError(w, r, err)
-		return
-	}
-	if err := checkDryRun(opts.DryRun); err != nil {
-		h.writeError(w, r, err)
-		return
-	}
-	validation, err := fieldValidation(r)
-	if err != nil {
-		h.writeError(w, r, err)
-		return
-	}
-	body, err := h.readBody(r)
-	if err != nil {
-		h.writeError(w, r, err)
-		return
-	}
-	obj, err := h.decodeBody(r, body, kind, validation)
+	obj, err := h.decodeWrite(r, opts, &opts.DryRun, kind)
 	if err != nil {
 		h.writeError(w, r, err)
 		return
@@ -52,13 +34,8 @@ func (h *Handler) serveUpdate(w http.ResponseWriter, r *http.Request, res *Resou
 	}
 	ctx := r.Context()
 	if res.Namespaced {
-		ns, _ := genericapirequest.NamespaceFrom(ctx)
-		switch m.GetNamespace() {
-		case "":
-			m.SetNamespace(ns)
-		case ns:
-		default:
-			h.writeError(w, r, apierrors.NewBadRequest("the namespace of the provided object does not match the namespace sent on the request"))
+		if err := defaultNamespace(ctx, m); err != nil {
+			h.writeError(w, r, err)
 			return
 		}
 	}

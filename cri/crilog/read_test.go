@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"berth/internal/syncbuf"
+
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
@@ -125,26 +127,8 @@ func TestOptionsFromPodLogOptions(t *testing.T) {
 	}
 }
 
-// syncBuffer is a bytes.Buffer safe to read while ReadFile writes it.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // waitFor polls until the output equals want, with a deadline.
-func waitFor(t *testing.T, out *syncBuffer, want string) {
+func waitFor(t *testing.T, out *syncbuf.Buffer, want string) {
 	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
 	for out.String() != want {
@@ -168,12 +152,12 @@ func appendTo(t *testing.T, path, s string) {
 }
 
 // follow runs ReadFile with Follow in the background; wait returns its error.
-func follow(t *testing.T, path string, opts Options) (out *syncBuffer, cancel context.CancelFunc, wait func() error) {
+func follow(t *testing.T, path string, opts Options) (out *syncbuf.Buffer, cancel context.CancelFunc, wait func() error) {
 	t.Helper()
 	opts.Follow = true
 	opts.PollInterval = time.Millisecond
 	ctx, cancel := context.WithCancel(context.Background())
-	out = &syncBuffer{}
+	out = &syncbuf.Buffer{}
 	finished := make(chan struct{})
 	var err error
 	go func() {

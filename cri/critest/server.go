@@ -18,6 +18,8 @@ import (
 	"testing"
 	"time"
 
+	"berth/internal/unixsock"
+
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -124,7 +126,7 @@ func NewServer(t testing.TB, opts ...Option) *Server {
 		o(s)
 	}
 	sock := socketPath(t)
-	lis, err := listenUnix(sock)
+	lis, err := unixsock.Listen(sock)
 	if err != nil {
 		t.Fatalf("critest: listen on %s: %v", sock, err)
 	}

@@ -13,7 +13,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -25,6 +24,7 @@ import (
 
 	"berth/csi/registrar"
 	"berth/internal/errdefs"
+	"berth/internal/unixsock"
 	"berth/internal/version"
 )
 
@@ -196,15 +196,9 @@ func (d *Driver) Registration() *registrar.Server { return d.reg }
 // Run serves the CSI services (and the registration service, if
 // configured) until ctx ends. The sockets are removed on return.
 func (d *Driver) Run(ctx context.Context) error {
-	if err := os.MkdirAll(filepath.Dir(d.cfg.Endpoint), 0o750); err != nil {
-		return fmt.Errorf("csi-local: endpoint dir: %w", err)
-	}
-	if err := os.Remove(d.cfg.Endpoint); err != nil && !errors.Is(err, os.ErrNotExist) {
-		return fmt.Errorf("csi-local: remove stale socket: %w", err)
-	}
-	lis, err := net.Listen("unix", d.cfg.Endpoint)
+	lis, err := unixsock.Listen(d.cfg.Endpoint)
 	if err != nil {
-		return fmt.Errorf("csi-local: listen on %s: %w", d.cfg.Endpoint, err)
+		return fmt.Errorf("csi-local: %w", err)
 	}
 	srv := grpc.NewServer(grpc.UnaryInterceptor(d.logCalls))
 	csi.RegisterIdentityServer(srv, d)

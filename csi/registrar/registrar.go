@@ -11,7 +11,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net"
 	"os"
 	"path/filepath"
 	"sync"
@@ -20,6 +19,7 @@ import (
 	registerapi "k8s.io/kubelet/pkg/apis/pluginregistration/v1"
 
 	"berth/internal/errdefs"
+	"berth/internal/unixsock"
 )
 
 // Config configures a registration server.
@@ -92,15 +92,9 @@ func (s *Server) SocketPath() string { return s.cfg.SocketPath }
 // Run serves until ctx ends, then removes the socket (which tells the agent
 // the plugin is gone).
 func (s *Server) Run(ctx context.Context) error {
-	if err := os.MkdirAll(filepath.Dir(s.cfg.SocketPath), 0o750); err != nil {
-		return fmt.Errorf("registrar: %w", err)
-	}
-	if err := os.Remove(s.cfg.SocketPath); err != nil && !errors.Is(err, os.ErrNotExist) {
-		return fmt.Errorf("registrar: remove stale socket: %w", err)
-	}
-	lis, err := net.Listen("unix", s.cfg.SocketPath)
+	lis, err := unixsock.Listen(s.cfg.SocketPath)
 	if err != nil {
-		return fmt.Errorf("registrar: listen on %s: %w", s.cfg.SocketPath, err)
+		return fmt.Errorf("registrar: %w", err)
 	}
 	srv := grpc.NewServer()
 	registerapi.RegisterRegistrationServer(srv, s)

@@ -1,7 +1,6 @@
 package registration_test
 
 import (
-	"bytes"
 	"context"
 	"net"
 	"os"
@@ -20,6 +19,8 @@ import (
 	"berth/csi/internal/csitest"
 	"berth/csi/registrar"
 	"berth/csi/registration"
+	"berth/internal/syncbuf"
+	"berth/internal/testrun"
 )
 
 const waitFor = 20 * time.Second
@@ -39,15 +40,7 @@ func startRegistry(t *testing.T, dir string) (*registration.Registry, <-chan reg
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- r.Run(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("registry Run: %v", err)
-		}
-	})
+	testrun.Start(t, r)
 	return r, events
 }
 
@@ -127,24 +120,6 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-// syncBuffer is a bytes.Buffer safe for a process writing while the test reads.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // shortTempDir is a temp dir with a short path: unix socket paths are
 // limited to 107 bytes, and t.TempDir's include the test's name.
 func shortTempDir(t *testing.T) string {
@@ -163,7 +138,7 @@ func TestCSILocalProcessRegistersAndDeregisters(t *testing.T) {
 	regDir := filepath.Join(dir, "agent", registration.DirName)
 	r, events := startRegistry(t, regDir)
 
-	var stderr syncBuffer
+	var stderr syncbuf.Buffer
 	cmd := exec.Command(bin, "csi-local",
 		"--endpoint", "unix://"+filepath.Join(dir, "plugin", "csi.sock"),
 		"--root-dir", filepath.Join(dir, "plugin", "root"),

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Builds upstream kubectl of every release under hack/kubectl/1.XX (a tiny
-# module each, requiring k8s.io/kubectl v0.XX.Y) from the Go module proxy
+# module each, requiring k8s.io/kubectl v0.XX.Y; its main is main/main.go
+# unless the release has its own) from the Go module proxy
 # into $BERTH_KUBECTL_DIR/v1.XX.Y/kubectl (default /var/cache/berth/kubectl),
 # version-stamped as upstream stamps it. A release already there is not
 # rebuilt, so a warm run builds nothing. The tests find them through
@@ -38,7 +39,11 @@ for minor in "${minors[@]}"; do
 	# no half-written kubectl.
 	tmp="$(mktemp -d "$dest/$version/.build.XXXXXX")"
 	trap 'rm -rf "$tmp"' EXIT
-	(cd "$mod" && go build -trimpath -buildvcs=false -ldflags "$ldflags" -o "$tmp/kubectl" .)
+	# A release's module holds its requirements; its main is its own, or
+	# the one the releases with upstream's same main share.
+	src="$here/main"
+	[ -f "$mod/main.go" ] && src="$mod"
+	(cd "$src" && go build -modfile "$mod/go.mod" -trimpath -buildvcs=false -ldflags "$ldflags" -o "$tmp/kubectl" .)
 	mv "$tmp/kubectl" "$out"
 	rm -rf "$tmp"
 	trap - EXIT

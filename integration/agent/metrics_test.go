@@ -2,11 +2,11 @@ package agent_test
 
 import (
 	"fmt"
-	"io"
-	"net/http"
 	"strings"
 	"testing"
 	"time"
+
+	"berth/integration/harness"
 
 	v1 "k8s.io/api/core/v1"
 )
@@ -64,19 +64,7 @@ func TestReadOnlyPortServesMetrics(t *testing.T) {
 
 // metrics is GET /metrics on the read-only port.
 func (n *node) metrics() (string, error) {
-	resp, err := http.Get(n.url("/metrics"))
-	if err != nil {
-		return "", err
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	if err != nil {
-		return "", err
-	}
-	if resp.StatusCode != http.StatusOK {
-		return "", fmt.Errorf("GET /metrics: %s: %s", resp.Status, b)
-	}
-	return string(b), nil
+	return harness.HTTPGet(n.url("/metrics"))
 }
 
 // hasSeries reports whether the exposition has a sample of name with a

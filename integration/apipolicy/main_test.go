@@ -7,11 +7,8 @@
 package apipolicy
 
 import (
-	"bytes"
 	"context"
-	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"testing"
 	"time"
@@ -28,29 +25,11 @@ import (
 var shared *harness.Server
 
 func TestMain(m *testing.M) {
-	os.Exit(runMain(m))
-}
-
-func runMain(m *testing.M) int {
-	defer harness.RemoveBinary()
-	dir, err := os.MkdirTemp("", "berth-apipolicy-it-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	defer os.RemoveAll(dir)
-	shared, err = harness.LaunchServer(filepath.Join(dir, "server"), "--listen", "127.0.0.1:0",
-		"--cluster-cidr", "10.252.0.0/16", "--node-cidr-mask-size", "24")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "starting berth server:", err)
-		return 1
-	}
-	code := m.Run()
-	shared.Stop()
-	if code != 0 {
-		fmt.Fprintf(os.Stderr, "--- shared server log (tail) ---\n%s\n", shared.LogTail())
-	}
-	return code
+	os.Exit(harness.RunWithServer(m, "apipolicy", func(dir string) (s *harness.Server, err error) {
+		shared, err = harness.LaunchServer(filepath.Join(dir, "server"), "--listen", "127.0.0.1:0",
+			"--cluster-cidr", "10.252.0.0/16", "--node-cidr-mask-size", "24")
+		return shared, err
+	}))
 }
 
 // newNamespace creates a namespace labelled for one test (deleted at its
@@ -87,14 +66,6 @@ func grantView(t *testing.T, admin kubernetes.Interface, name string, users ...s
 // kubectl runs real kubectl with the admin kubeconfig: stdout, stderr, err.
 func kubectl(t *testing.T, stdin string, args ...string) (string, string, error) {
 	t.Helper()
-	bin := harness.RequireKubectl(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, bin, append([]string{"--kubeconfig", shared.Kubeconfig()}, args...)...)
-	cmd.Env = append(os.Environ(), "KUBECACHEDIR="+t.TempDir())
-	cmd.Stdin = bytes.NewBufferString(stdin)
-	var out, errOut bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errOut
-	err := cmd.Run()
-	return out.String(), errOut.String(), err
+	return harness.Kubectl{Bin: harness.RequireKubectl(t), Args: []string{"--kubeconfig", shared.Kubeconfig()},
+		Env: []string{"KUBECACHEDIR=" + t.TempDir()}, Timeout: 60 * time.Second}.Run(stdin, args...)
 }

@@ -2,24 +2,17 @@ package apiserver_test
 
 import (
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
-	"crypto/x509"
-	"crypto/x509/pkix"
 	"encoding/json"
-	"encoding/pem"
 	"fmt"
-	"math/big"
-	"net"
 	"net/http"
 	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
-	"time"
+
+	"berth/internal/testpki"
 
 	admissionv1 "k8s.io/api/admission/v1"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
@@ -71,23 +64,27 @@ func TestAdmissionDefaultTolerationSeconds(t *testing.T) {
 	}
 }
 
+// createQuota creates a ResourceQuota in ns and waits for the quota
+// controller to fill its status.hard and status.used.
+func createQuota(t *testing.T, cs kubernetes.Interface, ns, name string, hard corev1.ResourceList) {
+	t.Helper()
+	ctx := context.Background()
+	q := &corev1.ResourceQuota{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: corev1.ResourceQuotaSpec{Hard: hard}}
+	if _, err := cs.CoreV1().ResourceQuotas(ns).Create(ctx, q, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("create quota: %v", err)
+	}
+	poll(t, "quota status computed", func() bool {
+		got, err := cs.CoreV1().ResourceQuotas(ns).Get(ctx, name, metav1.GetOptions{})
+		return err == nil && got.Status.Hard != nil && got.Status.Used != nil
+	})
+}
+
 func TestAdmissionResourceQuota(t *testing.T) {
 	cs := shared.Client(t)
 	ctx := context.Background()
 	const ns = "adm-quota"
 	admissionNamespace(t, cs, ns, nil)
-	q := &corev1.ResourceQuota{
-		ObjectMeta: metav1.ObjectMeta{Name: "two-pods"},
-		Spec:       corev1.ResourceQuotaSpec{Hard: corev1.ResourceList{corev1.ResourcePods: resource.MustParse("2")}},
-	}
-	if _, err := cs.CoreV1().ResourceQuotas(ns).Create(ctx, q, metav1.CreateOptions{}); err != nil {
-		t.Fatalf("create quota: %v", err)
-	}
-	// The quota controller fills status.hard and status.used.
-	poll(t, "quota status computed", func() bool {
-		got, err := cs.CoreV1().ResourceQuotas(ns).Get(ctx, "two-pods", metav1.GetOptions{})
-		return err == nil && got.Status.Hard != nil && got.Status.Used != nil
-	})
+	createQuota(t, cs, ns, "two-pods", corev1.ResourceList{corev1.ResourcePods: resource.MustParse("2")})
 
 	// A dry run is admitted but charges nothing.
 	if _, err := cs.CoreV1().Pods(ns).Create(ctx, plainPod("dry"), metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}}); err != nil {
@@ -188,17 +185,7 @@ func TestAdmissionResourceQuotaOnUpdate(t *testing.T) {
 	ctx := context.Background()
 	const ns = "adm-quota-update"
 	admissionNamespace(t, cs, ns, nil)
-	q := &corev1.ResourceQuota{
-		ObjectMeta: metav1.ObjectMeta{Name: "one-node-port"},
-		Spec:       corev1.ResourceQuotaSpec{Hard: corev1.ResourceList{corev1.ResourceServicesNodePorts: resource.MustParse("1")}},
-	}
-	if _, err := cs.CoreV1().ResourceQuotas(ns).Create(ctx, q, metav1.CreateOptions{}); err != nil {
-		t.Fatalf("create quota: %v", err)
-	}
-	poll(t, "quota status computed", func() bool {
-		got, err := cs.CoreV1().ResourceQuotas(ns).Get(ctx, q.Name, metav1.GetOptions{})
-		return err == nil && got.Status.Used != nil
-	})
+	createQuota(t, cs, ns, "one-node-port", corev1.ResourceList{corev1.ResourceServicesNodePorts: resource.MustParse("1")})
 	svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "web"}, Spec: corev1.ServiceSpec{
 		Selector: map[string]string{"app": "web"},
 		Ports:    []corev1.ServicePort{{Name: "http", Port: 80}, {Name: "https", Port: 443}}}}
@@ -232,38 +219,8 @@ type webhookServer struct {
 
 func startWebhookServer(t *testing.T) *webhookServer {
 	t.Helper()
-	caKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	caTmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "webhook-test-ca"},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
-		IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign,
-	}
-	caDER, err := x509.CreateCertificate(rand.Reader, caTmpl, caTmpl, &caKey.PublicKey, caKey)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ca, err := x509.ParseCertificate(caDER)
-	if err != nil {
-		t.Fatal(err)
-	}
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(2), Subject: pkix.Name{CommonName: "127.0.0.1"},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
-		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
-		IPAddresses: []net.IP{net.IPv4(127, 0, 0, 1)},
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca, &key.PublicKey, caKey)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ws := &webhookServer{caPEM: pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: caDER})}
+	ca := testpki.NewCA(t, "webhook-test-ca")
+	ws := &webhookServer{caPEM: ca.CertPEM}
 	mux := http.NewServeMux()
 	mux.HandleFunc("/inject", func(w http.ResponseWriter, r *http.Request) {
 		review := &admissionv1.AdmissionReview{}
@@ -321,14 +278,8 @@ func startWebhookServer(t *testing.T) *webhookServer {
 	mux.HandleFunc("/fail", func(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "webhook broken on purpose", http.StatusInternalServerError)
 	})
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := &http.Server{Handler: mux, TLSConfig: &tls.Config{Certificates: []tls.Certificate{{Certificate: [][]byte{der}, PrivateKey: key}}}}
-	go func() { _ = srv.ServeTLS(ln, "", "") }()
-	t.Cleanup(func() { _ = srv.Close() })
-	ws.url = "https://" + ln.Addr().String()
+	port := testpki.ServeTLS(t, mux, &tls.Config{Certificates: []tls.Certificate{ca.Serving(t, "127.0.0.1")}})
+	ws.url = fmt.Sprintf("https://127.0.0.1:%d", port)
 	return ws
 }
 
@@ -339,26 +290,8 @@ func TestAdmissionMutatingWebhookInjectsSidecar(t *testing.T) {
 	const ns = "adm-inject"
 	admissionNamespace(t, cs, ns, map[string]string{"adm-test": "inject"})
 	url := ws.url + "/inject"
-	none := admissionregistrationv1.SideEffectClassNone
-	fail := admissionregistrationv1.Fail
-	cfg := &admissionregistrationv1.MutatingWebhookConfiguration{
-		ObjectMeta: metav1.ObjectMeta{Name: "adm-test-injector"},
-		Webhooks: []admissionregistrationv1.MutatingWebhook{{
-			Name:                    "injector.adm-test.berth.dev",
-			ClientConfig:            admissionregistrationv1.WebhookClientConfig{URL: &url, CABundle: ws.caPEM},
-			Rules:                   []admissionregistrationv1.RuleWithOperations{podCreateRule()},
-			NamespaceSelector:       &metav1.LabelSelector{MatchLabels: map[string]string{"adm-test": "inject"}},
-			SideEffects:             &none,
-			FailurePolicy:           &fail,
-			AdmissionReviewVersions: []string{"v1"},
-		}},
-	}
-	if _, err := cs.AdmissionregistrationV1().MutatingWebhookConfigurations().Create(ctx, cfg, metav1.CreateOptions{}); err != nil {
-		t.Fatalf("create webhook configuration: %v", err)
-	}
-	t.Cleanup(func() {
-		_ = cs.AdmissionregistrationV1().MutatingWebhookConfigurations().Delete(context.Background(), cfg.Name, metav1.DeleteOptions{})
-	})
+	createMutating(t, cs, "adm-test-injector", mutatingHook("injector.adm-test.berth.dev",
+		admissionregistrationv1.WebhookClientConfig{URL: &url, CABundle: ws.caPEM}, podCreateRule(), map[string]string{"adm-test": "inject"}))
 	// The configuration reaches the plugin through the server's informer:
 	// retry with new pods until one is mutated.
 	var pod *corev1.Pod
@@ -395,27 +328,9 @@ func TestAdmissionWebhookFailurePolicy(t *testing.T) {
 	const ns = "adm-failing"
 	admissionNamespace(t, cs, ns, map[string]string{"adm-test": "failing"})
 	url := ws.url + "/fail"
-	none := admissionregistrationv1.SideEffectClassNone
-	fail, ignore := admissionregistrationv1.Fail, admissionregistrationv1.Ignore
-	cfg := &admissionregistrationv1.ValidatingWebhookConfiguration{
-		ObjectMeta: metav1.ObjectMeta{Name: "adm-test-failing"},
-		Webhooks: []admissionregistrationv1.ValidatingWebhook{{
-			Name:                    "failing.adm-test.berth.dev",
-			ClientConfig:            admissionregistrationv1.WebhookClientConfig{URL: &url, CABundle: ws.caPEM},
-			Rules:                   []admissionregistrationv1.RuleWithOperations{podCreateRule()},
-			NamespaceSelector:       &metav1.LabelSelector{MatchLabels: map[string]string{"adm-test": "failing"}},
-			SideEffects:             &none,
-			FailurePolicy:           &fail,
-			AdmissionReviewVersions: []string{"v1"},
-		}},
-	}
-	created, err := cs.AdmissionregistrationV1().ValidatingWebhookConfigurations().Create(ctx, cfg, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatalf("create webhook configuration: %v", err)
-	}
-	t.Cleanup(func() {
-		_ = cs.AdmissionregistrationV1().ValidatingWebhookConfigurations().Delete(context.Background(), cfg.Name, metav1.DeleteOptions{})
-	})
+	ignore := admissionregistrationv1.Ignore
+	created := createValidating(t, cs, "adm-test-failing", validatingHook("failing.adm-test.berth.dev",
+		admissionregistrationv1.WebhookClientConfig{URL: &url, CABundle: ws.caPEM}, podCreateRule(), map[string]string{"adm-test": "failing"}))
 
 	// failurePolicy Fail: creation is refused once the plugin knows the webhook.
 	n := 0
@@ -446,14 +361,6 @@ func TestAdmissionWebhookFailurePolicy(t *testing.T) {
 	})
 }
 
-// podCreateRule matches creating core/v1 pods.
-func podCreateRule() admissionregistrationv1.RuleWithOperations {
-	return admissionregistrationv1.RuleWithOperations{
-		Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Create},
-		Rule:       admissionregistrationv1.Rule{APIGroups: []string{""}, APIVersions: []string{"v1"}, Resources: []string{"pods"}},
-	}
-}
-
 // TestAdmissionConnectWebhookRefusesExec: pods/exec, attach and
 // portforward go through admission as CONNECT with their options object
 // (PodExecOptions, PodAttachOptions, PodPortForwardOptions), so a
@@ -469,30 +376,9 @@ func TestAdmissionConnectWebhookRefusesExec(t *testing.T) {
 		t.Fatal(err)
 	}
 	url := ws.url + "/connect"
-	none := admissionregistrationv1.SideEffectClassNone
-	fail := admissionregistrationv1.Fail
-	cfg := &admissionregistrationv1.ValidatingWebhookConfiguration{
-		ObjectMeta: metav1.ObjectMeta{Name: "adm-test-connect"},
-		Webhooks: []admissionregistrationv1.ValidatingWebhook{{
-			Name:         "connect.adm-test.berth.dev",
-			ClientConfig: admissionregistrationv1.WebhookClientConfig{URL: &url, CABundle: ws.caPEM},
-			Rules: []admissionregistrationv1.RuleWithOperations{{
-				Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Connect},
-				Rule: admissionregistrationv1.Rule{APIGroups: []string{""}, APIVersions: []string{"v1"},
-					Resources: []string{"pods/exec", "pods/attach", "pods/portforward"}},
-			}},
-			NamespaceSelector:       &metav1.LabelSelector{MatchLabels: map[string]string{"adm-test": "connect"}},
-			SideEffects:             &none,
-			FailurePolicy:           &fail,
-			AdmissionReviewVersions: []string{"v1"},
-		}},
-	}
-	if _, err := cs.AdmissionregistrationV1().ValidatingWebhookConfigurations().Create(ctx, cfg, metav1.CreateOptions{}); err != nil {
-		t.Fatalf("create webhook configuration: %v", err)
-	}
-	t.Cleanup(func() {
-		_ = cs.AdmissionregistrationV1().ValidatingWebhookConfigurations().Delete(context.Background(), cfg.Name, metav1.DeleteOptions{})
-	})
+	createValidating(t, cs, "adm-test-connect", validatingHook("connect.adm-test.berth.dev",
+		admissionregistrationv1.WebhookClientConfig{URL: &url, CABundle: ws.caPEM},
+		connectRule("pods/exec", "pods/attach", "pods/portforward"), map[string]string{"adm-test": "connect"}))
 	connect := func(sub string, params ...string) error {
 		req := cs.CoreV1().RESTClient().Post().Namespace(ns).Resource("pods").Name("target").SubResource(sub)
 		for i := 0; i+1 < len(params); i += 2 {
@@ -561,30 +447,11 @@ func TestAdmissionConnectWebhookRefusesProxy(t *testing.T) {
 	if _, err := cs.CoreV1().Pods(ns).Create(ctx, plainPod("target"), metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	path, none, fail := "/deny", admissionregistrationv1.SideEffectClassNone, admissionregistrationv1.Fail
-	cfg := &admissionregistrationv1.ValidatingWebhookConfiguration{
-		ObjectMeta: metav1.ObjectMeta{Name: "adm-test-connect-proxy"},
-		Webhooks: []admissionregistrationv1.ValidatingWebhook{{
-			Name: "proxy.adm-test.berth.dev",
-			ClientConfig: admissionregistrationv1.WebhookClientConfig{CABundle: hook.caPEM,
-				Service: &admissionregistrationv1.ServiceReference{Namespace: ns, Name: "denier", Path: &path}},
-			Rules: []admissionregistrationv1.RuleWithOperations{{
-				Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Connect},
-				Rule: admissionregistrationv1.Rule{APIGroups: []string{""}, APIVersions: []string{"v1"},
-					Resources: []string{"pods/proxy", "services/proxy", "nodes/proxy"}},
-			}},
-			NamespaceSelector:       &metav1.LabelSelector{MatchLabels: map[string]string{"adm-test": "connect-proxy"}},
-			SideEffects:             &none,
-			FailurePolicy:           &fail,
-			AdmissionReviewVersions: []string{"v1"},
-		}},
-	}
-	if _, err := cs.AdmissionregistrationV1().ValidatingWebhookConfigurations().Create(ctx, cfg, metav1.CreateOptions{}); err != nil {
-		t.Fatalf("create webhook configuration: %v", err)
-	}
-	t.Cleanup(func() {
-		_ = cs.AdmissionregistrationV1().ValidatingWebhookConfigurations().Delete(context.Background(), cfg.Name, metav1.DeleteOptions{})
-	})
+	path := "/deny"
+	createValidating(t, cs, "adm-test-connect-proxy", validatingHook("proxy.adm-test.berth.dev",
+		admissionregistrationv1.WebhookClientConfig{CABundle: hook.caPEM,
+			Service: &admissionregistrationv1.ServiceReference{Namespace: ns, Name: "denier", Path: &path}},
+		connectRule("pods/proxy", "services/proxy", "nodes/proxy"), map[string]string{"adm-test": "connect-proxy"}))
 	var refused error
 	poll(t, "pods/proxy refused by the webhook", func() bool {
 		refused = cs.CoreV1().RESTClient().Get().AbsPath("/api/v1/namespaces/" + ns + "/pods/target/proxy/some/page").Do(ctx).Error()

@@ -1,22 +1,12 @@
 package apiserver_test
 
 import (
-	"bufio"
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
 	"crypto/x509"
-	"crypto/x509/pkix"
 	"encoding/json"
-	"encoding/pem"
 	"fmt"
-	"io"
-	"math/big"
-	"net"
 	"net/http"
-	"os/exec"
 	"slices"
 	"strings"
 	"sync"
@@ -34,6 +24,7 @@ import (
 	aggregatorclient "k8s.io/kube-aggregator/pkg/client/clientset_generated/clientset"
 
 	"berth/integration/harness"
+	"berth/internal/testpki"
 )
 
 // widgetsGV is the group-version the test's extension apiserver serves.
@@ -64,8 +55,8 @@ func (s *extensionServer) sawUser(name, group string) bool {
 
 func startExtensionServer(t *testing.T, cm *corev1.ConfigMap, dnsName string) *extensionServer {
 	t.Helper()
-	caPEM, certPEM, keyPEM := servingCertificate(t, dnsName)
-	s := &extensionServer{caPEM: caPEM}
+	ca := testpki.NewCA(t, "extension-ca")
+	s := &extensionServer{caPEM: ca.CertPEM}
 	list := func(key string) headerrequest.StaticStringSlice {
 		var v []string
 		if err := json.Unmarshal([]byte(cm.Data[key]), &v); err != nil {
@@ -128,58 +119,8 @@ func startExtensionServer(t *testing.T, cm *corev1.ConfigMap, dnsName string) *e
 				Status: metav1.StatusFailure, Code: 404, Reason: metav1.StatusReasonNotFound, Message: "not found: " + r.URL.Path})
 		}
 	})
-	cert, err := tls.X509KeyPair(certPEM, keyPEM)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	s.port = int32(ln.Addr().(*net.TCPAddr).Port)
-	srv := &http.Server{Handler: handler, TLSConfig: &tls.Config{Certificates: []tls.Certificate{cert}, ClientAuth: tls.RequestClientCert}}
-	go func() { _ = srv.ServeTLS(ln, "", "") }()
-	t.Cleanup(func() { _ = srv.Close() })
+	s.port = int32(testpki.ServeTLS(t, handler, &tls.Config{Certificates: []tls.Certificate{ca.Serving(t, dnsName)}, ClientAuth: tls.RequestClientCert}))
 	return s
-}
-
-// servingCertificate is a CA and a serving certificate for dnsName from it
-// (PEM).
-func servingCertificate(t *testing.T, dnsName string) (caPEM, certPEM, keyPEM []byte) {
-	t.Helper()
-	caKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	caTmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "extension-ca"},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
-		IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign}
-	caDER, err := x509.CreateCertificate(rand.Reader, caTmpl, caTmpl, &caKey.PublicKey, caKey)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ca, err := x509.ParseCertificate(caDER)
-	if err != nil {
-		t.Fatal(err)
-	}
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl := &x509.Certificate{SerialNumber: big.NewInt(2), Subject: pkix.Name{CommonName: dnsName}, DNSNames: []string{dnsName},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
-		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca, &key.PublicKey, caKey)
-	if err != nil {
-		t.Fatal(err)
-	}
-	keyDER, err := x509.MarshalECPrivateKey(key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: caDER}),
-		pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}),
-		pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER})
 }
 
 // availability is an APIService's Available condition as "Status Reason".
@@ -339,34 +280,19 @@ func TestAggregatedAPIService(t *testing.T) {
 	})
 
 	t.Run("kubectl proxy serves the API and the extension", func(t *testing.T) {
-		pctx, cancel := context.WithCancel(ctx)
-		defer cancel()
-		cmd := exec.CommandContext(pctx, requireKubectl(t, "1.34"), "--kubeconfig", shared.Kubeconfig(), "proxy", "--port", "0")
-		stdout, err := cmd.StdoutPipe()
-		if err != nil {
-			t.Fatal(err)
+		lines, stderr := harness.Kubectl{Bin: requireKubectl(t, "1.34"), Args: []string{"--kubeconfig", shared.Kubeconfig()}}.Stream(t, 5*time.Minute, "proxy", "--port", "0")
+		if !lines.Scan() {
+			t.Fatalf("kubectl proxy: %v; stderr: %s", lines.Err(), stderr.String())
 		}
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		defer func() { cancel(); _ = cmd.Wait() }()
-		line, err := bufio.NewReader(stdout).ReadString('\n')
-		if err != nil {
-			t.Fatalf("kubectl proxy: %v", err)
-		}
+		line := lines.Text()
 		addr := strings.TrimSpace(line[strings.LastIndex(line, " ")+1:]) // "Starting to serve on 127.0.0.1:PORT"
 		for path, want := range map[string]string{
 			"/api/v1/namespaces/" + ns:                                    `"name":"` + ns + `"`,
 			"/apis/" + widgetsGV.String() + "/namespaces/default/widgets": `"name":"first"`,
 		} {
-			resp, err := http.Get("http://" + addr + path)
-			if err != nil {
-				t.Fatalf("GET %s through kubectl proxy: %v", path, err)
-			}
-			body, _ := io.ReadAll(resp.Body)
-			resp.Body.Close()
-			if resp.StatusCode != http.StatusOK || !strings.Contains(string(body), want) {
-				t.Errorf("GET %s through kubectl proxy: %s %s, want 200 with %s", path, resp.Status, body, want)
+			body, err := harness.HTTPGet("http://" + addr + path)
+			if err != nil || !strings.Contains(body, want) {
+				t.Errorf("GET %s through kubectl proxy: %v %s, want 200 with %s", path, err, body, want)
 			}
 		}
 	})

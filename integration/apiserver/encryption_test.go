@@ -6,15 +6,15 @@ import (
 	"crypto/rand"
 	"encoding/base64"
 	"fmt"
-	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"berth/integration/testbed"
+
 	clientv3 "go.etcd.io/etcd/client/v3"
-	"go.etcd.io/etcd/server/v3/embed"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
@@ -23,33 +23,17 @@ import (
 // process (stopped at cleanup) and returns a client reading it raw.
 func startEtcdMember(t *testing.T) (string, *clientv3.Client) {
 	t.Helper()
-	peer := url.URL{Scheme: "http", Host: fmt.Sprintf("127.0.0.1:%d", freePort(t))}
-	client := url.URL{Scheme: "http", Host: fmt.Sprintf("127.0.0.1:%d", freePort(t))}
-	dir := t.TempDir()
-	cfg := embed.NewConfig()
-	cfg.Name = "enc"
-	cfg.Dir = filepath.Join(dir, "data")
-	cfg.ListenPeerUrls, cfg.AdvertisePeerUrls = []url.URL{peer}, []url.URL{peer}
-	cfg.ListenClientUrls, cfg.AdvertiseClientUrls = []url.URL{client}, []url.URL{client}
-	cfg.InitialCluster = cfg.Name + "=" + peer.String()
-	cfg.LogLevel = "error"
-	cfg.LogOutputs = []string{filepath.Join(dir, "etcd.log")}
-	e, err := embed.StartEtcd(cfg)
+	members, _, urls, err := testbed.StartEtcd(t.TempDir(), 1)
 	if err != nil {
-		t.Fatalf("etcd: %v", err)
+		t.Fatal(err)
 	}
-	t.Cleanup(e.Close)
-	select {
-	case <-e.Server.ReadyNotify():
-	case <-time.After(60 * time.Second):
-		t.Fatal("etcd not ready")
-	}
-	c, err := clientv3.New(clientv3.Config{Endpoints: []string{client.String()}, DialTimeout: 10 * time.Second})
+	t.Cleanup(members[0].Close)
+	c, err := clientv3.New(clientv3.Config{Endpoints: urls, DialTimeout: 10 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = c.Close() })
-	return client.String(), c
+	return urls[0], c
 }
 
 // rawValue is what etcd holds under a key, as `etcdctl get` shows it.

@@ -3,58 +3,27 @@ package apiserver_test
 import (
 	"context"
 	"fmt"
-	"net"
-	"net/url"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"berth/integration/testbed"
 
 	"go.etcd.io/etcd/server/v3/embed"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
-// freePort returns a loopback port free at the time of the call.
-func freePort(t *testing.T) int {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
-}
-
 // startEtcdCluster starts a 3-member etcd cluster on loopback inside the
 // test process and returns the members and their client URLs.
 func startEtcdCluster(t *testing.T) ([]*embed.Etcd, []string) {
 	t.Helper()
-	const n = 3
-	peers, clients := make([]url.URL, n), make([]url.URL, n)
-	var initial []string
-	for i := range n {
-		peers[i] = url.URL{Scheme: "http", Host: fmt.Sprintf("127.0.0.1:%d", freePort(t))}
-		clients[i] = url.URL{Scheme: "http", Host: fmt.Sprintf("127.0.0.1:%d", freePort(t))}
-		initial = append(initial, fmt.Sprintf("m%d=%s", i, peers[i].String()))
+	members, _, urls, err := testbed.StartEtcd(t.TempDir(), 3)
+	if err != nil {
+		t.Fatal(err)
 	}
-	base := t.TempDir()
-	members := make([]*embed.Etcd, n)
-	for i := range n {
-		cfg := embed.NewConfig()
-		cfg.Name = fmt.Sprintf("m%d", i)
-		cfg.Dir = filepath.Join(base, cfg.Name)
-		cfg.ListenPeerUrls, cfg.AdvertisePeerUrls = []url.URL{peers[i]}, []url.URL{peers[i]}
-		cfg.ListenClientUrls, cfg.AdvertiseClientUrls = []url.URL{clients[i]}, []url.URL{clients[i]}
-		cfg.InitialCluster = strings.Join(initial, ",")
-		cfg.InitialClusterToken = "berth-test"
-		cfg.LogLevel = "error"
-		cfg.LogOutputs = []string{filepath.Join(base, cfg.Name+".log")}
-		e, err := embed.StartEtcd(cfg)
-		if err != nil {
-			t.Fatalf("etcd member %d: %v", i, err)
-		}
-		members[i] = e
+	for _, e := range members {
 		t.Cleanup(func() {
 			select {
 			case <-e.Server.StopNotify(): // closed by the test already
@@ -62,17 +31,6 @@ func startEtcdCluster(t *testing.T) ([]*embed.Etcd, []string) {
 				e.Close()
 			}
 		})
-	}
-	for i, e := range members {
-		select {
-		case <-e.Server.ReadyNotify():
-		case <-time.After(60 * time.Second):
-			t.Fatalf("etcd member %d not ready", i)
-		}
-	}
-	var urls []string
-	for _, c := range clients {
-		urls = append(urls, c.String())
 	}
 	return members, urls
 }

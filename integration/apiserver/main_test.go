@@ -4,11 +4,8 @@
 package apiserver_test
 
 import (
-	"bytes"
-	"context"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -28,26 +25,15 @@ var apiOnly = []string{"--disable", "controllers,scheduler", "--disable-admissio
 var shared *serverProc
 
 func TestMain(m *testing.M) {
-	os.Exit(runMain(m))
-}
-
-func runMain(m *testing.M) int {
-	defer harness.RemoveBinary()
-	dir, err := os.MkdirTemp("", "berth-apiserver-it-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	defer os.RemoveAll(dir)
-	// The API alone: no controller or scheduler writes into the objects
-	// these tests examine (integration/cluster tests the whole).
-	shared, err = startServer(filepath.Join(dir, "server"), "127.0.0.1:0", apiOnly...)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "starting berth server:", err)
-		return 1
-	}
-	defer shared.stop()
-	return m.Run()
+	os.Exit(harness.RunWithServer(m, "apiserver", func(dir string) (*harness.Server, error) {
+		// The API alone: no controller or scheduler writes into the objects
+		// these tests examine (integration/cluster tests the whole).
+		var err error
+		if shared, err = startServer(filepath.Join(dir, "server"), "127.0.0.1:0", apiOnly...); err != nil {
+			return nil, err
+		}
+		return shared.Server, nil
+	}))
 }
 
 // serverProc is a running `berth server`.
@@ -80,18 +66,8 @@ func (p *serverProc) kubectl(t testing.TB, version string, stdin string, args ..
 // kubectlEnv is kubectl with extra environment variables (KUBE_EDITOR, ...).
 func (p *serverProc) kubectlEnv(t testing.TB, version string, env []string, stdin string, args ...string) (string, string, error) {
 	t.Helper()
-	bin := requireKubectl(t, version)
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, bin, append([]string{"--kubeconfig", p.Kubeconfig()}, args...)...)
-	cmd.Env = append(append(os.Environ(), "KUBECACHEDIR="+filepath.Join(p.Dir, "kubecache-"+version)), env...)
-	var out, errOut bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errOut
-	if stdin != "" {
-		cmd.Stdin = strings.NewReader(stdin)
-	}
-	err := cmd.Run()
-	return out.String(), errOut.String(), err
+	return harness.Kubectl{Bin: requireKubectl(t, version), Args: []string{"--kubeconfig", p.Kubeconfig()},
+		Env: append([]string{"KUBECACHEDIR=" + filepath.Join(p.Dir, "kubecache-"+version)}, env...), Timeout: 60 * time.Second}.Run(stdin, args...)
 }
 
 // mustKubectl is kubectl that fails the test on error.

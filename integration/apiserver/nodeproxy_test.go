@@ -3,27 +3,20 @@ package apiserver_test
 import (
 	"bufio"
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
-	"crypto/x509"
-	"crypto/x509/pkix"
 	"encoding/base64"
-	"encoding/pem"
 	"fmt"
 	"io"
-	"math/big"
 	"net"
 	"net/http"
 	"net/http/httptest"
-	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"berth/internal/testpki"
 
 	"golang.org/x/net/websocket"
 	corev1 "k8s.io/api/core/v1"
@@ -43,25 +36,7 @@ type fakeAgent struct {
 
 func startFakeAgent(t *testing.T, dataDir string) *fakeAgent {
 	t.Helper()
-	caCert, caKey := loadCA(t, dataDir)
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(time.Now().UnixNano()),
-		Subject:      pkix.Name{CommonName: "fake-node"},
-		NotBefore:    time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
-		KeyUsage:    x509.KeyUsageDigitalSignature,
-		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
-		IPAddresses: []net.IP{net.IPv4(127, 0, 0, 1)},
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, caCert, key.Public(), caKey)
-	if err != nil {
-		t.Fatal(err)
-	}
-	pool := x509.NewCertPool()
-	pool.AddCert(caCert)
+	ca := testpki.LoadCA(t, dataDir)
 	a := &fakeAgent{}
 	a.srv = httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		a.mu.Lock()
@@ -95,36 +70,13 @@ func startFakeAgent(t *testing.T, dataDir string) *fakeAgent {
 		http.NotFound(w, r)
 	}))
 	a.srv.TLS = &tls.Config{
-		Certificates: []tls.Certificate{{Certificate: [][]byte{der}, PrivateKey: key}},
+		Certificates: []tls.Certificate{ca.Serving(t, "127.0.0.1")},
 		ClientAuth:   tls.RequireAndVerifyClientCert,
-		ClientCAs:    pool,
+		ClientCAs:    ca.Pool(),
 	}
 	a.srv.StartTLS()
 	t.Cleanup(a.srv.Close)
 	return a
-}
-
-func loadCA(t *testing.T, dir string) (*x509.Certificate, *ecdsa.PrivateKey) {
-	t.Helper()
-	certPEM, err := os.ReadFile(filepath.Join(dir, "ca.crt"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	keyPEM, err := os.ReadFile(filepath.Join(dir, "ca.key"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	cb, _ := pem.Decode(certPEM)
-	kb, _ := pem.Decode(keyPEM)
-	cert, err := x509.ParseCertificate(cb.Bytes)
-	if err != nil {
-		t.Fatal(err)
-	}
-	key, err := x509.ParseECPrivateKey(kb.Bytes)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return cert, key
 }
 
 // podOnFakeNode creates a Node whose agent is a fakeAgent, and a pod

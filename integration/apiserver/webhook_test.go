@@ -2,22 +2,15 @@ package apiserver_test
 
 import (
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
-	"crypto/x509"
-	"crypto/x509/pkix"
 	"encoding/json"
-	"encoding/pem"
 	"fmt"
-	"math/big"
-	"net"
 	"net/http"
 	"strings"
 	"sync"
 	"testing"
-	"time"
+
+	"berth/internal/testpki"
 
 	admissionv1 "k8s.io/api/admission/v1"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
@@ -50,33 +43,8 @@ func (s *serviceWebhook) received(path string) []*admissionv1.AdmissionRequest {
 
 func startServiceWebhook(t *testing.T, dnsName string) *serviceWebhook {
 	t.Helper()
-	caKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	caTmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "service-webhook-ca"},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
-		IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign}
-	caDER, err := x509.CreateCertificate(rand.Reader, caTmpl, caTmpl, &caKey.PublicKey, caKey)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ca, err := x509.ParseCertificate(caDER)
-	if err != nil {
-		t.Fatal(err)
-	}
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl := &x509.Certificate{SerialNumber: big.NewInt(2), Subject: pkix.Name{CommonName: dnsName}, DNSNames: []string{dnsName},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
-		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca, &key.PublicKey, caKey)
-	if err != nil {
-		t.Fatal(err)
-	}
-	s := &serviceWebhook{caPEM: pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: caDER}), requests: map[string][]*admissionv1.AdmissionRequest{}}
+	ca := testpki.NewCA(t, "service-webhook-ca")
+	s := &serviceWebhook{caPEM: ca.CertPEM, requests: map[string][]*admissionv1.AdmissionRequest{}}
 	handle := func(respond func(req *admissionv1.AdmissionRequest, resp *admissionv1.AdmissionResponse)) http.HandlerFunc {
 		return func(w http.ResponseWriter, r *http.Request) {
 			var in admissionv1.AdmissionReview
@@ -114,14 +82,7 @@ func startServiceWebhook(t *testing.T, dnsName string) *serviceWebhook {
 		resp.Allowed = false
 		resp.Result = &metav1.Status{Code: http.StatusForbidden, Message: "pods labelled deny=yes are not welcome"}
 	}))
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	s.port = int32(ln.Addr().(*net.TCPAddr).Port)
-	srv := &http.Server{Handler: mux, TLSConfig: &tls.Config{Certificates: []tls.Certificate{{Certificate: [][]byte{der}, PrivateKey: key}}}}
-	go func() { _ = srv.ServeTLS(ln, "", "") }()
-	t.Cleanup(func() { _ = srv.Close() })
+	s.port = int32(testpki.ServeTLS(t, mux, &tls.Config{Certificates: []tls.Certificate{ca.Serving(t, dnsName)}}))
 	return s
 }
 
@@ -144,6 +105,64 @@ func exposeService(t *testing.T, cs kubernetes.Interface, ns, name string, targe
 	}
 	if _, err := cs.DiscoveryV1().EndpointSlices(ns).Create(ctx, slice, metav1.CreateOptions{}); err != nil {
 		t.Fatalf("create endpoint slice: %v", err)
+	}
+}
+
+// validatingHook is a webhook calling cc for rule in namespaces labelled
+// nsLabels: no side effects, failing closed, AdmissionReview v1.
+func validatingHook(name string, cc admissionregistrationv1.WebhookClientConfig, rule admissionregistrationv1.RuleWithOperations, nsLabels map[string]string) admissionregistrationv1.ValidatingWebhook {
+	none, fail := admissionregistrationv1.SideEffectClassNone, admissionregistrationv1.Fail
+	return admissionregistrationv1.ValidatingWebhook{Name: name, ClientConfig: cc, Rules: []admissionregistrationv1.RuleWithOperations{rule},
+		NamespaceSelector: &metav1.LabelSelector{MatchLabels: nsLabels},
+		SideEffects:       &none, FailurePolicy: &fail, AdmissionReviewVersions: []string{"v1"}}
+}
+
+// mutatingHook is validatingHook's webhook, mutating.
+func mutatingHook(name string, cc admissionregistrationv1.WebhookClientConfig, rule admissionregistrationv1.RuleWithOperations, nsLabels map[string]string) admissionregistrationv1.MutatingWebhook {
+	v := validatingHook(name, cc, rule, nsLabels)
+	return admissionregistrationv1.MutatingWebhook{Name: v.Name, ClientConfig: v.ClientConfig, Rules: v.Rules, NamespaceSelector: v.NamespaceSelector,
+		SideEffects: v.SideEffects, FailurePolicy: v.FailurePolicy, AdmissionReviewVersions: v.AdmissionReviewVersions}
+}
+
+// createValidating creates a ValidatingWebhookConfiguration of hooks,
+// deleted when the test ends.
+func createValidating(t *testing.T, cs kubernetes.Interface, name string, hooks ...admissionregistrationv1.ValidatingWebhook) *admissionregistrationv1.ValidatingWebhookConfiguration {
+	t.Helper()
+	api := cs.AdmissionregistrationV1().ValidatingWebhookConfigurations()
+	created, err := api.Create(context.Background(), &admissionregistrationv1.ValidatingWebhookConfiguration{
+		ObjectMeta: metav1.ObjectMeta{Name: name}, Webhooks: hooks}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatalf("create validating webhook configuration: %v", err)
+	}
+	t.Cleanup(func() { _ = api.Delete(context.Background(), name, metav1.DeleteOptions{}) })
+	return created
+}
+
+// createMutating creates a MutatingWebhookConfiguration of hooks, deleted
+// when the test ends.
+func createMutating(t *testing.T, cs kubernetes.Interface, name string, hooks ...admissionregistrationv1.MutatingWebhook) {
+	t.Helper()
+	api := cs.AdmissionregistrationV1().MutatingWebhookConfigurations()
+	if _, err := api.Create(context.Background(), &admissionregistrationv1.MutatingWebhookConfiguration{
+		ObjectMeta: metav1.ObjectMeta{Name: name}, Webhooks: hooks}, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("create mutating webhook configuration: %v", err)
+	}
+	t.Cleanup(func() { _ = api.Delete(context.Background(), name, metav1.DeleteOptions{}) })
+}
+
+// podCreateRule matches creating core/v1 pods.
+func podCreateRule() admissionregistrationv1.RuleWithOperations {
+	return admissionregistrationv1.RuleWithOperations{
+		Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Create},
+		Rule:       admissionregistrationv1.Rule{APIGroups: []string{""}, APIVersions: []string{"v1"}, Resources: []string{"pods"}},
+	}
+}
+
+// connectRule matches CONNECT to core/v1 subresources.
+func connectRule(resources ...string) admissionregistrationv1.RuleWithOperations {
+	return admissionregistrationv1.RuleWithOperations{
+		Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Connect},
+		Rule:       admissionregistrationv1.Rule{APIGroups: []string{""}, APIVersions: []string{"v1"}, Resources: resources},
 	}
 }
 
@@ -171,32 +190,17 @@ func TestAdmissionWebhookThroughService(t *testing.T) {
 		t.Fatalf("create limit range: %v", err)
 	}
 
-	none, fail := admissionregistrationv1.SideEffectClassNone, admissionregistrationv1.Fail
 	svcRef := func(path string) admissionregistrationv1.WebhookClientConfig {
 		return admissionregistrationv1.WebhookClientConfig{
 			Service:  &admissionregistrationv1.ServiceReference{Namespace: hookNS, Name: "injector", Path: &path},
 			CABundle: hook.caPEM,
 		}
 	}
-	mutating := &admissionregistrationv1.MutatingWebhookConfiguration{
-		ObjectMeta: metav1.ObjectMeta{Name: "adm-svc-injector"},
-		Webhooks: []admissionregistrationv1.MutatingWebhook{{
-			Name:              "injector.adm-svc.berth.dev",
-			ClientConfig:      svcRef("/inject"),
-			Rules:             []admissionregistrationv1.RuleWithOperations{podCreateRule()},
-			NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"adm-svc-test": "inject"}},
-			ObjectSelector: &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{
-				{Key: "sidecar", Operator: metav1.LabelSelectorOpNotIn, Values: []string{"off"}}}},
-			MatchConditions: []admissionregistrationv1.MatchCondition{{Name: "not-opted-out", Expression: `object.metadata.name != "cel-skipped"`}},
-			SideEffects:     &none, FailurePolicy: &fail, AdmissionReviewVersions: []string{"v1"},
-		}},
-	}
-	if _, err := cs.AdmissionregistrationV1().MutatingWebhookConfigurations().Create(ctx, mutating, metav1.CreateOptions{}); err != nil {
-		t.Fatalf("create mutating webhook configuration: %v", err)
-	}
-	t.Cleanup(func() {
-		_ = cs.AdmissionregistrationV1().MutatingWebhookConfigurations().Delete(context.Background(), mutating.Name, metav1.DeleteOptions{})
-	})
+	injector := mutatingHook("injector.adm-svc.berth.dev", svcRef("/inject"), podCreateRule(), map[string]string{"adm-svc-test": "inject"})
+	injector.ObjectSelector = &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{
+		{Key: "sidecar", Operator: metav1.LabelSelectorOpNotIn, Values: []string{"off"}}}}
+	injector.MatchConditions = []admissionregistrationv1.MatchCondition{{Name: "not-opted-out", Expression: `object.metadata.name != "cel-skipped"`}}
+	createMutating(t, cs, "adm-svc-injector", injector)
 
 	// The configuration, service and slice reach the plugin through the
 	// server's informers: retry with new pods until one is mutated.
@@ -256,25 +260,10 @@ func TestAdmissionWebhookThroughService(t *testing.T) {
 	// (v1 only admits None and NoneOnDryRun, so the refusal of dry runs by
 	// webhooks with side effects is covered by the plugin's unit tests.)
 	noneOnDryRun := admissionregistrationv1.SideEffectClassNoneOnDryRun
-	validating := &admissionregistrationv1.ValidatingWebhookConfiguration{
-		ObjectMeta: metav1.ObjectMeta{Name: "adm-svc-deny"},
-		Webhooks: []admissionregistrationv1.ValidatingWebhook{{
-			Name:                    "deny.adm-svc.berth.dev",
-			ClientConfig:            svcRef("/deny"),
-			Rules:                   []admissionregistrationv1.RuleWithOperations{podCreateRule()},
-			NamespaceSelector:       &metav1.LabelSelector{MatchLabels: map[string]string{"adm-svc-test": "inject"}},
-			ObjectSelector:          &metav1.LabelSelector{MatchLabels: map[string]string{"deny": "yes"}},
-			SideEffects:             &noneOnDryRun,
-			FailurePolicy:           &fail,
-			AdmissionReviewVersions: []string{"v1"},
-		}},
-	}
-	if _, err := cs.AdmissionregistrationV1().ValidatingWebhookConfigurations().Create(ctx, validating, metav1.CreateOptions{}); err != nil {
-		t.Fatalf("create validating webhook configuration: %v", err)
-	}
-	t.Cleanup(func() {
-		_ = cs.AdmissionregistrationV1().ValidatingWebhookConfigurations().Delete(context.Background(), validating.Name, metav1.DeleteOptions{})
-	})
+	denier := validatingHook("deny.adm-svc.berth.dev", svcRef("/deny"), podCreateRule(), map[string]string{"adm-svc-test": "inject"})
+	denier.ObjectSelector = &metav1.LabelSelector{MatchLabels: map[string]string{"deny": "yes"}}
+	denier.SideEffects = &noneOnDryRun
+	createValidating(t, cs, "adm-svc-deny", denier)
 	var refused error
 	poll(t, "a pod refused by the validating webhook", func() bool {
 		n++

@@ -2,12 +2,6 @@ package authz
 
 import (
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
-	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -17,7 +11,6 @@ import (
 	"time"
 
 	authenticationv1 "k8s.io/api/authentication/v1"
-	certificatesv1 "k8s.io/api/certificates/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -79,20 +72,9 @@ func TestAgentJoinTokenIsBootstrapToken(t *testing.T) {
 	}
 
 	// TLS bootstrap as the agent does it (client-go's csr helpers).
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	der, err := x509.CreateCertificateRequest(rand.Reader, &x509.CertificateRequest{
-		Subject: pkix.Name{CommonName: "system:node:authz-boot", Organization: []string{"system:nodes"}}}, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	reqPEM := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE REQUEST", Bytes: der})
 	wctx, cancel := context.WithTimeout(ctx, 60*time.Second)
 	defer cancel()
-	name, uid, err := csr.RequestCertificateWithContext(wctx, c, reqPEM, "", certificatesv1.KubeAPIServerClientKubeletSignerName, nil,
-		[]certificatesv1.KeyUsage{certificatesv1.UsageDigitalSignature, certificatesv1.UsageClientAuth}, key)
+	name, uid, keyPEM, err := requestNodeClientCert(wctx, c, "authz-boot")
 	if err != nil {
 		t.Fatalf("creating the CSR with the join token: %v", err)
 	}
@@ -100,9 +82,8 @@ func TestAgentJoinTokenIsBootstrapToken(t *testing.T) {
 	if err != nil {
 		t.Fatalf("waiting for the CSR with the join token: %v", err)
 	}
-	keyDER, _ := x509.MarshalECPrivateKey(key)
 	nodeCfg := shared.anonymousConfig()
-	nodeCfg.CertData, nodeCfg.KeyData = certPEM, pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER})
+	nodeCfg.CertData, nodeCfg.KeyData = certPEM, keyPEM
 	node := clientFor(t, nodeCfg)
 	r, err := node.AuthenticationV1().SelfSubjectReviews().Create(ctx, &authenticationv1.SelfSubjectReview{}, metav1.CreateOptions{})
 	if err != nil || r.Status.UserInfo.Username != "system:node:authz-boot" || !slices.Contains(r.Status.UserInfo.Groups, "system:nodes") {

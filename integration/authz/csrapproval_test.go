@@ -2,17 +2,15 @@ package authz
 
 import (
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/x509"
-	"crypto/x509/pkix"
 	"encoding/pem"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"berth/internal/testpki"
 
 	certificatesv1 "k8s.io/api/certificates/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -24,20 +22,20 @@ import (
 )
 
 // requestNodeClientCert creates a kube-apiserver-client-kubelet CSR for
-// node as c's identity and returns its name and UID.
-func requestNodeClientCert(ctx context.Context, c kubernetes.Interface, node string) (string, types.UID, error) {
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+// node as c's identity and returns its name and UID, and the PEM key the
+// certificate will be for.
+func requestNodeClientCert(ctx context.Context, c kubernetes.Interface, node string) (string, types.UID, []byte, error) {
+	reqPEM, key, err := testpki.CSR("system:node:"+node, "system:nodes")
 	if err != nil {
-		return "", "", err
+		return "", "", nil, err
 	}
-	der, err := x509.CreateCertificateRequest(rand.Reader, &x509.CertificateRequest{
-		Subject: pkix.Name{CommonName: "system:node:" + node, Organization: []string{"system:nodes"}}}, key)
+	keyDER, err := x509.MarshalECPrivateKey(key)
 	if err != nil {
-		return "", "", err
+		return "", "", nil, err
 	}
-	return csr.RequestCertificateWithContext(ctx, c, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE REQUEST", Bytes: der}), "",
-		certificatesv1.KubeAPIServerClientKubeletSignerName, nil,
+	name, uid, err := csr.RequestCertificateWithContext(ctx, c, reqPEM, "", certificatesv1.KubeAPIServerClientKubeletSignerName, nil,
 		[]certificatesv1.KeyUsage{certificatesv1.UsageDigitalSignature, certificatesv1.UsageClientAuth}, key)
+	return name, uid, pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER}), err
 }
 
 func hasCSRCondition(r *certificatesv1.CertificateSigningRequest, typ certificatesv1.RequestConditionType) bool {
@@ -77,7 +75,7 @@ func TestCSRApprovalAsksAuthorization(t *testing.T) {
 	var pending string
 	deadline := time.Now().Add(30 * time.Second)
 	for {
-		name, _, err := requestNodeClientCert(ctx, requester, "authz-csr-user-node")
+		name, _, _, err := requestNodeClientCert(ctx, requester, "authz-csr-user-node")
 		if err == nil {
 			pending = name
 			break
@@ -98,7 +96,7 @@ func TestCSRApprovalAsksAuthorization(t *testing.T) {
 	joiner := clientFor(t, shared.tokenConfig(strings.TrimSpace(string(raw))))
 	wctx, cancel := context.WithTimeout(ctx, 60*time.Second)
 	defer cancel()
-	joined, uid, err := requestNodeClientCert(wctx, joiner, "authz-csr-token-node")
+	joined, uid, _, err := requestNodeClientCert(wctx, joiner, "authz-csr-token-node")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -6,18 +6,8 @@
 package authz
 
 import (
-	"bytes"
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
-	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
-	"fmt"
-	"math/big"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -30,6 +20,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	"berth/integration/harness"
+	"berth/internal/testpki"
 )
 
 // Static tokens of the shared server's --token-auth-file.
@@ -42,34 +33,18 @@ const (
 var shared *server
 
 func TestMain(m *testing.M) {
-	os.Exit(runMain(m))
-}
-
-func runMain(m *testing.M) int {
-	defer harness.RemoveBinary()
-	dir, err := os.MkdirTemp("", "berth-authz-it-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	defer os.RemoveAll(dir)
-	tokens := filepath.Join(dir, "tokens.csv")
-	content := aliceToken + ",alice,uid-alice\n" + carolToken + `,carol,uid-carol,"auditors,system:monitoring"` + "\n"
-	if err := os.WriteFile(tokens, []byte(content), 0o600); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	shared, err = launchServer(filepath.Join(dir, "server"), "--token-auth-file", tokens)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "starting berth server:", err)
-		return 1
-	}
-	code := m.Run()
-	shared.Stop()
-	if code != 0 {
-		fmt.Fprintf(os.Stderr, "--- shared server log (tail) ---\n%s\n", shared.LogTail())
-	}
-	return code
+	os.Exit(harness.RunWithServer(m, "authz", func(dir string) (*harness.Server, error) {
+		tokens := filepath.Join(dir, "tokens.csv")
+		content := aliceToken + ",alice,uid-alice\n" + carolToken + `,carol,uid-carol,"auditors,system:monitoring"` + "\n"
+		if err := os.WriteFile(tokens, []byte(content), 0o600); err != nil {
+			return nil, err
+		}
+		var err error
+		if shared, err = launchServer(filepath.Join(dir, "server"), "--token-auth-file", tokens); err != nil {
+			return nil, err
+		}
+		return shared.Server, nil
+	}))
 }
 
 // server is a running `berth server`.
@@ -138,48 +113,11 @@ func (s *server) certConfig(t *testing.T, user string, groups ...string) *rest.C
 	return c
 }
 
+// issueClientCert is a client certificate for user in groups, signed with
+// the cluster CA's key from the data dir.
 func (s *server) issueClientCert(t *testing.T, user string, groups ...string) (certPEM, keyPEM []byte) {
 	t.Helper()
-	caPEM, err := os.ReadFile(filepath.Join(s.Dir, "ca.crt"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	caKeyPEM, err := os.ReadFile(filepath.Join(s.Dir, "ca.key"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	cb, _ := pem.Decode(caPEM)
-	kb, _ := pem.Decode(caKeyPEM)
-	if cb == nil || kb == nil {
-		t.Fatal("CA files are not PEM")
-	}
-	ca, err := x509.ParseCertificate(cb.Bytes)
-	if err != nil {
-		t.Fatal(err)
-	}
-	caKey, err := x509.ParseECPrivateKey(kb.Bytes)
-	if err != nil {
-		t.Fatal(err)
-	}
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	serial, _ := rand.Int(rand.Reader, big.NewInt(1<<62))
-	tmpl := &x509.Certificate{
-		SerialNumber: serial, Subject: pkix.Name{CommonName: user, Organization: groups},
-		NotBefore: time.Now().Add(-time.Minute), NotAfter: time.Now().Add(time.Hour),
-		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca, &key.PublicKey, caKey)
-	if err != nil {
-		t.Fatal(err)
-	}
-	keyDER, err := x509.MarshalECPrivateKey(key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER})
+	return testpki.LoadCA(t, s.Dir).ClientPEM(t, user, groups...)
 }
 
 func clientFor(t *testing.T, cfg *rest.Config) kubernetes.Interface {
@@ -195,16 +133,9 @@ func clientFor(t *testing.T, cfg *rest.Config) kubernetes.Interface {
 // (--token ..., or --client-certificate/--client-key): stdout, stderr, err.
 func (s *server) kubectl(t *testing.T, creds []string, args ...string) (string, string, error) {
 	t.Helper()
-	kubectl := harness.RequireKubectl(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
 	base := []string{"--server", "https://" + s.Addr, "--certificate-authority", filepath.Join(s.Dir, "ca.crt")}
-	cmd := exec.CommandContext(ctx, kubectl, append(append(base, creds...), args...)...)
-	cmd.Env = append(os.Environ(), "KUBECACHEDIR="+t.TempDir(), "KUBECONFIG="+filepath.Join(t.TempDir(), "none"))
-	var out, errOut bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errOut
-	err := cmd.Run()
-	return out.String(), errOut.String(), err
+	return harness.Kubectl{Bin: harness.RequireKubectl(t), Args: append(base, creds...), Timeout: 60 * time.Second,
+		Env: []string{"KUBECACHEDIR=" + t.TempDir(), "KUBECONFIG=" + filepath.Join(t.TempDir(), "none")}}.Run("", args...)
 }
 
 // newNamespace creates a namespace for one test (deleted at its end).

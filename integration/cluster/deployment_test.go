@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 
+	"berth/integration/harness"
+
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -39,13 +41,13 @@ func TestDeploymentLifecycle(t *testing.T) {
 			return n == want && len(pods) == want, nil
 		}
 	}
-	eventually(t, "3 pods bound to nodes", bound(3))
+	harness.Eventually(t, "3 pods bound to nodes", bound(3))
 	out := shared.mustKubectl(t, "", "-n", ns, "rollout", "status", "deployment/web", "--timeout=60s")
 	if !strings.Contains(out, "successfully rolled out") {
 		t.Fatalf("rollout status: %s", out)
 	}
 	// The scheduler's events.k8s.io events are core events too.
-	eventually(t, "a Scheduled event", func() (bool, error) {
+	harness.Eventually(t, "a Scheduled event", func() (bool, error) {
 		evs, err := c.CoreV1().Events(ns).List(ctx, metav1.ListOptions{FieldSelector: "reason=Scheduled"})
 		return err == nil && len(evs.Items) > 0, err
 	})
@@ -62,12 +64,12 @@ func TestDeploymentLifecycle(t *testing.T) {
 	}
 
 	shared.mustKubectl(t, "", "-n", ns, "scale", "deployment/web", "--replicas=5")
-	eventually(t, "5 pods bound to nodes", bound(5))
+	harness.Eventually(t, "5 pods bound to nodes", bound(5))
 	shared.mustKubectl(t, "", "-n", ns, "rollout", "status", "deployment/web", "--timeout=60s")
 
 	// Background cascade: the ReplicaSet and its pods go.
 	shared.mustKubectl(t, "", "-n", ns, "delete", "deployment", "web")
-	eventually(t, "replicasets and pods garbage collected", func() (bool, error) {
+	harness.Eventually(t, "replicasets and pods garbage collected", func() (bool, error) {
 		rss, err := c.AppsV1().ReplicaSets(ns).List(ctx, metav1.ListOptions{})
 		if err != nil {
 			return false, err
@@ -81,13 +83,13 @@ func TestDeploymentLifecycle(t *testing.T) {
 
 	// Orphan cascade: the ReplicaSet and pods stay, without owner.
 	shared.mustKubectl(t, deploymentYAML(ns, "kept", 2), "apply", "-f", "-")
-	eventually(t, "2 pods bound", bound(2))
+	harness.Eventually(t, "2 pods bound", bound(2))
 	shared.mustKubectl(t, "", "-n", ns, "delete", "deployment", "kept", "--cascade=orphan")
-	eventually(t, "the deployment gone", func() (bool, error) {
+	harness.Eventually(t, "the deployment gone", func() (bool, error) {
 		_, err := c.AppsV1().Deployments(ns).Get(ctx, "kept", metav1.GetOptions{})
 		return apierrors.IsNotFound(err), err
 	})
-	eventually(t, "the replicaset orphaned", func() (bool, error) {
+	harness.Eventually(t, "the replicaset orphaned", func() (bool, error) {
 		rss, err := c.AppsV1().ReplicaSets(ns).List(ctx, metav1.ListOptions{})
 		if err != nil || len(rss.Items) != 1 {
 			return false, err
@@ -124,7 +126,7 @@ func TestForegroundDeletion(t *testing.T) {
 	if err != nil || got.DeletionTimestamp == nil || !slices.Contains(got.Finalizers, metav1.FinalizerDeleteDependents) {
 		t.Fatalf("foreground-deleted owner: %v, %+v", err, got)
 	}
-	eventually(t, "the dependent marked for deletion", func() (bool, error) {
+	harness.Eventually(t, "the dependent marked for deletion", func() (bool, error) {
 		d, err := cms.Get(ctx, "dependent", metav1.GetOptions{})
 		return err == nil && d.DeletionTimestamp != nil, err
 	})
@@ -139,7 +141,7 @@ func TestForegroundDeletion(t *testing.T) {
 	if _, err := cms.Update(ctx, d, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "owner and dependent gone", func() (bool, error) {
+	harness.Eventually(t, "owner and dependent gone", func() (bool, error) {
 		_, err1 := cms.Get(ctx, "owner", metav1.GetOptions{})
 		_, err2 := cms.Get(ctx, "dependent", metav1.GetOptions{})
 		return apierrors.IsNotFound(err1) && apierrors.IsNotFound(err2), nil
@@ -156,14 +158,14 @@ func TestNamespaceDeletion(t *testing.T) {
 	fakeAgent(t, c, ns)
 	shared.mustKubectl(t, deploymentYAML(ns, "web", 2), "apply", "-f", "-")
 	shared.mustKubectl(t, "", "-n", ns, "create", "configmap", "cfg", "--from-literal=a=b")
-	eventually(t, "2 pods", func() (bool, error) { return len(podsOf(t, c, ns)) == 2, nil })
+	harness.Eventually(t, "2 pods", func() (bool, error) { return len(podsOf(t, c, ns)) == 2, nil })
 	// A finalizer holds a configmap, so the namespace stays Terminating
 	// long enough to try a create in it.
 	if _, err := c.CoreV1().ConfigMaps(ns).Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "held", Finalizers: []string{"test.berth.dev/hold"}}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	shared.mustKubectl(t, "", "delete", "namespace", ns, "--wait=false")
-	eventually(t, "the namespace terminating", func() (bool, error) {
+	harness.Eventually(t, "the namespace terminating", func() (bool, error) {
 		n, err := c.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{})
 		return err == nil && n.Status.Phase == corev1.NamespaceTerminating, err
 	})
@@ -172,7 +174,7 @@ func TestNamespaceDeletion(t *testing.T) {
 		!strings.Contains(err.Error(), "unable to create new content in namespace "+ns+" because it is being terminated") {
 		t.Fatalf("create in a terminating namespace: %v, want Forbidden with cause %s", err, corev1.NamespaceTerminatingCause)
 	}
-	eventually(t, "the namespace's pods and deployment deleted", func() (bool, error) {
+	harness.Eventually(t, "the namespace's pods and deployment deleted", func() (bool, error) {
 		pods, err := c.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{})
 		if err != nil {
 			return false, err
@@ -188,7 +190,7 @@ func TestNamespaceDeletion(t *testing.T) {
 	if _, err := c.CoreV1().ConfigMaps(ns).Update(ctx, held, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "the namespace gone", func() (bool, error) {
+	harness.Eventually(t, "the namespace gone", func() (bool, error) {
 		_, err := c.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{})
 		return apierrors.IsNotFound(err), err
 	})

@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 
+	"berth/integration/harness"
+
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes/scheme"
@@ -50,7 +52,7 @@ func TestEventRecorders(t *testing.T) {
 	// The core recorder PATCHes the repeats' count; the events recorder
 	// PATCHes a series on the first repeat (creating the event if the
 	// patch finds none).
-	eventually(t, "the core event counted 3 times, the new one a series of 2", func() (bool, error) {
+	harness.Eventually(t, "the core event counted 3 times, the new one a series of 2", func() (bool, error) {
 		l, err := c.CoreV1().Events(ns).List(ctx, metav1.ListOptions{})
 		if err != nil {
 			return false, err

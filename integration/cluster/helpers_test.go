@@ -18,22 +18,6 @@ import (
 	"k8s.io/utils/ptr"
 )
 
-// eventually polls cond every 100ms until it returns true or 60s pass.
-func eventually(t *testing.T, what string, cond func() (bool, error)) {
-	t.Helper()
-	deadline := time.Now().Add(60 * time.Second)
-	var lastErr error
-	for time.Now().Before(deadline) {
-		ok, err := cond()
-		if ok {
-			return
-		}
-		lastErr = err
-		time.Sleep(100 * time.Millisecond)
-	}
-	t.Fatalf("timed out waiting for %s (last error: %v)", what, lastErr)
-}
-
 // newNamespace creates a namespace for t, deleted at its end.
 func newNamespace(t *testing.T, c kubernetes.Interface) string {
 	t.Helper()

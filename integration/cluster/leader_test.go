@@ -3,14 +3,9 @@ package cluster
 import (
 	"context"
 	"fmt"
-	"net"
-	"net/url"
-	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
-	"go.etcd.io/etcd/server/v3/embed"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -18,6 +13,8 @@ import (
 
 	"berth/controlplane/controller/manager"
 	"berth/controlplane/server"
+	"berth/integration/harness"
+	"berth/integration/testbed"
 )
 
 // leases are the Leases the in-process components campaign for.
@@ -27,35 +24,12 @@ var leases = []string{manager.DefaultLeaseName, server.SchedulerLeaseName}
 // returns its client URL.
 func startEtcd(t *testing.T) string {
 	t.Helper()
-	free := func() string {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer l.Close()
-		return l.Addr().String()
-	}
-	peer, client := url.URL{Scheme: "http", Host: free()}, url.URL{Scheme: "http", Host: free()}
-	dir := t.TempDir()
-	cfg := embed.NewConfig()
-	cfg.Name = "m0"
-	cfg.Dir = filepath.Join(dir, "etcd")
-	cfg.ListenPeerUrls, cfg.AdvertisePeerUrls = []url.URL{peer}, []url.URL{peer}
-	cfg.ListenClientUrls, cfg.AdvertiseClientUrls = []url.URL{client}, []url.URL{client}
-	cfg.InitialCluster = "m0=" + peer.String()
-	cfg.LogLevel = "error"
-	cfg.LogOutputs = []string{filepath.Join(dir, "etcd.log")}
-	e, err := embed.StartEtcd(cfg)
+	members, _, urls, err := testbed.StartEtcd(t.TempDir(), 1)
 	if err != nil {
-		t.Fatalf("etcd: %v", err)
+		t.Fatal(err)
 	}
-	t.Cleanup(e.Close)
-	select {
-	case <-e.Server.ReadyNotify():
-	case <-time.After(60 * time.Second):
-		t.Fatal("etcd not ready after 60s")
-	}
-	return client.String()
+	t.Cleanup(members[0].Close)
+	return urls[0]
 }
 
 // holder is a Lease's holderIdentity ("" when absent or released).
@@ -103,11 +77,11 @@ func TestTwoServersOneLeader(t *testing.T) {
 	}
 	ca, cb := a.Client(t), b.Client(t)
 	for _, name := range leases {
-		eventually(t, "lease "+name+" held by a server", func() (bool, error) {
+		harness.Eventually(t, "lease "+name+" held by a server", func() (bool, error) {
 			return byID[holder(t, ca, name)] != nil, nil
 		})
 		leader := byID[holder(t, ca, name)]
-		eventually(t, "leader metrics of "+name, func() (bool, error) {
+		harness.Eventually(t, "leader metrics of "+name, func() (bool, error) {
 			la, lb := leaderStatus(t, ca, name), leaderStatus(t, cb, name)
 			if leader == a {
 				return la == "1" && lb == "0", nil
@@ -128,7 +102,7 @@ func TestTwoServersOneLeader(t *testing.T) {
 	}
 	survivorID := survivor.identity(t)
 	for _, name := range leases {
-		eventually(t, "the surviving server holding "+name, func() (bool, error) {
+		harness.Eventually(t, "the surviving server holding "+name, func() (bool, error) {
 			return holder(t, sc, name) == survivorID && leaderStatus(t, sc, name) == "1", nil
 		})
 	}
@@ -140,7 +114,7 @@ func TestTwoServersOneLeader(t *testing.T) {
 	}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "the pod bound by the new leader", func() (bool, error) {
+	harness.Eventually(t, "the pod bound by the new leader", func() (bool, error) {
 		p, err := sc.CoreV1().Pods(ns).Get(context.Background(), "p", metav1.GetOptions{})
 		return err == nil && p.Spec.NodeName == "takeover-node-0", err
 	})
@@ -155,7 +129,7 @@ func TestDisableScheduler(t *testing.T) {
 	addNodes(t, c, "unsched-node", 1)
 	ns := newNamespace(t, c)
 	p.mustKubectl(t, deploymentYAML(ns, "web", 1), "apply", "-f", "-")
-	eventually(t, "the controllers creating the pod", func() (bool, error) {
+	harness.Eventually(t, "the controllers creating the pod", func() (bool, error) {
 		return len(podsOf(t, c, ns)) == 1 && holder(t, c, manager.DefaultLeaseName) != "", nil
 	})
 	if h := holder(t, c, server.SchedulerLeaseName); h != "" {

@@ -6,15 +6,10 @@
 package cluster
 
 import (
-	"bytes"
-	"context"
-	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"berth/integration/harness"
 )
@@ -23,28 +18,13 @@ import (
 var shared *serverProc
 
 func TestMain(m *testing.M) {
-	os.Exit(runMain(m))
-}
-
-func runMain(m *testing.M) int {
-	defer harness.RemoveBinary()
-	dir, err := os.MkdirTemp("", "berth-cluster-it-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	defer os.RemoveAll(dir)
-	shared, err = startServer(filepath.Join(dir, "server"), "--listen", "127.0.0.1:0")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "starting berth server:", err)
-		return 1
-	}
-	code := m.Run()
-	shared.stop()
-	if code != 0 {
-		fmt.Fprintf(os.Stderr, "--- shared server log (tail) ---\n%s\n", shared.LogTail())
-	}
-	return code
+	os.Exit(harness.RunWithServer(m, "cluster", func(dir string) (*harness.Server, error) {
+		var err error
+		if shared, err = startServer(filepath.Join(dir, "server"), "--listen", "127.0.0.1:0"); err != nil {
+			return nil, err
+		}
+		return shared.Server, nil
+	}))
 }
 
 // serverProc is a running `berth server`.
@@ -105,26 +85,16 @@ func (p *serverProc) identity(t *testing.T) string {
 // kubectl runs kubectl against the server: stdout, stderr and the error.
 func (p *serverProc) kubectl(t testing.TB, stdin string, args ...string) (string, string, error) {
 	t.Helper()
-	kubectl := harness.RequireKubectl(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, kubectl, append([]string{"--kubeconfig", p.Kubeconfig()}, args...)...)
-	cmd.Env = append(os.Environ(), "KUBECACHEDIR="+filepath.Join(p.Dir, "kubecache"))
-	var out, errOut bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errOut
-	if stdin != "" {
-		cmd.Stdin = strings.NewReader(stdin)
-	}
-	err := cmd.Run()
-	return out.String(), errOut.String(), err
+	return p.kubectlTool(t).Run(stdin, args...)
 }
 
 // mustKubectl is kubectl that fails the test on error.
 func (p *serverProc) mustKubectl(t testing.TB, stdin string, args ...string) string {
 	t.Helper()
-	out, errOut, err := p.kubectl(t, stdin, args...)
-	if err != nil {
-		t.Fatalf("kubectl %v: %v\nstdout: %s\nstderr: %s", args, err, out, errOut)
-	}
-	return out
+	return p.kubectlTool(t).MustRun(t, stdin, args...)
+}
+
+func (p *serverProc) kubectlTool(t testing.TB) harness.Kubectl {
+	return harness.Kubectl{Bin: harness.RequireKubectl(t), Args: []string{"--kubeconfig", p.Kubeconfig()},
+		Env: []string{"KUBECACHEDIR=" + filepath.Join(p.Dir, "kubecache")}}
 }

@@ -27,49 +27,21 @@ func BenchmarkDeployment1000(b *testing.B) {
 	var rows []time.Duration
 	for b.Loop() {
 		b.StopTimer()
-		ns := "bench-" + fmt.Sprint(time.Now().UnixNano())
-		if _, err := env.client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
-			b.Fatal(err)
-		}
-		// An informer (not a bare watch): it re-establishes the watch if
-		// the server ends it under the burst of events.
-		factory := informers.NewSharedInformerFactoryWithOptions(env.client, 0, informers.WithNamespace(ns))
-		var seen atomic.Int64
-		all := make(chan struct{})
-		inf := factory.Core().V1().Pods().Informer()
-		if _, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{AddFunc: func(any) {
-			if seen.Add(1) == replicas {
-				close(all)
-			}
-		}}); err != nil {
-			b.Fatal(err)
-		}
-		stop := make(chan struct{})
-		factory.Start(stop)
-		factory.WaitForCacheSync(stop)
+		onAdd, seen, all := countPods(replicas)
+		run := startBenchRun(b, onAdd)
 		b.StartTimer()
 		start := time.Now()
-		if _, err := env.client.AppsV1().Deployments(ns).Create(ctx, newDeployment(ns, replicas, "img:v1"), metav1.CreateOptions{}); err != nil {
+		if _, err := env.client.AppsV1().Deployments(run.ns).Create(ctx, newDeployment(run.ns, replicas, "img:v1"), metav1.CreateOptions{}); err != nil {
 			b.Fatal(err)
 		}
-		select {
-		case <-all:
-		case <-time.After(5 * time.Minute):
-			b.Fatalf("only %d of %d pods after 5m", seen.Load(), replicas)
-		}
+		waitPods(b, all, seen, replicas)
 		took := time.Since(start)
 		b.StopTimer()
-		close(stop)
-		factory.Shutdown()
+		run.end()
 		rows = append(rows, took)
-		_ = env.client.CoreV1().Namespaces().Delete(ctx, ns, metav1.DeleteOptions{})
 		b.StartTimer()
 	}
-	var sum time.Duration
-	for _, d := range rows {
-		sum += d
-	}
-	mean := sum / time.Duration(len(rows))
+	mean := meanOf(rows)
 	b.ReportMetric(mean.Seconds(), "s/all-created")
 	b.ReportMetric(float64(replicas)/mean.Seconds(), "pods/s")
 	tw := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', 0)
@@ -101,24 +73,9 @@ func BenchmarkDaemonSet1000Nodes(b *testing.B) {
 	var created, scheduled []time.Duration
 	for b.Loop() {
 		b.StopTimer()
-		ns := "bench-" + fmt.Sprint(time.Now().UnixNano())
-		if _, err := env.client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
-			b.Fatal(err)
-		}
-		factory := informers.NewSharedInformerFactoryWithOptions(env.client, 0, informers.WithNamespace(ns))
-		var seen atomic.Int64
-		all := make(chan struct{})
-		inf := factory.Core().V1().Pods().Informer()
-		if _, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{AddFunc: func(any) {
-			if seen.Add(1) == nodes {
-				close(all)
-			}
-		}}); err != nil {
-			b.Fatal(err)
-		}
-		stop := make(chan struct{})
-		factory.Start(stop)
-		factory.WaitForCacheSync(stop)
+		onAdd, seen, all := countPods(nodes)
+		run := startBenchRun(b, onAdd)
+		ns := run.ns
 		ds := &appsv1.DaemonSet{
 			ObjectMeta: metav1.ObjectMeta{Name: "agent", Namespace: ns},
 			Spec: appsv1.DaemonSetSpec{
@@ -134,11 +91,7 @@ func BenchmarkDaemonSet1000Nodes(b *testing.B) {
 		if _, err := env.client.AppsV1().DaemonSets(ns).Create(ctx, ds, metav1.CreateOptions{}); err != nil {
 			b.Fatal(err)
 		}
-		select {
-		case <-all:
-		case <-time.After(5 * time.Minute):
-			b.Fatalf("only %d of %d pods after 5m", seen.Load(), nodes)
-		}
+		waitPods(b, all, seen, nodes)
 		created = append(created, time.Since(start))
 		deadline := time.Now().Add(5 * time.Minute)
 		for {
@@ -153,19 +106,10 @@ func BenchmarkDaemonSet1000Nodes(b *testing.B) {
 		}
 		scheduled = append(scheduled, time.Since(start))
 		b.StopTimer()
-		close(stop)
-		factory.Shutdown()
-		_ = env.client.CoreV1().Namespaces().Delete(ctx, ns, metav1.DeleteOptions{})
+		run.end()
 		b.StartTimer()
 	}
-	mean := func(ds []time.Duration) time.Duration {
-		var sum time.Duration
-		for _, d := range ds {
-			sum += d
-		}
-		return sum / time.Duration(len(ds))
-	}
-	mc, ms := mean(created), mean(scheduled)
+	mc, ms := meanOf(created), meanOf(scheduled)
 	b.ReportMetric(mc.Seconds(), "s/all-created")
 	b.ReportMetric(float64(nodes)/mc.Seconds(), "pods/s")
 	tw := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', 0)
@@ -186,18 +130,9 @@ func BenchmarkJob1000(b *testing.B) {
 	var rows []time.Duration
 	for b.Loop() {
 		b.StopTimer()
-		ns := "bench-" + fmt.Sprint(time.Now().UnixNano())
-		if _, err := env.client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
-			b.Fatal(err)
-		}
-		factory := informers.NewSharedInformerFactoryWithOptions(env.client, 0, informers.WithNamespace(ns))
 		finish := make(chan *corev1.Pod, completions)
-		if _, err := factory.Core().V1().Pods().Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{AddFunc: func(obj any) {
-			finish <- obj.(*corev1.Pod)
-		}}); err != nil {
-			b.Fatal(err)
-		}
-		stop := make(chan struct{})
+		run := startBenchRun(b, func(p *corev1.Pod) { finish <- p })
+		ns, stop := run.ns, run.stop
 		for range 8 { // the "agent": pods succeed at once
 			go func() {
 				for {
@@ -215,8 +150,6 @@ func BenchmarkJob1000(b *testing.B) {
 				}
 			}()
 		}
-		factory.Start(stop)
-		factory.WaitForCacheSync(stop)
 		b.StartTimer()
 		start := time.Now()
 		j := &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Name: "bench"}, Spec: batchv1.JobSpec{Completions: int32p(completions), Parallelism: int32p(parallelism),
@@ -237,21 +170,78 @@ func BenchmarkJob1000(b *testing.B) {
 		}
 		took := time.Since(start)
 		b.StopTimer()
-		close(stop)
-		factory.Shutdown()
+		run.end()
 		rows = append(rows, took)
-		_ = env.client.CoreV1().Namespaces().Delete(ctx, ns, metav1.DeleteOptions{})
 		b.StartTimer()
 	}
-	var sum time.Duration
-	for _, d := range rows {
-		sum += d
-	}
-	mean := sum / time.Duration(len(rows))
+	mean := meanOf(rows)
 	b.ReportMetric(mean.Seconds(), "s/complete")
 	b.ReportMetric(float64(completions)/mean.Seconds(), "completions/s")
 	tw := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "\nscenario\truns\ttime to Complete (mean)\tcompletions/s")
 	fmt.Fprintf(tw, "Job %d completions, parallelism %d\t%d\t%.2fs\t%.0f\n", completions, parallelism, len(rows), mean.Seconds(), float64(completions)/mean.Seconds())
 	tw.Flush()
+}
+
+// benchRun is one benchmark iteration's namespace and the informer on its
+// pods.
+type benchRun struct {
+	ns      string
+	factory informers.SharedInformerFactory
+	stop    chan struct{}
+}
+
+// startBenchRun creates a namespace and starts an informer on its pods (an
+// informer, not a bare watch: it re-establishes the watch if the server
+// ends it under the burst of events) calling onAdd for each pod added.
+func startBenchRun(b *testing.B, onAdd func(*corev1.Pod)) *benchRun {
+	b.Helper()
+	r := &benchRun{ns: "bench-" + fmt.Sprint(time.Now().UnixNano()), stop: make(chan struct{})}
+	if _, err := env.client.CoreV1().Namespaces().Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: r.ns}}, metav1.CreateOptions{}); err != nil {
+		b.Fatal(err)
+	}
+	r.factory = informers.NewSharedInformerFactoryWithOptions(env.client, 0, informers.WithNamespace(r.ns))
+	if _, err := r.factory.Core().V1().Pods().Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{AddFunc: func(obj any) {
+		onAdd(obj.(*corev1.Pod))
+	}}); err != nil {
+		b.Fatal(err)
+	}
+	r.factory.Start(r.stop)
+	r.factory.WaitForCacheSync(r.stop)
+	return r
+}
+
+// end stops the informer and deletes the namespace.
+func (r *benchRun) end() {
+	close(r.stop)
+	r.factory.Shutdown()
+	_ = env.client.CoreV1().Namespaces().Delete(context.Background(), r.ns, metav1.DeleteOptions{})
+}
+
+// countPods is an onAdd counting pods in seen and closing all at the n-th.
+func countPods(n int64) (onAdd func(*corev1.Pod), seen *atomic.Int64, all chan struct{}) {
+	seen, all = &atomic.Int64{}, make(chan struct{})
+	return func(*corev1.Pod) {
+		if seen.Add(1) == n {
+			close(all)
+		}
+	}, seen, all
+}
+
+// waitPods waits for countPods' all, failing the benchmark after 5 minutes.
+func waitPods(b *testing.B, all chan struct{}, seen *atomic.Int64, n int64) {
+	b.Helper()
+	select {
+	case <-all:
+	case <-time.After(5 * time.Minute):
+		b.Fatalf("only %d of %d pods after 5m", seen.Load(), n)
+	}
+}
+
+func meanOf(ds []time.Duration) time.Duration {
+	var sum time.Duration
+	for _, d := range ds {
+		sum += d
+	}
+	return sum / time.Duration(len(ds))
 }

@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 
+	"berth/integration/harness"
+
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -25,7 +27,7 @@ func TestCronJobFiresAndKeepsHistory(t *testing.T) {
 	// Two runs complete: lastSuccessfulTime is set and only one
 	// successful job is kept.
 	var completed int
-	eventually(t, "two scheduled jobs completed", func() (bool, error) {
+	harness.Eventually(t, "two scheduled jobs completed", func() (bool, error) {
 		cj, err := env.client.BatchV1().CronJobs(ns).Get(context.Background(), "tick", metav1.GetOptions{})
 		if err != nil || cj.Status.LastSuccessfulTime == nil || cj.Status.LastScheduleTime == nil {
 			return false, err
@@ -42,7 +44,7 @@ func TestCronJobFiresAndKeepsHistory(t *testing.T) {
 		}
 		return completed >= 2, nil
 	})
-	eventually(t, "history trimmed to one successful job", func() (bool, error) {
+	harness.Eventually(t, "history trimmed to one successful job", func() (bool, error) {
 		jobs, err := env.client.BatchV1().Jobs(ns).List(context.Background(), metav1.ListOptions{})
 		if err != nil {
 			return false, err

@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"berth/controlplane/controller/daemonset"
+	"berth/integration/harness"
 )
 
 // dsNode registers a Ready node carrying the test's label, kept alive by a
@@ -93,7 +94,7 @@ func TestDaemonSetThroughKubectl(t *testing.T) {
 			return slices.Equal(got, nodes), nil
 		}
 	}
-	eventually(t, "one pod on each of the two untainted nodes", wantNodes(ns+"-a", ns+"-b"))
+	harness.Eventually(t, "one pod on each of the two untainted nodes", wantNodes(ns+"-a", ns+"-b"))
 	for _, pods := range daemonPodsByNode(t, ns, ds.UID) {
 		p := pods[0]
 		if p.Labels[daemonset.HashLabel] == "" || p.Spec.Affinity == nil {
@@ -112,7 +113,7 @@ func TestDaemonSetThroughKubectl(t *testing.T) {
 	}
 
 	dsNode(t, ns+"-c", label)
-	eventually(t, "a pod on the node added later", wantNodes(ns+"-a", ns+"-b", ns+"-c"))
+	harness.Eventually(t, "a pod on the node added later", wantNodes(ns+"-a", ns+"-b", ns+"-c"))
 
 	// A rolling update (maxUnavailable 1) replaces every pod.
 	before := map[types.UID]bool{}
@@ -122,7 +123,7 @@ func TestDaemonSetThroughKubectl(t *testing.T) {
 	kubectl(t, "-n", ns, "annotate", "daemonset/agent", "kubernetes.io/change-cause=upgrade to v2")
 	kubectl(t, "-n", ns, "set", "image", "daemonset/agent", "c=img:v2")
 	kubectl(t, "-n", ns, "rollout", "status", "daemonset/agent", "--timeout=60s")
-	eventually(t, "every pod replaced by one of img:v2", func() (bool, error) {
+	harness.Eventually(t, "every pod replaced by one of img:v2", func() (bool, error) {
 		by := daemonPodsByNode(t, ns, ds.UID)
 		if len(by) != 3 {
 			return false, nil
@@ -144,7 +145,7 @@ func TestDaemonSetThroughKubectl(t *testing.T) {
 	}
 	kubectl(t, "-n", ns, "rollout", "undo", "daemonset/agent")
 	kubectl(t, "-n", ns, "rollout", "status", "daemonset/agent", "--timeout=60s")
-	eventually(t, "rolled back to img:v1", func() (bool, error) {
+	harness.Eventually(t, "rolled back to img:v1", func() (bool, error) {
 		cur, err := env.client.AppsV1().DaemonSets(ns).Get(ctx, "agent", metav1.GetOptions{})
 		if err != nil || cur.Spec.Template.Spec.Containers[0].Image != "img:v1" {
 			return false, err
@@ -173,7 +174,7 @@ func TestDaemonSetThroughKubectl(t *testing.T) {
 	}
 	kubectl(t, "-n", ns, "rollout", "restart", "daemonset/agent")
 	kubectl(t, "-n", ns, "rollout", "status", "daemonset/agent", "--timeout=60s")
-	eventually(t, "every pod restarted", func() (bool, error) {
+	harness.Eventually(t, "every pod restarted", func() (bool, error) {
 		by := daemonPodsByNode(t, ns, ds.UID)
 		for _, pods := range by {
 			if len(pods) != 1 || before[pods[0].UID] || pods[0].Annotations["kubectl.kubernetes.io/restartedAt"] == "" {
@@ -188,8 +189,8 @@ func TestDaemonSetThroughKubectl(t *testing.T) {
 		[]byte(`{"spec":{"taints":[{"key":"dedicated","effect":"NoExecute"}]}}`), metav1.PatchOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "the pod leaves the NoExecute-tainted node", wantNodes(ns+"-a", ns+"-b"))
-	eventually(t, "desired 2 after the taint", func() (bool, error) {
+	harness.Eventually(t, "the pod leaves the NoExecute-tainted node", wantNodes(ns+"-a", ns+"-b"))
+	harness.Eventually(t, "desired 2 after the taint", func() (bool, error) {
 		cur, err := env.client.AppsV1().DaemonSets(ns).Get(ctx, "agent", metav1.GetOptions{})
 		return err == nil && cur.Status.DesiredNumberScheduled == 2 && cur.Status.NumberMisscheduled == 0, err
 	})

@@ -59,7 +59,7 @@ func complete(d *appsv1.Deployment) bool {
 func waitComplete(t *testing.T, ns string) *appsv1.Deployment {
 	t.Helper()
 	var d *appsv1.Deployment
-	eventually(t, "rollout complete", func() (bool, error) {
+	harness.Eventually(t, "rollout complete", func() (bool, error) {
 		var err error
 		d, err = env.client.AppsV1().Deployments(ns).Get(context.Background(), "web", metav1.GetOptions{})
 		return err == nil && complete(d), err
@@ -183,7 +183,7 @@ func TestDeploymentPauseResume(t *testing.T) {
 	waitComplete(t, ns)
 	kubectl(t, "-n", ns, "rollout", "pause", "deployment/web")
 	kubectl(t, "-n", ns, "set", "image", "deployment/web", "c=img:v2")
-	eventually(t, "paused condition", func() (bool, error) {
+	harness.Eventually(t, "paused condition", func() (bool, error) {
 		d, err := env.client.AppsV1().Deployments(ns).Get(ctx, "web", metav1.GetOptions{})
 		if err != nil {
 			return false, err
@@ -197,7 +197,7 @@ func TestDeploymentPauseResume(t *testing.T) {
 	})
 	// Scaling while paused still works; no new ReplicaSet appears.
 	kubectl(t, "-n", ns, "scale", "deployment/web", "--replicas=3")
-	eventually(t, "scaled while paused", func() (bool, error) {
+	harness.Eventually(t, "scaled while paused", func() (bool, error) {
 		rss := deploymentRSs(t, ns)
 		return len(rss) == 1 && *rss[0].Spec.Replicas == 3, nil
 	})
@@ -269,7 +269,7 @@ func TestDeploymentRecreate(t *testing.T) {
 	kubectl(t, "-n", ns, "set", "image", "deployment/web", "c=img:v2")
 	kubectl(t, "-n", ns, "rollout", "status", "deployment/web", "--timeout=60s")
 	waitComplete(t, ns)
-	eventually(t, "the pod watcher saw the new pods", func() (bool, error) {
+	harness.Eventually(t, "the pod watcher saw the new pods", func() (bool, error) {
 		select {
 		case <-newUp:
 			return true, nil
@@ -295,7 +295,7 @@ func TestDeploymentProgressDeadline(t *testing.T) {
 	if _, err := env.client.AppsV1().Deployments(ns).Create(ctx, d, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "ProgressDeadlineExceeded", func() (bool, error) {
+	harness.Eventually(t, "ProgressDeadlineExceeded", func() (bool, error) {
 		cur, err := env.client.AppsV1().Deployments(ns).Get(ctx, "web", metav1.GetOptions{})
 		if err != nil {
 			return false, err

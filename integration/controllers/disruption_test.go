@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 
+	"berth/integration/harness"
+
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -19,7 +21,7 @@ import (
 func waitBudget(t *testing.T, ns, name, what string, cond func(*policyv1.PodDisruptionBudget) bool) *policyv1.PodDisruptionBudget {
 	t.Helper()
 	var pdb *policyv1.PodDisruptionBudget
-	eventually(t, what, func() (bool, error) {
+	harness.Eventually(t, what, func() (bool, error) {
 		var err error
 		pdb, err = env.client.PolicyV1().PodDisruptionBudgets(ns).Get(context.Background(), name, metav1.GetOptions{})
 		return err == nil && pdb.Status.ObservedGeneration == pdb.Generation && cond(pdb), err
@@ -54,7 +56,7 @@ func TestDisruptionBudgetEviction(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "two ready pods", func() (bool, error) { return len(readyPods(t, ns)) == 2, nil })
+	harness.Eventually(t, "two ready pods", func() (bool, error) { return len(readyPods(t, ns)) == 2, nil })
 
 	kubectl(t, "-n", ns, "create", "poddisruptionbudget", "web", "--selector=app=web", "--min-available=2")
 	pdb := waitBudget(t, ns, "web", "the budget's status", func(p *policyv1.PodDisruptionBudget) bool {
@@ -99,7 +101,7 @@ func TestDisruptionBudgetEviction(t *testing.T) {
 	if err := evict(); err != nil {
 		t.Fatalf("eviction the budget allows: %v", err)
 	}
-	eventually(t, "the evicted pod gone", func() (bool, error) {
+	harness.Eventually(t, "the evicted pod gone", func() (bool, error) {
 		_, err := env.client.CoreV1().Pods(ns).Get(ctx, victim.Name, metav1.GetOptions{})
 		return apierrors.IsNotFound(err), nil
 	})
@@ -133,7 +135,7 @@ func TestEvictionDecrementsBudget(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	eventually(t, "three ready pods", func() (bool, error) { return len(readyPods(t, ns)) == 3, nil })
+	harness.Eventually(t, "three ready pods", func() (bool, error) { return len(readyPods(t, ns)) == 3, nil })
 	minAvailable := intstr.FromInt32(2)
 	pdb := &policyv1.PodDisruptionBudget{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: ns},
 		Spec: policyv1.PodDisruptionBudgetSpec{MinAvailable: &minAvailable, Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}}}}

@@ -15,6 +15,7 @@ import (
 
 	"berth/controlplane/controller/endpointslice"
 	"berth/controlplane/controller/endpointslicemirroring"
+	"berth/integration/harness"
 )
 
 // setPodStatus plays the agent: running with ip, ready or not.
@@ -63,7 +64,7 @@ func sliceState(ns, svc string) (string, error) {
 func waitSlices(t *testing.T, ns, svc, want string) {
 	t.Helper()
 	var got string
-	eventually(t, "endpoint slices "+want, func() (bool, error) {
+	harness.Eventually(t, "endpoint slices "+want, func() (bool, error) {
 		var err error
 		got, err = sliceState(ns, svc)
 		if err != nil {
@@ -99,7 +100,7 @@ func TestEndpointSlices(t *testing.T) {
 	setPodStatus(t, ns, "c", "10.42.0.4", false)
 	waitSlices(t, ns, "web", "10.42.0.2:8080 true/true/false,10.42.0.3:8081 true/true/false,10.42.0.4:8080 false/false/false")
 	// The legacy Endpoints, one subset per resolved port.
-	eventually(t, "endpoints", func() (bool, error) {
+	harness.Eventually(t, "endpoints", func() (bool, error) {
 		ep, err := env.client.CoreV1().Endpoints(ns).Get(ctx, "web", metav1.GetOptions{})
 		if err != nil {
 			return false, err
@@ -133,7 +134,7 @@ func TestEndpointSlices(t *testing.T) {
 	// The slice written for it carries the pod's Ready transition as its
 	// last-change-trigger-time.
 	want := lost.UTC().Format(time.RFC3339Nano)
-	eventually(t, "the slice's last-change-trigger-time "+want, func() (bool, error) {
+	harness.Eventually(t, "the slice's last-change-trigger-time "+want, func() (bool, error) {
 		l, err := env.client.DiscoveryV1().EndpointSlices(ns).List(ctx, metav1.ListOptions{LabelSelector: discoveryv1.LabelServiceName + "=web"})
 		if err != nil {
 			return false, err
@@ -171,7 +172,7 @@ func TestEndpointSlices(t *testing.T) {
 	if err := env.client.CoreV1().Services(ns).Delete(ctx, "web", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "slices deleted", func() (bool, error) {
+	harness.Eventually(t, "slices deleted", func() (bool, error) {
 		l, err := env.client.DiscoveryV1().EndpointSlices(ns).List(ctx, metav1.ListOptions{})
 		return err == nil && len(l.Items) == 0, err
 	})
@@ -214,7 +215,7 @@ func TestEndpointSliceMirroring(t *testing.T) {
 	}
 	wait := func(want string) {
 		t.Helper()
-		eventually(t, "mirrored slices "+want, func() (bool, error) {
+		harness.Eventually(t, "mirrored slices "+want, func() (bool, error) {
 			got, err := mirroredState(ns, "ext")
 			if err != nil {
 				return false, err

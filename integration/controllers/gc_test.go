@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"testing"
 
+	"berth/integration/harness"
+
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -18,7 +20,7 @@ func withDeployment(t *testing.T) string {
 	if _, err := env.client.AppsV1().Deployments(ns).Create(context.Background(), newDeployment(ns, 2, "img:v1"), metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "deployment's pods", func() (bool, error) {
+	harness.Eventually(t, "deployment's pods", func() (bool, error) {
 		return len(activePods(t, ns)) == 2 && len(deploymentRSs(t, ns)) == 1, nil
 	})
 	return ns
@@ -27,7 +29,7 @@ func withDeployment(t *testing.T) string {
 func TestGarbageCollectionBackground(t *testing.T) {
 	ns := withDeployment(t)
 	kubectl(t, "-n", ns, "delete", "deployment", "web") // background by default
-	eventually(t, "replicasets and pods collected", func() (bool, error) {
+	harness.Eventually(t, "replicasets and pods collected", func() (bool, error) {
 		return len(deploymentRSs(t, ns)) == 0 && len(listPods(t, ns)) == 0, nil
 	})
 }
@@ -43,7 +45,7 @@ func deleteOwner(t *testing.T, ns, cascade string) {
 func TestGarbageCollectionOrphan(t *testing.T) {
 	ns := withDeployment(t)
 	deleteOwner(t, ns, "orphan")
-	eventually(t, "deployment gone", func() (bool, error) {
+	harness.Eventually(t, "deployment gone", func() (bool, error) {
 		_, err := env.client.AppsV1().Deployments(ns).Get(context.Background(), "web", metav1.GetOptions{})
 		return apierrors.IsNotFound(err), nil
 	})
@@ -52,7 +54,7 @@ func TestGarbageCollectionOrphan(t *testing.T) {
 		t.Fatalf("replicaset not orphaned: %+v", rss)
 	}
 	// The orphaned ReplicaSet keeps its pods (and stays their controller).
-	eventually(t, "pods kept", func() (bool, error) { return len(activePods(t, ns)) == 2, nil })
+	harness.Eventually(t, "pods kept", func() (bool, error) { return len(activePods(t, ns)) == 2, nil })
 	for _, p := range activePods(t, ns) {
 		if metav1.GetControllerOf(&p) == nil {
 			t.Fatalf("pod %s lost its controller", p.Name)
@@ -65,7 +67,7 @@ func TestGarbageCollectionForeground(t *testing.T) {
 	ns := withDeployment(t)
 	deleteOwner(t, ns, "foreground")
 	// The deployment stays (finalizer) until its ReplicaSet is gone.
-	eventually(t, "foreground deletion completes", func() (bool, error) {
+	harness.Eventually(t, "foreground deletion completes", func() (bool, error) {
 		d, err := env.client.AppsV1().Deployments(ns).Get(ctx, "web", metav1.GetOptions{})
 		if apierrors.IsNotFound(err) {
 			return true, nil
@@ -116,7 +118,7 @@ func TestGarbageCollectionOwnershipCircle(t *testing.T) {
 	if err := pods.Delete(ctx, "pod1", metav1.DeleteOptions{PropagationPolicy: &foreground, Preconditions: metav1.NewUIDPreconditions(string(created[0].UID))}); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "the circle of pods deleted", func() (bool, error) {
+	harness.Eventually(t, "the circle of pods deleted", func() (bool, error) {
 		left := listPods(t, ns)
 		return len(left) == 0, fmt.Errorf("%d pods left", len(left))
 	})
@@ -131,7 +133,7 @@ func TestNamespaceDeletionEmptiesIt(t *testing.T) {
 	if err := env.client.CoreV1().Namespaces().Delete(ctx, ns, metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "namespace gone", func() (bool, error) {
+	harness.Eventually(t, "namespace gone", func() (bool, error) {
 		_, err := env.client.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{})
 		return apierrors.IsNotFound(err), nil
 	})
@@ -146,14 +148,14 @@ func TestNamespaceDeletionEmptiesIt(t *testing.T) {
 func TestDefaultServiceAccount(t *testing.T) {
 	ctx := context.Background()
 	ns := namespace(t)
-	eventually(t, "default serviceaccount", func() (bool, error) {
+	harness.Eventually(t, "default serviceaccount", func() (bool, error) {
 		_, err := env.client.CoreV1().ServiceAccounts(ns).Get(ctx, "default", metav1.GetOptions{})
 		return err == nil, nil
 	})
 	if err := env.client.CoreV1().ServiceAccounts(ns).Delete(ctx, "default", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "default serviceaccount recreated", func() (bool, error) {
+	harness.Eventually(t, "default serviceaccount recreated", func() (bool, error) {
 		sa, err := env.client.CoreV1().ServiceAccounts(ns).Get(ctx, "default", metav1.GetOptions{})
 		return err == nil && sa.DeletionTimestamp == nil, nil
 	})

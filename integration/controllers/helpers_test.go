@@ -1,13 +1,13 @@
 package controllers
 
 import (
-	"berth/integration/harness"
 	"context"
 	"fmt"
 	"os/exec"
 	"strings"
 	"testing"
-	"time"
+
+	"berth/integration/harness"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -29,22 +29,6 @@ func namespace(t *testing.T) string {
 		_ = env.client.CoreV1().Namespaces().Delete(context.Background(), name, metav1.DeleteOptions{})
 	})
 	return name
-}
-
-// eventually polls cond every 50ms until it returns true or 60s pass.
-func eventually(t *testing.T, what string, cond func() (bool, error)) {
-	t.Helper()
-	deadline := time.Now().Add(60 * time.Second)
-	var lastErr error
-	for time.Now().Before(deadline) {
-		ok, err := cond()
-		if ok {
-			return
-		}
-		lastErr = err
-		time.Sleep(50 * time.Millisecond)
-	}
-	t.Fatalf("timed out waiting for %s (last error: %v)", what, lastErr)
 }
 
 func podTemplate(image string) corev1.PodTemplateSpec {
@@ -91,6 +75,20 @@ func makeReady(ctx context.Context, p *corev1.Pod) error {
 // test ends.
 func fakeAgent(t *testing.T, ns string) {
 	t.Helper()
+	onPodEvents(t, ns, func(ctx context.Context, ev watch.Event, p *corev1.Pod) {
+		if (ev.Type != watch.Added && ev.Type != watch.Modified) || p.DeletionTimestamp != nil || p.Status.Phase == corev1.PodRunning {
+			return
+		}
+		if err := makeReady(ctx, p); err != nil && ctx.Err() == nil {
+			t.Errorf("fake agent: %v", err)
+		}
+	})
+}
+
+// onPodEvents calls handle with each event of a watch on ns's pods, from a
+// goroutine, until the test ends; ctx ends with the test.
+func onPodEvents(t *testing.T, ns string, handle func(ctx context.Context, ev watch.Event, p *corev1.Pod)) {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	w, err := env.client.CoreV1().Pods(ns).Watch(ctx, metav1.ListOptions{})
 	if err != nil {
@@ -102,12 +100,8 @@ func fakeAgent(t *testing.T, ns string) {
 	go func() {
 		defer close(done)
 		for ev := range w.ResultChan() {
-			p, ok := ev.Object.(*corev1.Pod)
-			if !ok || (ev.Type != watch.Added && ev.Type != watch.Modified) || p.DeletionTimestamp != nil || p.Status.Phase == corev1.PodRunning {
-				continue
-			}
-			if err := makeReady(ctx, p); err != nil && ctx.Err() == nil {
-				t.Errorf("fake agent: %v", err)
+			if p, ok := ev.Object.(*corev1.Pod); ok {
+				handle(ctx, ev, p)
 			}
 		}
 	}()

@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"berth/integration/harness"
+
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -18,35 +20,23 @@ import (
 // terminates with the exit code exit returns for it (0: Succeeded).
 func finishPods(t *testing.T, ns string, exit func(p *corev1.Pod) int32) {
 	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	w, err := env.client.CoreV1().Pods(ns).Watch(ctx, metav1.ListOptions{})
-	if err != nil {
-		cancel()
-		t.Fatalf("watch pods: %v", err)
-	}
-	done := make(chan struct{})
-	t.Cleanup(func() { cancel(); w.Stop(); <-done })
-	go func() {
-		defer close(done)
-		for ev := range w.ResultChan() {
-			p, ok := ev.Object.(*corev1.Pod)
-			if !ok || ev.Type != watch.Added || p.Status.Phase != "" && p.Status.Phase != corev1.PodPending {
-				continue
-			}
-			code := exit(p)
-			now := metav1.Now()
-			p = p.DeepCopy()
-			p.Status.Phase = corev1.PodSucceeded
-			if code != 0 {
-				p.Status.Phase = corev1.PodFailed
-			}
-			p.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: p.Spec.Containers[0].Name, Image: p.Spec.Containers[0].Image,
-				State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: code, StartedAt: now, FinishedAt: now}}}}
-			if _, err := env.client.CoreV1().Pods(ns).UpdateStatus(ctx, p, metav1.UpdateOptions{}); err != nil && ctx.Err() == nil && !apierrors.IsNotFound(err) {
-				t.Errorf("finish pod %s: %v", p.Name, err)
-			}
+	onPodEvents(t, ns, func(ctx context.Context, ev watch.Event, p *corev1.Pod) {
+		if ev.Type != watch.Added || p.Status.Phase != "" && p.Status.Phase != corev1.PodPending {
+			return
 		}
-	}()
+		code := exit(p)
+		now := metav1.Now()
+		p = p.DeepCopy()
+		p.Status.Phase = corev1.PodSucceeded
+		if code != 0 {
+			p.Status.Phase = corev1.PodFailed
+		}
+		p.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: p.Spec.Containers[0].Name, Image: p.Spec.Containers[0].Image,
+			State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: code, StartedAt: now, FinishedAt: now}}}}
+		if _, err := env.client.CoreV1().Pods(ns).UpdateStatus(ctx, p, metav1.UpdateOptions{}); err != nil && ctx.Err() == nil && !apierrors.IsNotFound(err) {
+			t.Errorf("finish pod %s: %v", p.Name, err)
+		}
+	})
 }
 
 func jobCondition(j *batchv1.Job, ct batchv1.JobConditionType) *batchv1.JobCondition {
@@ -62,7 +52,7 @@ func jobCondition(j *batchv1.Job, ct batchv1.JobConditionType) *batchv1.JobCondi
 func waitJob(t *testing.T, ns, name string, ct batchv1.JobConditionType) *batchv1.Job {
 	t.Helper()
 	var j *batchv1.Job
-	eventually(t, "job "+name+" "+string(ct), func() (bool, error) {
+	harness.Eventually(t, "job "+name+" "+string(ct), func() (bool, error) {
 		var err error
 		j, err = env.client.BatchV1().Jobs(ns).Get(context.Background(), name, metav1.GetOptions{})
 		return err == nil && jobCondition(j, ct) != nil, err
@@ -73,7 +63,7 @@ func waitJob(t *testing.T, ns, name string, ct batchv1.JobConditionType) *batchv
 // noFinalizersLeft waits until no pod of ns holds the tracking finalizer.
 func noFinalizersLeft(t *testing.T, ns string) {
 	t.Helper()
-	eventually(t, "tracking finalizers removed", func() (bool, error) {
+	harness.Eventually(t, "tracking finalizers removed", func() (bool, error) {
 		for _, p := range listPods(t, ns) {
 			if slices.Contains(p.Finalizers, batchv1.JobTrackingFinalizer) {
 				return false, nil
@@ -154,11 +144,11 @@ func TestKubectlCreateJobAndWaitComplete(t *testing.T) {
 	if _, err := env.client.BatchV1().Jobs(ns).Update(context.Background(), j, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "job deleted after its TTL", func() (bool, error) {
+	harness.Eventually(t, "job deleted after its TTL", func() (bool, error) {
 		_, err := env.client.BatchV1().Jobs(ns).Get(context.Background(), "hello", metav1.GetOptions{})
 		return apierrors.IsNotFound(err), nil
 	})
-	eventually(t, "its pods deleted", func() (bool, error) { return len(listPods(t, ns)) == 0, nil })
+	harness.Eventually(t, "its pods deleted", func() (bool, error) { return len(listPods(t, ns)) == 0, nil })
 }
 
 func TestSuspendedJobCreatesNoPodsUntilResumed(t *testing.T) {
@@ -175,8 +165,8 @@ func TestSuspendedJobCreatesNoPodsUntilResumed(t *testing.T) {
 		t.Errorf("suspended: %+v, %d pods", j.Status, len(listPods(t, ns)))
 	}
 	kubectl(t, "patch", "job", "later", "-n", ns, "--type=merge", "-p", `{"spec":{"suspend":false}}`)
-	eventually(t, "pods created on resume", func() (bool, error) { return len(listPods(t, ns)) == 2, nil })
-	eventually(t, "startTime set and Suspended=False on resume", func() (bool, error) {
+	harness.Eventually(t, "pods created on resume", func() (bool, error) { return len(listPods(t, ns)) == 2, nil })
+	harness.Eventually(t, "startTime set and Suspended=False on resume", func() (bool, error) {
 		j, err := env.client.BatchV1().Jobs(ns).Get(context.Background(), "later", metav1.GetOptions{})
 		if err != nil || j.Status.StartTime == nil {
 			return false, err

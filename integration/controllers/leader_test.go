@@ -9,6 +9,7 @@ import (
 
 	"berth/controlplane/controller/manager"
 	"berth/controlplane/controller/serviceaccount"
+	"berth/integration/harness"
 )
 
 // TestLeaderElection runs two managers on one Lease: exactly one leads
@@ -38,10 +39,10 @@ func TestLeaderElection(t *testing.T) {
 		return *l.Spec.HolderIdentity
 	}
 	a, stopA, doneA := start("manager-a")
-	eventually(t, "manager-a leads", func() (bool, error) { return a.Leading() && holder() == "manager-a", nil })
+	harness.Eventually(t, "manager-a leads", func() (bool, error) { return a.Leading() && holder() == "manager-a", nil })
 	b, _, _ := start("manager-b")
 	// b campaigns (it reads the Lease every RetryPeriod) but may not lead.
-	eventually(t, "manager-b observed the lease", func() (bool, error) {
+	harness.Eventually(t, "manager-b observed the lease", func() (bool, error) {
 		l, err := env.client.CoordinationV1().Leases(manager.DefaultLeaseNamespace).Get(ctx, lease, metav1.GetOptions{})
 		return err == nil && l.Spec.LeaseTransitions != nil, err
 	})
@@ -53,7 +54,7 @@ func TestLeaderElection(t *testing.T) {
 		t.Fatalf("manager-a: %v", err)
 	}
 	doneA <- nil // for the cleanup's receive
-	eventually(t, "manager-b takes over", func() (bool, error) { return b.Leading() && holder() == "manager-b", nil })
+	harness.Eventually(t, "manager-b takes over", func() (bool, error) { return b.Leading() && holder() == "manager-b", nil })
 	if a.Leading() {
 		t.Fatal("stopped manager still claims to lead")
 	}

@@ -26,6 +26,7 @@ import (
 	"berth/controlplane/controller/nodeipam"
 	"berth/controlplane/controller/nodelifecycle"
 	"berth/integration/harness"
+	"berth/internal/syncbuf"
 )
 
 // Short timeouts so node failure is seen within seconds.
@@ -71,7 +72,7 @@ func run(m *testing.M) int {
 		fmt.Printf("berth server did not come up: %v\n", err)
 		return 1
 	}
-	managerLog := &harness.SyncBuffer{}
+	managerLog := &syncbuf.Buffer{}
 	ctx, cancel := context.WithCancel(context.Background())
 	mgrDone := make(chan error, 1)
 	mgrClient, mgrDynamic, err := manager.ClientsFor(env.restConfig)

@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"berth/integration/harness"
+
 	appsv1 "k8s.io/api/apps/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -35,7 +37,7 @@ func setNodeReady(t *testing.T, name string) *corev1.Node {
 	t.Helper()
 	ctx := context.Background()
 	var out *corev1.Node
-	eventually(t, "node status written", func() (bool, error) {
+	harness.Eventually(t, "node status written", func() (bool, error) {
 		n, err := env.client.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
 		if err != nil {
 			return false, err
@@ -55,7 +57,7 @@ func TestNodeIPAM(t *testing.T) {
 	for i := range 4 {
 		name := fmt.Sprintf("ipam-%d", i)
 		createNode(t, name, false)
-		eventually(t, "pod CIDR of "+name, func() (bool, error) {
+		harness.Eventually(t, "pod CIDR of "+name, func() (bool, error) {
 			n, err := env.client.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
 			if err != nil || n.Spec.PodCIDR == "" {
 				return false, err
@@ -81,7 +83,7 @@ func TestNodeIPAM(t *testing.T) {
 	}
 	// The range is full: a fifth node gets none (and an event says so).
 	createNode(t, "ipam-4", false)
-	eventually(t, "CIDRNotAvailable event for ipam-4", func() (bool, error) {
+	harness.Eventually(t, "CIDRNotAvailable event for ipam-4", func() (bool, error) {
 		evs, err := env.client.CoreV1().Events("").List(ctx, metav1.ListOptions{FieldSelector: fields.OneTermEqualSelector("involvedObject.name", "ipam-4").String()})
 		if err != nil {
 			return false, err
@@ -100,14 +102,14 @@ func TestNodeIPAM(t *testing.T) {
 	if err := env.client.CoreV1().Nodes().Delete(ctx, "ipam-2", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "ipam-4 gets ipam-2's subnet", func() (bool, error) {
+	harness.Eventually(t, "ipam-4 gets ipam-2's subnet", func() (bool, error) {
 		n, err := env.client.CoreV1().Nodes().Get(ctx, "ipam-4", metav1.GetOptions{})
 		return err == nil && n.Spec.PodCIDR == cidrs["ipam-2"], err
 	})
 	for i := range 5 {
 		_ = env.client.CoreV1().Nodes().Delete(ctx, fmt.Sprintf("ipam-%d", i), metav1.DeleteOptions{})
 	}
-	eventually(t, "ipam nodes gone", func() (bool, error) {
+	harness.Eventually(t, "ipam nodes gone", func() (bool, error) {
 		l, err := env.client.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
 		return err == nil && len(l.Items) == 0, err
 	})
@@ -199,7 +201,7 @@ func TestNodeFailureEvictsAndReplaces(t *testing.T) {
 	if _, err := env.client.AppsV1().ReplicaSets(ns).Create(ctx, rs, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "2 pods", func() (bool, error) { return len(activePods(t, ns)) == 2, nil })
+	harness.Eventually(t, "2 pods", func() (bool, error) { return len(activePods(t, ns)) == 2, nil })
 	first := map[string]bool{}
 	for _, p := range activePods(t, ns) {
 		bind(t, &p, "life-1")
@@ -217,7 +219,7 @@ func TestNodeFailureEvictsAndReplaces(t *testing.T) {
 		}
 	}
 	hb.Stop()
-	eventually(t, "node Ready=Unknown with unreachable taints", func() (bool, error) {
+	harness.Eventually(t, "node Ready=Unknown with unreachable taints", func() (bool, error) {
 		n, err := env.client.CoreV1().Nodes().Get(ctx, "life-1", metav1.GetOptions{})
 		if err != nil {
 			return false, err
@@ -234,7 +236,7 @@ func TestNodeFailureEvictsAndReplaces(t *testing.T) {
 	if since := time.Since(hb.last); since < testGracePeriod {
 		t.Fatalf("node marked unknown %v after its last renewal, before the %v grace period", since, testGracePeriod)
 	}
-	eventually(t, "tolerating pods evicted and replaced", func() (bool, error) {
+	harness.Eventually(t, "tolerating pods evicted and replaced", func() (bool, error) {
 		active := activePods(t, ns)
 		replaced := 0
 		for _, p := range active {
@@ -260,7 +262,7 @@ func TestNodeFailureEvictsAndReplaces(t *testing.T) {
 	hb = startHeartbeat(t, "life-1")
 	defer hb.Stop()
 	setNodeReady(t, "life-1")
-	eventually(t, "taints removed", func() (bool, error) {
+	harness.Eventually(t, "taints removed", func() (bool, error) {
 		n, err := env.client.CoreV1().Nodes().Get(ctx, "life-1", metav1.GetOptions{})
 		return err == nil && !hasTaint(n, corev1.TaintNodeUnreachable, corev1.TaintEffectNoExecute) && !hasTaint(n, corev1.TaintNodeUnreachable, corev1.TaintEffectNoSchedule), err
 	})

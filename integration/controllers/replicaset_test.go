@@ -4,6 +4,8 @@ import (
 	"context"
 	"testing"
 
+	"berth/integration/harness"
+
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -28,7 +30,7 @@ func TestReplicaSetCreatesAdoptsAndReports(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "3 pods controlled by the replicaset, the orphan adopted", func() (bool, error) {
+	harness.Eventually(t, "3 pods controlled by the replicaset, the orphan adopted", func() (bool, error) {
 		pods := activePods(t, ns)
 		owned := 0
 		for _, p := range pods {
@@ -44,7 +46,7 @@ func TestReplicaSetCreatesAdoptsAndReports(t *testing.T) {
 		}
 		return len(pods) == 3 && owned == 3 && adopted, nil
 	})
-	eventually(t, "status replicas 3, ready 0", func() (bool, error) {
+	harness.Eventually(t, "status replicas 3, ready 0", func() (bool, error) {
 		cur := getRS(t, ns, "web")
 		return cur.Status.Replicas == 3 && cur.Status.ReadyReplicas == 0 && cur.Status.FullyLabeledReplicas == 3 && cur.Status.ObservedGeneration == cur.Generation, nil
 	})
@@ -59,7 +61,7 @@ func TestReplicaSetCreatesAdoptsAndReports(t *testing.T) {
 		}
 		keep[p.UID] = true
 	}
-	eventually(t, "ready and available 2", func() (bool, error) {
+	harness.Eventually(t, "ready and available 2", func() (bool, error) {
 		cur := getRS(t, ns, "web")
 		return cur.Status.ReadyReplicas == 2 && cur.Status.AvailableReplicas == 2, nil
 	})
@@ -68,7 +70,7 @@ func TestReplicaSetCreatesAdoptsAndReports(t *testing.T) {
 	if _, err := env.client.AppsV1().ReplicaSets(ns).Update(ctx, cur, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "the not-ready pod deleted on scale-down", func() (bool, error) {
+	harness.Eventually(t, "the not-ready pod deleted on scale-down", func() (bool, error) {
 		pods := activePods(t, ns)
 		if len(pods) != 2 {
 			return false, nil
@@ -87,7 +89,7 @@ func TestReplicaSetCreatesAdoptsAndReports(t *testing.T) {
 	if _, err := env.client.CoreV1().Pods(ns).Update(ctx, &victim, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "relabelled pod released and replaced", func() (bool, error) {
+	harness.Eventually(t, "relabelled pod released and replaced", func() (bool, error) {
 		p, err := env.client.CoreV1().Pods(ns).Get(ctx, victim.Name, metav1.GetOptions{})
 		if err != nil {
 			return false, err

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 
+	"berth/integration/harness"
+
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
@@ -54,7 +56,7 @@ func TestReplicationControllerThroughKubectl(t *testing.T) {
 		}
 		return out
 	}
-	eventually(t, "3 ready pods controlled by the replication controller", func() (bool, error) {
+	harness.Eventually(t, "3 ready pods controlled by the replication controller", func() (bool, error) {
 		cur, err := env.client.CoreV1().ReplicationControllers(ns).Get(ctx, "web", metav1.GetOptions{})
 		if err != nil {
 			return false, err
@@ -73,7 +75,7 @@ func TestReplicationControllerThroughKubectl(t *testing.T) {
 	}
 
 	kubectl(t, "-n", ns, "scale", "rc/web", "--replicas=1")
-	eventually(t, "scaled down to one pod", func() (bool, error) {
+	harness.Eventually(t, "scaled down to one pod", func() (bool, error) {
 		cur, err := env.client.CoreV1().ReplicationControllers(ns).Get(ctx, "web", metav1.GetOptions{})
 		if err != nil {
 			return false, err
@@ -94,7 +96,7 @@ func TestReplicationControllerThroughKubectl(t *testing.T) {
 	if err := env.client.CoreV1().ReplicationControllers(ns).Delete(ctx, "web", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "the pod orphaned, not deleted", func() (bool, error) {
+	harness.Eventually(t, "the pod orphaned, not deleted", func() (bool, error) {
 		p, err := env.client.CoreV1().Pods(ns).Get(ctx, survivor.Name, metav1.GetOptions{})
 		if err != nil {
 			return false, err
@@ -109,7 +111,7 @@ func TestReplicationControllerThroughKubectl(t *testing.T) {
 	if rc, err = env.client.CoreV1().ReplicationControllers(ns).Get(ctx, "web", metav1.GetOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "the orphan adopted among 3 pods", func() (bool, error) {
+	harness.Eventually(t, "the orphan adopted among 3 pods", func() (bool, error) {
 		owned := ownedPods()
 		adopted := false
 		for _, p := range owned {
@@ -118,7 +120,7 @@ func TestReplicationControllerThroughKubectl(t *testing.T) {
 		return len(owned) == 3 && adopted, nil
 	})
 	kubectl(t, "-n", ns, "delete", "rc/web")
-	eventually(t, "the pods deleted with the replication controller", func() (bool, error) {
+	harness.Eventually(t, "the pods deleted with the replication controller", func() (bool, error) {
 		return len(activePods(t, ns)) == 0, nil
 	})
 }

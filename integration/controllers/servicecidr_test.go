@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 
 	"berth/controlplane/controller/servicecidr"
+	"berth/integration/harness"
 )
 
 // TestServiceCIDRsAndIPAddresses: the server's service range is the Ready
@@ -27,7 +28,7 @@ func TestServiceCIDRsAndIPAddresses(t *testing.T) {
 	ips := env.client.NetworkingV1().IPAddresses()
 	svcs := env.client.CoreV1().Services(ns)
 
-	eventually(t, "the default ServiceCIDR ready with its finalizer", func() (bool, error) {
+	harness.Eventually(t, "the default ServiceCIDR ready with its finalizer", func() (bool, error) {
 		sc, err := cidrs.Get(ctx, "kubernetes", metav1.GetOptions{})
 		if err != nil {
 			return false, err
@@ -72,7 +73,7 @@ func TestServiceCIDRsAndIPAddresses(t *testing.T) {
 		Spec: networkingv1.ServiceCIDRSpec{CIDRs: []string{"10.250.0.0/24"}}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "the extra ServiceCIDR ready", func() (bool, error) {
+	harness.Eventually(t, "the extra ServiceCIDR ready", func() (bool, error) {
 		sc, err := cidrs.Get(ctx, "extra", metav1.GetOptions{})
 		return err == nil && meta.IsStatusConditionTrue(sc.Status.Conditions, networkingv1.ServiceCIDRConditionReady) && len(sc.Finalizers) == 1, err
 	})
@@ -92,7 +93,7 @@ func TestServiceCIDRsAndIPAddresses(t *testing.T) {
 	if err := cidrs.Delete(ctx, "extra", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "the extra ServiceCIDR terminating", func() (bool, error) {
+	harness.Eventually(t, "the extra ServiceCIDR terminating", func() (bool, error) {
 		sc, err := cidrs.Get(ctx, "extra", metav1.GetOptions{})
 		if err != nil {
 			return false, err
@@ -106,7 +107,7 @@ func TestServiceCIDRsAndIPAddresses(t *testing.T) {
 	if err := svcs.Delete(ctx, extra.Name, metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "the extra ServiceCIDR gone once unused", func() (bool, error) {
+	harness.Eventually(t, "the extra ServiceCIDR gone once unused", func() (bool, error) {
 		_, err := cidrs.Get(ctx, "extra", metav1.GetOptions{})
 		return apierrors.IsNotFound(err), err
 	})

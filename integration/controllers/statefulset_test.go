@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 
+	"berth/integration/harness"
+
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -81,7 +83,7 @@ func TestStatefulSetThroughKubectl(t *testing.T) {
 	// Ordered start: each pod appears only after its predecessor is ready.
 	for i, name := range []string{"web-0", "web-1", "web-2"} {
 		var p *corev1.Pod
-		eventually(t, name+" created", func() (bool, error) { p = stsPod(t, ns, name); return p != nil, nil })
+		harness.Eventually(t, name+" created", func() (bool, error) { p = stsPod(t, ns, name); return p != nil, nil })
 		if i < 2 {
 			if next := stsPod(t, ns, []string{"web-1", "web-2"}[i]); next != nil {
 				t.Fatalf("%s exists before %s is ready", next.Name, name)
@@ -144,7 +146,7 @@ func TestStatefulSetThroughKubectl(t *testing.T) {
 	kubectl(t, "-n", ns, "annotate", "statefulset/web", "kubernetes.io/change-cause=upgrade to v2")
 	kubectl(t, "-n", ns, "set", "image", "statefulset/web", "c=img:v2")
 	want := map[string]string{"web-0": "img:v1", "web-1": "img:v1", "web-2": "img:v2"}
-	eventually(t, "web-2 updated, web-0 and web-1 held by the partition", func() (bool, error) {
+	harness.Eventually(t, "web-2 updated, web-0 and web-1 held by the partition", func() (bool, error) {
 		set, err := env.client.AppsV1().StatefulSets(ns).Get(ctx, "web", metav1.GetOptions{})
 		if err != nil {
 			return false, err
@@ -156,7 +158,7 @@ func TestStatefulSetThroughKubectl(t *testing.T) {
 	kubectl(t, "-n", ns, "patch", "statefulset/web", "-p", `{"spec":{"updateStrategy":{"rollingUpdate":{"partition":0}}}}`)
 	kubectl(t, "-n", ns, "rollout", "status", "statefulset/web", "--timeout=60s")
 	want = map[string]string{"web-0": "img:v2", "web-1": "img:v2", "web-2": "img:v2"}
-	eventually(t, "every pod at img:v2 and the update revision current", func() (bool, error) {
+	harness.Eventually(t, "every pod at img:v2 and the update revision current", func() (bool, error) {
 		set, err := env.client.AppsV1().StatefulSets(ns).Get(ctx, "web", metav1.GetOptions{})
 		if err != nil {
 			return false, err
@@ -170,7 +172,7 @@ func TestStatefulSetThroughKubectl(t *testing.T) {
 	kubectl(t, "-n", ns, "rollout", "undo", "statefulset/web")
 	kubectl(t, "-n", ns, "rollout", "status", "statefulset/web", "--timeout=60s")
 	want = map[string]string{"web-0": "img:v1", "web-1": "img:v1", "web-2": "img:v1"}
-	eventually(t, "rolled back to img:v1", func() (bool, error) { return mapsEqual(stsImages(t, ns), want), nil })
+	harness.Eventually(t, "rolled back to img:v1", func() (bool, error) { return mapsEqual(stsImages(t, ns), want), nil })
 	revs, err := env.client.AppsV1().ControllerRevisions(ns).List(ctx, metav1.ListOptions{})
 	if err != nil || len(revs.Items) != 2 {
 		t.Fatalf("controller revisions %d (%v)", len(revs.Items), err)
@@ -210,7 +212,7 @@ func TestStatefulSetClaimRetention(t *testing.T) {
 		t.Fatalf("claim owners %+v, want the stateful set as controller", c.OwnerReferences)
 	}
 	kubectl(t, "-n", ns, "scale", "statefulset/web", "--replicas=1")
-	eventually(t, "the claims of the scaled-down pods owned by their pods", func() (bool, error) {
+	harness.Eventually(t, "the claims of the scaled-down pods owned by their pods", func() (bool, error) {
 		for _, name := range []string{"data-web-1", "data-web-2"} {
 			c, err := env.client.CoreV1().PersistentVolumeClaims(ns).Get(ctx, name, metav1.GetOptions{})
 			if apierrors.IsNotFound(err) {

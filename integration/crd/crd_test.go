@@ -2,16 +2,9 @@ package crd_test
 
 import (
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
-	"crypto/x509"
-	"crypto/x509/pkix"
 	"encoding/json"
-	"encoding/pem"
-	"math/big"
-	"net"
+	"fmt"
 	"net/http"
 	"strings"
 	"sync/atomic"
@@ -31,6 +24,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"berth/integration/harness"
+	"berth/internal/testpki"
 )
 
 var (
@@ -98,24 +92,7 @@ func widgetCRD(url string, caBundle []byte) *apiextensionsv1.CustomResourceDefin
 // URL, the CA bundle and the number of reviews answered.
 func conversionWebhook(t *testing.T) (string, []byte, *atomic.Int64) {
 	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "widget-converter"},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
-		IPAddresses: []net.IP{net.ParseIP("127.0.0.1")}, IsCA: true, BasicConstraintsValid: true,
-		KeyUsage: x509.KeyUsageDigitalSignature | x509.KeyUsageCertSign, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	certPEM := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})
-	keyDER, _ := x509.MarshalECPrivateKey(key)
-	cert, err := tls.X509KeyPair(certPEM, pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER}))
-	if err != nil {
-		t.Fatal(err)
-	}
+	ca := testpki.NewCA(t, "widget-converter-ca")
 	var calls atomic.Int64
 	mux := http.NewServeMux()
 	mux.HandleFunc("/convert", func(w http.ResponseWriter, r *http.Request) {
@@ -148,14 +125,8 @@ func conversionWebhook(t *testing.T) (string, []byte, *atomic.Int64) {
 		w.Header().Set("Content-Type", "application/json")
 		_ = json.NewEncoder(w).Encode(review)
 	})
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := &http.Server{Handler: mux, TLSConfig: &tls.Config{Certificates: []tls.Certificate{cert}}}
-	go func() { _ = srv.ServeTLS(ln, "", "") }()
-	t.Cleanup(func() { srv.Close() })
-	return "https://" + ln.Addr().String() + "/convert", certPEM, &calls
+	port := testpki.ServeTLS(t, mux, &tls.Config{Certificates: []tls.Certificate{ca.Serving(t, "127.0.0.1")}})
+	return fmt.Sprintf("https://127.0.0.1:%d/convert", port), ca.CertPEM, &calls
 }
 
 func TestWidgetCRD(t *testing.T) {

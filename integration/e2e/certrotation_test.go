@@ -2,16 +2,11 @@ package e2e
 
 import (
 	"context"
-	"crypto"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/pem"
 	"fmt"
-	"math/big"
 	"net"
 	"os"
 	"path/filepath"
@@ -22,11 +17,11 @@ import (
 	certificatesv1 "k8s.io/api/certificates/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	certutil "k8s.io/client-go/util/cert"
-	"k8s.io/client-go/util/keyutil"
 
 	"berth/agent/bootstrap"
 	"berth/integration/harness"
 	"berth/integration/nodeenv"
+	"berth/internal/testpki"
 )
 
 // TestNodeCertificatesAreRenewedBeforeExpiry starts an agent whose client
@@ -137,7 +132,7 @@ func issueNodeCert(t *testing.T, dataDir, base, node string, serving bool, notBe
 		tmpl.ExtKeyUsage = []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}
 		tmpl.DNSNames, tmpl.IPAddresses = []string{node}, []net.IP{net.ParseIP("127.0.0.1")}
 	}
-	certPEM, keyPEM := signByClusterCA(t, dataDir, tmpl)
+	certPEM, keyPEM := testpki.LoadCA(t, dataDir).Sign(t, tmpl)
 	if err := os.MkdirAll(filepath.Dir(base), 0o700); err != nil {
 		t.Fatal(err)
 	}
@@ -153,35 +148,4 @@ func issueNodeCert(t *testing.T, dataDir, base, node string, serving bool, notBe
 		t.Fatal(err)
 	}
 	return cert
-}
-
-// signByClusterCA issues tmpl (a serial number is filled in) for a new key
-// with the cluster CA in dataDir: the certificate and key in PEM.
-func signByClusterCA(t *testing.T, dataDir string, tmpl *x509.Certificate) (certPEM, keyPEM []byte) {
-	t.Helper()
-	cas, err := certutil.CertsFromFile(filepath.Join(dataDir, "ca.crt"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	caKey, err := keyutil.PrivateKeyFromFile(filepath.Join(dataDir, "ca.key"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if tmpl.SerialNumber, err = rand.Int(rand.Reader, new(big.Int).Lsh(big.NewInt(1), 127)); err != nil {
-		t.Fatal(err)
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, cas[0], key.Public(), caKey.(crypto.Signer))
-	if err != nil {
-		t.Fatal(err)
-	}
-	keyDER, err := x509.MarshalECPrivateKey(key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}),
-		pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER})
 }

@@ -96,11 +96,7 @@ spec:
 	t.Run("applied pod is scheduled and Running with an IP from the podCIDR", func(t *testing.T) {
 		c.MustKubectl(t, fmt.Sprintf(manifest, c.Env.BusyboxImage), "apply", "-f", "-")
 		var pod *v1.Pod
-		harness.WaitFor(t, 90*time.Second, "pod web Running", func() (bool, string) {
-			p, err := c.Client.CoreV1().Pods("default").Get(ctx, "web", metav1.GetOptions{})
-			if err != nil {
-				return false, err.Error()
-			}
+		c.WaitPod(t, "web", 90*time.Second, "pod web Running", func(p *v1.Pod) (bool, string) {
 			pod = p
 			return p.Status.Phase == v1.PodRunning && p.Status.PodIP != "", fmt.Sprintf("node=%q phase=%s status=%+v", p.Spec.NodeName, p.Status.Phase, p.Status.ContainerStatuses)
 		})
@@ -204,20 +200,12 @@ spec:
 		c.MustKubectl(t, fmt.Sprintf(pullPod, "pull-right", "regcred-right", c.Env.AuthBusyboxImage)+"---\n"+
 			fmt.Sprintf(pullPod, "pull-wrong", "regcred-wrong", c.Env.AuthBusyboxImage)+"---\n"+
 			fmt.Sprintf(pullPod, "pull-missing", "regcred-absent", c.Env.AuthBusyboxImage), "apply", "-f", "-")
-		harness.WaitFor(t, 90*time.Second, "pull-right Running", func() (bool, string) {
-			p, err := c.Client.CoreV1().Pods("default").Get(ctx, "pull-right", metav1.GetOptions{})
-			if err != nil {
-				return false, err.Error()
-			}
+		c.WaitPod(t, "pull-right", 90*time.Second, "pull-right Running", func(p *v1.Pod) (bool, string) {
 			return p.Status.Phase == v1.PodRunning, fmt.Sprintf("%s %+v", p.Status.Phase, p.Status.ContainerStatuses)
 		})
 		for _, name := range []string{"pull-wrong", "pull-missing"} {
 			seen := map[string]bool{}
-			harness.WaitFor(t, 90*time.Second, name+" ErrImagePull or ImagePullBackOff", func() (bool, string) {
-				p, err := c.Client.CoreV1().Pods("default").Get(ctx, name, metav1.GetOptions{})
-				if err != nil {
-					return false, err.Error()
-				}
+			c.WaitPod(t, name, 90*time.Second, name+" ErrImagePull or ImagePullBackOff", func(p *v1.Pod) (bool, string) {
 				for _, cs := range p.Status.ContainerStatuses {
 					if w := cs.State.Waiting; w != nil {
 						seen[w.Reason] = true
@@ -298,11 +286,7 @@ spec:
 			t.Fatal(err)
 		}
 		name := "static-web-" + c.Node
-		harness.WaitFor(t, 60*time.Second, "mirror pod Running", func() (bool, string) {
-			p, err := c.Client.CoreV1().Pods("default").Get(ctx, name, metav1.GetOptions{})
-			if err != nil {
-				return false, err.Error()
-			}
+		c.WaitPod(t, name, 60*time.Second, "mirror pod Running", func(p *v1.Pod) (bool, string) {
 			_, mirror := p.Annotations["kubernetes.io/config.mirror"]
 			return mirror && p.Spec.NodeName == c.Node && p.Status.Phase == v1.PodRunning, fmt.Sprintf("annotations=%v phase=%s", p.Annotations, p.Status.Phase)
 		})
@@ -335,11 +319,7 @@ spec:
 		}()
 		ready := func(status v1.ConditionStatus, reason string) {
 			t.Helper()
-			harness.WaitFor(t, 60*time.Second, fmt.Sprintf("Ready %s %s", status, reason), func() (bool, string) {
-				p, err := c.Client.CoreV1().Pods("default").Get(ctx, "gated", metav1.GetOptions{})
-				if err != nil {
-					return false, err.Error()
-				}
+			c.WaitPod(t, "gated", 60*time.Second, fmt.Sprintf("Ready %s %s", status, reason), func(p *v1.Pod) (bool, string) {
 				for _, cond := range p.Status.Conditions {
 					if cond.Type == v1.PodReady {
 						return p.Status.Phase == v1.PodRunning && cond.Status == status && cond.Reason == reason, fmt.Sprintf("%s %+v", p.Status.Phase, cond)

@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
-	"crypto/x509/pkix"
 	"fmt"
 	"io"
 	"net/http"
@@ -21,6 +20,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"berth/integration/harness"
+	"berth/internal/testpki"
 )
 
 // TestAgentAPIAuthorization: the agent's API (port 10250's) authenticates
@@ -108,15 +108,7 @@ spec:
 		return pair
 	}
 	userCert := func(cn string, orgs ...string) tls.Certificate {
-		certPEM, keyPEM := signByClusterCA(t, c.DataDir, &x509.Certificate{
-			Subject: pkix.Name{CommonName: cn, Organization: orgs}, NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
-			KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
-		})
-		pair, err := tls.X509KeyPair(certPEM, keyPEM)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return pair
+		return testpki.LoadCA(t, c.DataDir).Client(t, cn, orgs...)
 	}
 	base := "https://127.0.0.1:" + strconv.Itoa(c.KubeletPort)
 	get := func(client *http.Client, bearer, path string) (int, string) {

@@ -1,8 +1,6 @@
 package e2e
 
 import (
-	"berth/integration/harness"
-	"bufio"
 	"context"
 	"fmt"
 	"io"
@@ -13,6 +11,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"berth/integration/harness"
 
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -71,11 +71,7 @@ spec:
 	})
 
 	t.Run("kubectl logs --previous after a crash", func(t *testing.T) {
-		harness.WaitFor(t, 60*time.Second, "crasher restarted", func() (bool, string) {
-			p, err := c.Client.CoreV1().Pods("default").Get(ctx, "crasher", metav1.GetOptions{})
-			if err != nil {
-				return false, err.Error()
-			}
+		c.WaitPod(t, "crasher", 60*time.Second, "crasher restarted", func(p *v1.Pod) (bool, string) {
 			for _, cs := range p.Status.ContainerStatuses {
 				if cs.RestartCount >= 1 && cs.LastTerminationState.Terminated != nil {
 					if code := cs.LastTerminationState.Terminated.ExitCode; code != 1 {
@@ -91,11 +87,7 @@ spec:
 			t.Fatalf("kubectl logs --previous = %q, want crashed-with-exit-1", out)
 		}
 		// The crash loop's back-off is recorded as the kubelet records it.
-		harness.WaitFor(t, 60*time.Second, "the crasher's BackOff event", func() (bool, string) {
-			p, err := c.Client.CoreV1().Pods("default").Get(ctx, "crasher", metav1.GetOptions{})
-			if err != nil {
-				return false, err.Error()
-			}
+		c.WaitPod(t, "crasher", 60*time.Second, "the crasher's BackOff event", func(p *v1.Pod) (bool, string) {
 			want := fmt.Sprintf("Back-off restarting failed container main in pod crasher_default(%s)", p.UID)
 			evs, err := c.Client.CoreV1().Events("default").List(ctx, metav1.ListOptions{})
 			if err != nil {
@@ -117,20 +109,7 @@ spec:
 
 	t.Run("kubectl logs -f streams a line written after it started", func(t *testing.T) {
 		waitPodRunning(t, c, "follower")
-		fctx, cancel := context.WithTimeout(ctx, 60*time.Second)
-		defer cancel()
-		cmd := c.KubectlCommand(fctx, "logs", "-f", "follower")
-		stderr := &harness.SyncBuffer{}
-		cmd.Stderr = stderr
-		stdout, err := cmd.StdoutPipe()
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		defer func() { cancel(); _ = cmd.Wait() }()
-		lines := bufio.NewScanner(stdout)
+		lines, stderr := c.StreamKubectl(t, 60*time.Second, "logs", "-f", "follower")
 		if !lines.Scan() || lines.Text() != "follow-start" {
 			t.Fatalf("first followed line %q (%v), want follow-start; stderr: %s", lines.Text(), lines.Err(), stderr.String())
 		}
@@ -144,21 +123,8 @@ spec:
 
 	t.Run("kubectl port-forward to a busybox httpd", func(t *testing.T) {
 		waitPodRunning(t, c, "httpd")
-		fctx, cancel := context.WithTimeout(ctx, 60*time.Second)
-		defer cancel()
-		cmd := c.KubectlCommand(fctx, "port-forward", "--address", "127.0.0.1", "pod/httpd", ":8080")
-		stderr := &harness.SyncBuffer{}
-		cmd.Stderr = stderr
-		stdout, err := cmd.StdoutPipe()
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		defer func() { cancel(); _ = cmd.Wait() }()
+		lines, stderr := c.StreamKubectl(t, 60*time.Second, "port-forward", "--address", "127.0.0.1", "pod/httpd", ":8080")
 		forwarding := regexp.MustCompile(`^Forwarding from 127\.0\.0\.1:(\d+) -> 8080`)
-		lines := bufio.NewScanner(stdout)
 		var port string
 		for port == "" && lines.Scan() {
 			if m := forwarding.FindStringSubmatch(lines.Text()); m != nil {
@@ -168,7 +134,10 @@ spec:
 		if port == "" {
 			t.Fatalf("kubectl port-forward printed no forwarding line (%v); stderr: %s", lines.Err(), stderr.String())
 		}
-		go func() { _, _ = io.Copy(io.Discard, stdout) }()
+		go func() {
+			for lines.Scan() { // drain what kubectl prints per connection
+			}
+		}()
 		httpc := &http.Client{Timeout: 10 * time.Second}
 		harness.WaitFor(t, 30*time.Second, "GET through the forwarded port", func() (bool, string) {
 			resp, err := httpc.Get("http://127.0.0.1:" + port + "/index.html")
@@ -232,35 +201,17 @@ spec:
 	})
 }
 
-// waitNodeReady waits until the cluster's Node has its Ready condition at
-// status and returns that condition.
+// waitNodeReady waits up to 60 s until the cluster's Node has its Ready
+// condition at status and returns that condition.
 func waitNodeReady(t *testing.T, c *harness.Cluster, status v1.ConditionStatus) v1.NodeCondition {
 	t.Helper()
-	var got v1.NodeCondition
-	harness.WaitFor(t, 60*time.Second, "node Ready="+string(status), func() (bool, string) {
-		n, err := c.Client.CoreV1().Nodes().Get(context.Background(), c.Node, metav1.GetOptions{})
-		if err != nil {
-			return false, err.Error()
-		}
-		for _, cond := range n.Status.Conditions {
-			if cond.Type == v1.NodeReady {
-				got = cond
-				return cond.Status == status, fmt.Sprintf("%s %s: %s", cond.Status, cond.Reason, cond.Message)
-			}
-		}
-		return false, "no Ready condition"
-	})
-	return got
+	return waitReadyCondition(t, c, status, 60*time.Second)
 }
 
 // waitPodRunning waits until pod name in namespace default is Running.
 func waitPodRunning(t *testing.T, c *harness.Cluster, name string) {
 	t.Helper()
-	harness.WaitFor(t, 60*time.Second, "pod "+name+" Running", func() (bool, string) {
-		p, err := c.Client.CoreV1().Pods("default").Get(context.Background(), name, metav1.GetOptions{})
-		if err != nil {
-			return false, err.Error()
-		}
+	c.WaitPod(t, name, 60*time.Second, "pod "+name+" Running", func(p *v1.Pod) (bool, string) {
 		return p.Status.Phase == v1.PodRunning, fmt.Sprintf("%s %+v", p.Status.Phase, p.Status.ContainerStatuses)
 	})
 }

@@ -114,11 +114,7 @@ func TestDiskPressureEvictsTheBestEffortPod(t *testing.T) {
 	})
 
 	var filler *v1.Pod
-	harness.WaitFor(t, 120*time.Second, "the filler to be evicted", func() (bool, string) {
-		p, err := c.Client.CoreV1().Pods("default").Get(ctx, "filler", metav1.GetOptions{})
-		if err != nil {
-			return false, err.Error()
-		}
+	c.WaitPod(t, "filler", 120*time.Second, "the filler to be evicted", func(p *v1.Pod) (bool, string) {
 		filler = p
 		return p.Status.Phase == v1.PodFailed, fmt.Sprintf("%s %s %s", p.Status.Phase, p.Status.Reason, p.Status.Message)
 	})

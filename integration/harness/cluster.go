@@ -1,24 +1,26 @@
 package harness
 
 import (
-	"bytes"
+	"bufio"
 	"context"
 	"net"
 	"net/netip"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
 	"berth/agent/bootstrap"
 	"berth/integration/nodeenv"
+	"berth/internal/syncbuf"
 )
 
 // Cluster is a `berth server` and the agents joined to it.
@@ -186,32 +188,38 @@ func (c *Cluster) Kubeconfig() string { return filepath.Join(c.DataDir, "admin.k
 // Kubectl runs kubectl with the admin kubeconfig: stdout, stderr, the error.
 func (c *Cluster) Kubectl(tb testing.TB, stdin string, args ...string) (string, string, error) {
 	tb.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
-	defer cancel()
-	cmd := c.KubectlCommand(ctx, args...)
-	var out, errOut bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errOut
-	if stdin != "" {
-		cmd.Stdin = strings.NewReader(stdin)
-	}
-	err := cmd.Run()
-	return out.String(), errOut.String(), err
+	return c.kubectlTool().Run(stdin, args...)
 }
 
-// KubectlCommand is a kubectl command with the admin kubeconfig, for the
-// caller to start and stream (kubectl logs -f, port-forward).
-func (c *Cluster) KubectlCommand(ctx context.Context, args ...string) *exec.Cmd {
-	cmd := exec.CommandContext(ctx, c.kubectl, append([]string{"--kubeconfig", c.Kubeconfig()}, args...)...)
-	cmd.Env = append(os.Environ(), "KUBECACHEDIR="+c.cacheDir)
-	return cmd
+// WaitPod polls the pod default/NAME until cond holds for it (a pod not
+// found does not), failing the test after timeout with what and cond's
+// last message; it returns the pod.
+func (c *Cluster) WaitPod(tb testing.TB, name string, timeout time.Duration, what string, cond func(p *corev1.Pod) (bool, string)) *corev1.Pod {
+	tb.Helper()
+	var pod *corev1.Pod
+	WaitFor(tb, timeout, what, func() (bool, string) {
+		p, err := c.Client.CoreV1().Pods("default").Get(context.Background(), name, metav1.GetOptions{})
+		if err != nil {
+			return false, err.Error()
+		}
+		pod = p
+		return cond(p)
+	})
+	return pod
+}
+
+// StreamKubectl is Kubectl.Stream with the admin kubeconfig.
+func (c *Cluster) StreamKubectl(tb testing.TB, timeout time.Duration, args ...string) (*bufio.Scanner, *syncbuf.Buffer) {
+	tb.Helper()
+	return c.kubectlTool().Stream(tb, timeout, args...)
+}
+
+func (c *Cluster) kubectlTool() Kubectl {
+	return Kubectl{Bin: c.kubectl, Args: []string{"--kubeconfig", c.Kubeconfig()}, Env: []string{"KUBECACHEDIR=" + c.cacheDir}}
 }
 
 // MustKubectl is Kubectl failing the test on error; it returns stdout.
 func (c *Cluster) MustKubectl(tb testing.TB, stdin string, args ...string) string {
 	tb.Helper()
-	out, errOut, err := c.Kubectl(tb, stdin, args...)
-	if err != nil {
-		tb.Fatalf("kubectl %v: %v\nstdout: %s\nstderr: %s", args, err, out, errOut)
-	}
-	return out
+	return c.kubectlTool().MustRun(tb, stdin, args...)
 }

@@ -7,7 +7,9 @@ package harness
 import (
 	"bytes"
 	"fmt"
+	"io"
 	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -26,6 +28,7 @@ import (
 
 	"berth/integration/nodeenv"
 	"berth/internal/prereq"
+	"berth/internal/syncbuf"
 )
 
 // KubectlRelease is the release of upstream kubectl the tests drive
@@ -141,7 +144,7 @@ func RequireKubectl(tb testing.TB) string {
 type Proc struct {
 	name string
 	cmd  *exec.Cmd
-	log  *SyncBuffer
+	log  *syncbuf.Buffer
 	done chan struct{}
 	stop sync.Once
 	// stoppedClean is Stop's result.
@@ -157,7 +160,7 @@ func Launch(name string, args ...string) (*Proc, error) {
 	}
 	cmd := exec.Command(bin, args...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	p := &Proc{name: name, cmd: cmd, log: &SyncBuffer{}, done: make(chan struct{})}
+	p := &Proc{name: name, cmd: cmd, log: &syncbuf.Buffer{}, done: make(chan struct{})}
 	cmd.Stdout, cmd.Stderr = p.log, p.log
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("start %s: %w", name, err)
@@ -275,6 +278,41 @@ func WaitFor(tb testing.TB, timeout time.Duration, what string, cond func() (boo
 	}
 }
 
+// Eventually polls cond every 50 ms until it holds, failing the test after
+// 60 s with cond's last error: for conditions read through the API.
+func Eventually(tb testing.TB, what string, cond func() (bool, error)) {
+	tb.Helper()
+	deadline := time.Now().Add(60 * time.Second)
+	var lastErr error
+	for time.Now().Before(deadline) {
+		ok, err := cond()
+		if ok {
+			return
+		}
+		lastErr = err
+		time.Sleep(50 * time.Millisecond)
+	}
+	tb.Fatalf("timed out waiting for %s (last error: %v)", what, lastErr)
+}
+
+// HTTPGet is the body of GET url (30 s at most); a status other than 200
+// is an error with the status and the body.
+func HTTPGet(url string) (string, error) {
+	resp, err := (&http.Client{Timeout: 30 * time.Second}).Get(url)
+	if err != nil {
+		return "", err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return "", err
+	}
+	if resp.StatusCode != http.StatusOK {
+		return "", fmt.Errorf("GET %s: %s: %s", url, resp.Status, b)
+	}
+	return string(b), nil
+}
+
 // FreePort is a TCP port on 127.0.0.1 free at the time of the call.
 func FreePort(tb testing.TB) int {
 	tb.Helper()
@@ -284,27 +322,6 @@ func FreePort(tb testing.TB) int {
 	}
 	defer l.Close()
 	return l.Addr().(*net.TCPAddr).Port
-}
-
-// SyncBuffer is a bytes.Buffer safe for concurrent writers and readers,
-// such as a process's stdout and stderr and the test reading them.
-type SyncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-// Write appends p.
-func (b *SyncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-// String is what was written so far.
-func (b *SyncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }
 
 // Server is a `berth server` started for a whole test package (from

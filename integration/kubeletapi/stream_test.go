@@ -3,16 +3,9 @@ package kubeletapi_test
 import (
 	"bytes"
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
-	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
 	"errors"
 	"fmt"
 	"io"
-	"math/big"
 	"net"
 	"net/http"
 	"net/url"
@@ -39,7 +32,9 @@ import (
 
 	"berth/agent/kubeletapi"
 	"berth/cri"
+	"berth/integration/harness"
 	"berth/integration/nodeenv"
+	"berth/internal/testpki"
 )
 
 // node is the API under test with one pod running busybox httpd.
@@ -138,9 +133,9 @@ func startNode(t *testing.T) *node {
 	pod.Status.ContainerStatuses = []v1.ContainerStatus{{Name: "app", ContainerID: "containerd://" + id, State: v1.ContainerState{Running: &v1.ContainerStateRunning{}}}}
 
 	dir := t.TempDir()
-	caCert, caKey, caPEM := newCA(t)
+	ca := testpki.NewCA(t, "test-cluster-ca")
 	caFile := filepath.Join(dir, "ca.crt")
-	if err := os.WriteFile(caFile, caPEM, 0o600); err != nil {
+	if err := os.WriteFile(caFile, ca.CertPEM, 0o600); err != nil {
 		t.Fatal(err)
 	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -186,7 +181,7 @@ func startNode(t *testing.T) *node {
 	if err != nil {
 		t.Fatal(err)
 	}
-	certPEM, keyPEM := clientCert(t, caCert, caKey, "system:kube-apiserver")
+	certPEM, keyPEM := ca.ClientPEM(t, "system:kube-apiserver")
 	return &node{
 		url: "https://" + ln.Addr().String(),
 		restConfig: &rest.Config{
@@ -397,7 +392,7 @@ func TestPortForwardToHTTPD(t *testing.T) {
 			// httpd may still be starting: poll until it answers.
 			deadline := time.Now().Add(30 * time.Second)
 			for {
-				body, err := httpGet(target)
+				body, err := harness.HTTPGet(target)
 				if err == nil {
 					if body != "hello-from-httpd\n" {
 						t.Fatalf("GET through the port-forward = %q", body)
@@ -441,61 +436,4 @@ func mustTransport(t *testing.T, cfg *rest.Config) http.RoundTripper {
 		t.Fatal(err)
 	}
 	return rt
-}
-
-func httpGet(target string) (string, error) {
-	resp, err := (&http.Client{Timeout: 5 * time.Second}).Get(target)
-	if err != nil {
-		return "", err
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	if err != nil {
-		return "", err
-	}
-	if resp.StatusCode != http.StatusOK {
-		return "", fmt.Errorf("status %d: %s", resp.StatusCode, b)
-	}
-	return string(b), nil
-}
-
-func newCA(t *testing.T) (*x509.Certificate, *ecdsa.PrivateKey, []byte) {
-	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "test-cluster-ca"},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
-		IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature,
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, key.Public(), key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cert, _ := x509.ParseCertificate(der)
-	return cert, key, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})
-}
-
-func clientCert(t *testing.T, ca *x509.Certificate, caKey *ecdsa.PrivateKey, user string) (certPEM, keyPEM []byte) {
-	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(time.Now().UnixNano()), Subject: pkix.Name{CommonName: user},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
-		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca, key.Public(), caKey)
-	if err != nil {
-		t.Fatal(err)
-	}
-	kb, err := x509.MarshalECPrivateKey(key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: kb})
 }

@@ -12,6 +12,8 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"berth/integration/harness"
+
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
@@ -21,7 +23,7 @@ var scheduledRE = regexp.MustCompile(`scheduler_schedule_attempts_total\{profile
 // scheduledCount reads the scheduler's count of bound pods from /metrics
 // (-1 while the endpoint is not up).
 func (c *cluster) scheduledCount() int {
-	resp, err := httpGet("http://" + c.metricsAddr + "/metrics")
+	resp, err := harness.HTTPGet("http://" + c.metricsAddr + "/metrics")
 	if err != nil {
 		return -1
 	}

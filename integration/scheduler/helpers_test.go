@@ -4,7 +4,8 @@ import (
 	"context"
 	"fmt"
 	"testing"
-	"time"
+
+	"berth/integration/harness"
 
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
@@ -13,22 +14,6 @@ import (
 )
 
 const ns = "default"
-
-// eventually polls cond every 50ms until it holds or 60s pass.
-func eventually(t testing.TB, what string, cond func() (bool, error)) {
-	t.Helper()
-	deadline := time.Now().Add(60 * time.Second)
-	var lastErr error
-	for time.Now().Before(deadline) {
-		ok, err := cond()
-		if ok {
-			return
-		}
-		lastErr = err
-		time.Sleep(50 * time.Millisecond)
-	}
-	t.Fatalf("timed out waiting for %s (last error: %v)", what, lastErr)
-}
 
 // node is a Node object (no agent) with cpu, memory "8Gi" and pods "110"
 // allocatable unless overridden by extra (name, quantity pairs).
@@ -85,7 +70,7 @@ func (c *cluster) createPod(t *testing.T, p *corev1.Pod) {
 func (c *cluster) waitBound(t *testing.T, name string) string {
 	t.Helper()
 	var nodeName string
-	eventually(t, "pod "+name+" bound", func() (bool, error) {
+	harness.Eventually(t, "pod "+name+" bound", func() (bool, error) {
 		p, err := c.client.CoreV1().Pods(ns).Get(context.Background(), name, metav1.GetOptions{})
 		if err != nil {
 			return false, err
@@ -127,7 +112,7 @@ func (c *cluster) events(t *testing.T, podName, reason string) []eventsv1.Event 
 func (c *cluster) waitFailedScheduling(t *testing.T, podName, msg string) {
 	t.Helper()
 	var seen []string
-	eventually(t, fmt.Sprintf("FailedScheduling %q for %s (seen %q)", msg, podName, seen), func() (bool, error) {
+	harness.Eventually(t, fmt.Sprintf("FailedScheduling %q for %s (seen %q)", msg, podName, seen), func() (bool, error) {
 		seen = seen[:0]
 		for _, e := range c.events(t, podName, "FailedScheduling") {
 			seen = append(seen, e.Note)
@@ -137,7 +122,7 @@ func (c *cluster) waitFailedScheduling(t *testing.T, podName, msg string) {
 		}
 		return false, fmt.Errorf("events seen: %q", seen)
 	})
-	eventually(t, "PodScheduled=False condition on "+podName, func() (bool, error) {
+	harness.Eventually(t, "PodScheduled=False condition on "+podName, func() (bool, error) {
 		p, err := c.client.CoreV1().Pods(ns).Get(context.Background(), podName, metav1.GetOptions{})
 		if err != nil {
 			return false, err

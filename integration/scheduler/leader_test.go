@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"testing"
 
+	"berth/integration/harness"
+
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
@@ -39,7 +41,7 @@ func TestLeaderElection(t *testing.T) {
 	// Which process leads is not known by name; stop the first, and if the
 	// holder did not change, it was the second.
 	stops["first"]()
-	eventually(t, "the Lease released or kept by the live scheduler", func() (bool, error) {
+	harness.Eventually(t, "the Lease released or kept by the live scheduler", func() (bool, error) {
 		h, err := holder()
 		return err == nil && h != "", err
 	})
@@ -50,7 +52,7 @@ func TestLeaderElection(t *testing.T) {
 		stops["second"]()
 		stops["third"] = start("third")
 	}
-	eventually(t, "a new Lease holder", func() (bool, error) {
+	harness.Eventually(t, "a new Lease holder", func() (bool, error) {
 		h, err := holder()
 		return err == nil && h != "" && h != leader, fmt.Errorf("holder %q", h)
 	})

@@ -9,8 +9,6 @@ package scheduler
 import (
 	"context"
 	"fmt"
-	"io"
-	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -90,25 +88,9 @@ func (c *cluster) startScheduler(t testing.TB) {
 // metrics returns the scheduler's /metrics text.
 func (c *cluster) metrics(t testing.TB) string {
 	t.Helper()
-	body, err := httpGet("http://" + c.metricsAddr + "/metrics")
+	body, err := harness.HTTPGet("http://" + c.metricsAddr + "/metrics")
 	if err != nil {
 		t.Fatalf("scrape scheduler metrics: %v", err)
 	}
 	return body
-}
-
-func httpGet(url string) (string, error) {
-	resp, err := http.Get(url)
-	if err != nil {
-		return "", err
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	if err != nil {
-		return "", err
-	}
-	if resp.StatusCode != http.StatusOK {
-		return "", fmt.Errorf("GET %s: %s", url, resp.Status)
-	}
-	return string(b), nil
 }

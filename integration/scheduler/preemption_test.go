@@ -4,6 +4,8 @@ import (
 	"context"
 	"testing"
 
+	"berth/integration/harness"
+
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	schedulingv1 "k8s.io/api/scheduling/v1"
@@ -42,7 +44,7 @@ func TestPreemption(t *testing.T) {
 	c.deletePod(t, "polite")
 
 	c.createPod(t, pod("urgent", "2", withClass("high")))
-	eventually(t, "the victim marked and deleted, the preemptor nominated", func() (bool, error) {
+	harness.Eventually(t, "the victim marked and deleted, the preemptor nominated", func() (bool, error) {
 		v, err := c.client.CoreV1().Pods(ns).Get(ctx, "victim", metav1.GetOptions{})
 		if err != nil {
 			return false, err
@@ -60,7 +62,7 @@ func TestPreemption(t *testing.T) {
 		return marked && v.DeletionTimestamp != nil && u.Status.NominatedNodeName == "full" && u.Spec.NodeName == "", nil
 	})
 	if len(c.events(t, "victim", "Preempted")) == 0 {
-		eventually(t, "Preempted event on the victim", func() (bool, error) { return len(c.events(t, "victim", "Preempted")) > 0, nil })
+		harness.Eventually(t, "Preempted event on the victim", func() (bool, error) { return len(c.events(t, "victim", "Preempted")) > 0, nil })
 	}
 	// No agent runs: finish the victim's termination as one would.
 	c.deletePod(t, "victim")
@@ -108,7 +110,7 @@ func TestPreemption(t *testing.T) {
 			NodeSelectorTerms: []corev1.NodeSelectorTerm{{MatchExpressions: []corev1.NodeSelectorRequirement{{
 				Key: corev1.LabelHostname, Operator: corev1.NodeSelectorOpIn, Values: []string{"a", "b"}}}}}}}}
 	}))
-	eventually(t, "the unguarded pod preempted", func() (bool, error) {
+	harness.Eventually(t, "the unguarded pod preempted", func() (bool, error) {
 		u, err := c.client.CoreV1().Pods(ns).Get(ctx, "urgent2", metav1.GetOptions{})
 		if err != nil {
 			return false, err

@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 
+	"berth/integration/harness"
+
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
@@ -23,7 +25,7 @@ func TestResourcesTaintsAndRetryOnNodeUpdate(t *testing.T) {
 		t.Fatalf("first bound to %s, want big (the only untainted node with 2 cpu free)", got)
 	}
 	var scheduled []string
-	eventually(t, "Scheduled event for first", func() (bool, error) {
+	harness.Eventually(t, "Scheduled event for first", func() (bool, error) {
 		scheduled = scheduled[:0]
 		for _, e := range c.events(t, "first", "Scheduled") {
 			scheduled = append(scheduled, e.Note)

@@ -2,15 +2,8 @@ package serviceaccount
 
 import (
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
-	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
 	"fmt"
 	"maps"
-	"math/big"
 	"os"
 	"path/filepath"
 	"slices"
@@ -27,6 +20,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	"berth/integration/harness"
+	"berth/internal/testpki"
 )
 
 const tokenDir = "/var/run/secrets/kubernetes.io/serviceaccount"
@@ -122,11 +116,7 @@ spec:
 `
 	c.MustKubectl(t, fmt.Sprintf(pod, c.Env.BusyboxImage), "apply", "-f", "-")
 	var reader *v1.Pod
-	harness.WaitFor(t, 120*time.Second, "pod reader Running", func() (bool, string) {
-		p, err := c.Client.CoreV1().Pods("default").Get(ctx, "reader", metav1.GetOptions{})
-		if err != nil {
-			return false, err.Error()
-		}
+	c.WaitPod(t, "reader", 120*time.Second, "pod reader Running", func(p *v1.Pod) (bool, string) {
 		reader = p
 		return p.Status.Phase == v1.PodRunning, fmt.Sprintf("phase %s, conditions %+v, statuses %+v", p.Status.Phase, p.Status.Conditions, p.Status.ContainerStatuses)
 	})
@@ -269,14 +259,9 @@ func tokenKubectl(t *testing.T, c *harness.Cluster, token string, args ...string
 	if err := os.WriteFile(empty, nil, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	cmd := c.KubectlCommand(ctx, append([]string{"--kubeconfig", empty, "--server", "https://" + c.Addr,
-		"--certificate-authority", filepath.Join(c.DataDir, "ca.crt"), "--token", token}, args...)...)
-	var out, errOut strings.Builder
-	cmd.Stdout, cmd.Stderr = &out, &errOut
-	err := cmd.Run()
-	return out.String(), errOut.String(), err
+	return harness.Kubectl{Bin: harness.RequireKubectl(t), Timeout: 60 * time.Second, Env: []string{"KUBECACHEDIR=" + t.TempDir()},
+		Args: []string{"--kubeconfig", empty, "--server", "https://" + c.Addr,
+			"--certificate-authority", filepath.Join(c.DataDir, "ca.crt"), "--token", token}}.Run("", args...)
 }
 
 // tokenClient is a clientset authenticating with a bearer token only.
@@ -294,66 +279,14 @@ func tokenClient(t *testing.T, c *harness.Cluster, token string) kubernetes.Inte
 // (group system:nodes), signed with the cluster CA in the server's data dir.
 func nodeClient(t *testing.T, c *harness.Cluster, name string) kubernetes.Interface {
 	t.Helper()
-	caCert, caKey := loadCA(t, c.DataDir)
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(time.Now().UnixNano()),
-		Subject:      pkix.Name{CommonName: "system:node:" + name, Organization: []string{"system:nodes"}},
-		NotBefore:    time.Now().Add(-time.Minute), NotAfter: time.Now().Add(time.Hour),
-		KeyUsage:    x509.KeyUsageDigitalSignature,
-		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, caCert, &key.PublicKey, caKey)
-	if err != nil {
-		t.Fatal(err)
-	}
-	keyDER, err := x509.MarshalECPrivateKey(key)
-	if err != nil {
-		t.Fatal(err)
-	}
+	certPEM, keyPEM := testpki.LoadCA(t, c.DataDir).ClientPEM(t, "system:node:"+name, "system:nodes")
 	cfg := &rest.Config{Host: c.Config.Host, TLSClientConfig: rest.TLSClientConfig{
 		CAData: c.Config.CAData, CAFile: c.Config.CAFile,
-		CertData: pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}),
-		KeyData:  pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER}),
+		CertData: certPEM, KeyData: keyPEM,
 	}}
 	cs, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
 	return cs
-}
-
-func loadCA(t *testing.T, dir string) (*x509.Certificate, any) {
-	t.Helper()
-	certPEM, err := os.ReadFile(filepath.Join(dir, "ca.crt"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	keyPEM, err := os.ReadFile(filepath.Join(dir, "ca.key"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	cb, _ := pem.Decode(certPEM)
-	kb, _ := pem.Decode(keyPEM)
-	if cb == nil || kb == nil {
-		t.Fatal("ca.crt or ca.key holds no PEM block")
-	}
-	cert, err := x509.ParseCertificate(cb.Bytes)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var key any
-	switch kb.Type {
-	case "EC PRIVATE KEY":
-		key, err = x509.ParseECPrivateKey(kb.Bytes)
-	default:
-		key, err = x509.ParsePKCS8PrivateKey(kb.Bytes)
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	return cert, key
 }

@@ -19,6 +19,7 @@ import (
 	"berth/cri"
 	"berth/integration/harness"
 	"berth/integration/nodeenv"
+	"berth/internal/syncbuf"
 )
 
 // staticPod is a host-network sleeper (no CNI needed, the same on both
@@ -174,7 +175,7 @@ authorization: {mode: AlwaysAllow}
 	}
 	cmd := exec.Command(kubelet, "--config", filepath.Join(kdir, "config.yaml"), "--root-dir", filepath.Join(kdir, "root"),
 		"--cert-dir", filepath.Join(kdir, "pki"), "--hostname-override", "bench-kubelet", "--v", "0")
-	klog := &harness.SyncBuffer{}
+	klog := &syncbuf.Buffer{}
 	cmd.Stdout, cmd.Stderr = klog, klog
 	if err := cmd.Start(); err != nil {
 		b.Fatal(err)

@@ -12,10 +12,10 @@ import (
 	"go.etcd.io/etcd/server/v3/embed"
 )
 
-// startEtcd starts an n-member etcd cluster on loopback in this process,
+// StartEtcd starts an n-member etcd cluster on loopback in this process,
 // its data under dir, and returns the members, their configurations (which
-// restart them) and their client URLs.
-func startEtcd(dir string, n int) ([]*embed.Etcd, []*embed.Config, []string, error) {
+// restart them) and their client URLs; the caller closes the members.
+func StartEtcd(dir string, n int) ([]*embed.Etcd, []*embed.Config, []string, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, nil, nil, err
 	}
@@ -48,7 +48,7 @@ func startEtcd(dir string, n int) ([]*embed.Etcd, []*embed.Config, []string, err
 		cfg.ListenPeerUrls, cfg.AdvertisePeerUrls = []url.URL{peers[i]}, []url.URL{peers[i]}
 		cfg.ListenClientUrls, cfg.AdvertiseClientUrls = []url.URL{clients[i]}, []url.URL{clients[i]}
 		cfg.InitialCluster = strings.Join(initial, ",")
-		cfg.InitialClusterToken = "berth-testbed"
+		cfg.InitialClusterToken = "berth-test"
 		cfg.LogLevel = "error"
 		cfg.LogOutputs = []string{filepath.Join(dir, cfg.Name+".log")}
 		e, err := embed.StartEtcd(cfg)

@@ -214,7 +214,7 @@ func Start(ctx context.Context, opts Options) (bed *Bed, err error) {
 	if err := createBridge(b.Bridge, addrs); err != nil {
 		return nil, err
 	}
-	if b.Etcd, b.etcdCfg, b.EtcdURL, err = startEtcd(filepath.Join(b.Dir, "etcd"), 3); err != nil {
+	if b.Etcd, b.etcdCfg, b.EtcdURL, err = StartEtcd(filepath.Join(b.Dir, "etcd"), 3); err != nil {
 		return nil, err
 	}
 	for i := range opts.Servers {

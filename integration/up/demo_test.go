@@ -54,7 +54,7 @@ func TestDemoRunsEndToEnd(t *testing.T) {
 		"DEMO_DIR="+work,
 		"DEMO_BRIDGE="+bridge,
 		"DEMO_POD_CIDR="+cidr,
-		"DEMO_KUBELET_PORT="+strconv.Itoa(freePort(t)),
+		"DEMO_KUBELET_PORT="+strconv.Itoa(harness.FreePort(t)),
 		"DEMO_TIMEOUT=120s",
 	)
 	out, err := cmd.CombinedOutput()

@@ -62,8 +62,8 @@ func soakSize(small, big int) int {
 func TestIdleAfterMixedWorkload(t *testing.T) {
 	requirePrerequisites(t)
 	bridge, cidr := harness.ClaimSubnet(t, 237, "bidle")
-	opts := upOptions{Listen: "127.0.0.1:" + strconv.Itoa(freePort(t)), Bridge: bridge, PodCIDR: cidr,
-		ServiceCIDR: strings.Replace(cidr, "10.237.", "10.238.", 1), HTTPPort: freePort(t), HTTPSPort: freePort(t)}
+	opts := upOptions{Listen: "127.0.0.1:" + strconv.Itoa(harness.FreePort(t)), Bridge: bridge, PodCIDR: cidr,
+		ServiceCIDR: strings.Replace(cidr, "10.237.", "10.238.", 1), HTTPPort: harness.FreePort(t), HTTPSPort: harness.FreePort(t)}
 	dataDir := shortTempDir(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 25*time.Minute)
 	defer cancel()

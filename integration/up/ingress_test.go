@@ -144,12 +144,12 @@ func TestUpIngress(t *testing.T) {
 	kubectl := harness.RequireKubectl(t)
 	bridge, cidr := harness.ClaimSubnet(t, 229, "bing")
 	serviceCIDR := strings.Replace(cidr, "10.229.", "10.230.", 1)
-	httpPort, httpsPort := freePort(t), freePort(t)
+	httpPort, httpsPort := harness.FreePort(t), harness.FreePort(t)
 	dataDir := shortTempDir(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 
-	up := startUp(t, ctx, dataDir, upOptions{Listen: "127.0.0.1:" + strconv.Itoa(freePort(t)),
+	up := startUp(t, ctx, dataDir, upOptions{Listen: "127.0.0.1:" + strconv.Itoa(harness.FreePort(t)),
 		Bridge: bridge, PodCIDR: cidr, ServiceCIDR: serviceCIDR, HTTPPort: httpPort, HTTPSPort: httpsPort})
 	cmd, exited, stdout := up.cmd, up.exited, &up.stdout
 	kubeconfig := up.kubeconfig

@@ -26,8 +26,8 @@ func TestUpKilledAndRestarted(t *testing.T) {
 	requirePrerequisites(t)
 	harness.RequireKubectl(t)
 	bridge, cidr := harness.ClaimSubnet(t, 233, "bkill")
-	opts := upOptions{Listen: "127.0.0.1:" + strconv.Itoa(freePort(t)), Bridge: bridge, PodCIDR: cidr,
-		ServiceCIDR: strings.Replace(cidr, "10.233.", "10.234.", 1), HTTPPort: freePort(t), HTTPSPort: freePort(t), KubeletPort: freePort(t)}
+	opts := upOptions{Listen: "127.0.0.1:" + strconv.Itoa(harness.FreePort(t)), Bridge: bridge, PodCIDR: cidr,
+		ServiceCIDR: strings.Replace(cidr, "10.233.", "10.234.", 1), HTTPPort: harness.FreePort(t), HTTPSPort: harness.FreePort(t), KubeletPort: harness.FreePort(t)}
 	dataDir := shortTempDir(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()

@@ -11,7 +11,9 @@ import (
 	"testing"
 	"time"
 
+	"berth/integration/harness"
 	"berth/integration/nodeenv"
+	"berth/internal/syncbuf"
 	"berth/internal/testimages"
 )
 
@@ -33,7 +35,7 @@ type upOptions struct {
 // upProcess is a running `berth up`.
 type upProcess struct {
 	cmd            *exec.Cmd
-	stdout, stderr lockedBuffer
+	stdout, stderr syncbuf.Buffer
 	// exited is closed when the process has ended.
 	exited chan struct{}
 	// kubeconfig is the admin kubeconfig in the data dir.
@@ -72,7 +74,7 @@ func startUp(t *testing.T, ctx context.Context, dataDir string, opts upOptions) 
 	}
 
 	if opts.KubeletPort == 0 {
-		opts.KubeletPort = freePort(t)
+		opts.KubeletPort = harness.FreePort(t)
 	}
 	p := &upProcess{exited: make(chan struct{}), kubeconfig: filepath.Join(dataDir, "admin.kubeconfig")}
 	p.cmd = exec.Command(berth, "up",

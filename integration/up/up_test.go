@@ -13,7 +13,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"net/netip"
 	"os"
 	"os/exec"
@@ -116,8 +115,8 @@ func TestUpRunsAClusterAndLeavesNothingBehind(t *testing.T) {
 
 	// Every address: pods reach the apiserver at the node's address,
 	// which default/kubernetes publishes.
-	up := startUp(t, ctx, dataDir, upOptions{Listen: "0.0.0.0:" + strconv.Itoa(freePort(t)),
-		Bridge: bridge, PodCIDR: cidr, ServiceCIDR: serviceCIDR, HTTPPort: freePort(t), HTTPSPort: freePort(t)})
+	up := startUp(t, ctx, dataDir, upOptions{Listen: "0.0.0.0:" + strconv.Itoa(harness.FreePort(t)),
+		Bridge: bridge, PodCIDR: cidr, ServiceCIDR: serviceCIDR, HTTPPort: harness.FreePort(t), HTTPSPort: harness.FreePort(t)})
 	cmd, exited, stdout := up.cmd, up.exited, &up.stdout
 
 	kubeconfig := up.kubeconfig
@@ -580,17 +579,6 @@ func shortTempDir(t *testing.T) string {
 	return dir
 }
 
-// freePort returns a TCP port free on this machine right now.
-func freePort(t *testing.T) int {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
-}
-
 // poll checks cond every 100 ms until it holds; berth up exiting or ctx
 // ending first fails the test.
 func poll(t *testing.T, ctx context.Context, exited <-chan struct{}, what string, cond func() bool) {
@@ -648,23 +636,4 @@ func lastLines(s string, n int) string {
 		lines = lines[len(lines)-n:]
 	}
 	return strings.Join(lines, "\n")
-}
-
-// lockedBuffer is a bytes.Buffer safe for the process's writes and the
-// test's reads.
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }

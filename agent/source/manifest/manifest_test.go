@@ -1,20 +1,19 @@
 package manifest
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
 
 	"berth/internal/errdefs"
+	"berth/internal/syncbuf"
 )
 
 const podYAML = `apiVersion: v1
@@ -93,24 +92,6 @@ func TestLoadErrorsNameFileAndField(t *testing.T) {
 	}
 }
 
-// syncBuffer is a log sink safe for the source's goroutine.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 func next(t *testing.T, src *Source) Event {
 	t.Helper()
 	select {
@@ -138,7 +119,7 @@ func TestSourceFollowsTheDirectory(t *testing.T) {
 	}
 	write("web.yaml", podYAML)
 	write("broken.yaml", "apiVersion: v1\nkind: Pod\nmetadata:\n  name: x\nspec:\n  containers: []\n")
-	var logs syncBuffer
+	var logs syncbuf.Buffer
 	src, err := New(Config{Dir: dir, NodeName: "n1", Rescan: time.Hour, Logger: slog.New(slog.NewTextHandler(&logs, nil))})
 	if err != nil {
 		t.Fatal(err)

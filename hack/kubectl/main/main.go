@@ -1,5 +1,7 @@
 // Command kubectl is upstream kubectl of one release, its main as
-// k8s.io/kubernetes/cmd/kubectl writes it at that release; see ../build.sh.
+// k8s.io/kubernetes/cmd/kubectl writes it for 1.27 to 1.33 (a release whose
+// main differs has its own in hack/kubectl/1.XX); ../build.sh builds it
+// against a release's go.mod.
 package main
 
 import (
