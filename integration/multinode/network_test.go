@@ -45,8 +45,9 @@ func TestCrossNodeKeepsSourceAddress(t *testing.T) {
 
 // TestCrossNodePodNetwork runs a web server pod on the first node and
 // clients on the others: each reaches the server by its pod IP (routed
-// host-gw through the underlay) and through a ClusterIP Service whose only
-// endpoint is on the other node.
+// host-gw through the underlay), through a ClusterIP Service whose only
+// endpoint is on the other node, and through that Service's name, resolved
+// by the cluster DNS (every agent's --cluster-dns).
 func TestCrossNodePodNetwork(t *testing.T) {
 	bed := testbed.Current(t)
 	c := bed.Client
@@ -67,10 +68,12 @@ func TestCrossNodePodNetwork(t *testing.T) {
 	}
 	web := waitPod(t, c, ns, "web", 2*time.Minute, "running", running)
 
+	ways := []string{"ip", "service", "dns"}
 	for _, n := range bed.Nodes[1:] {
 		for what, url := range map[string]string{
 			"ip":      fmt.Sprintf("http://%s:8080/", web.Status.PodIP),
 			"service": fmt.Sprintf("http://%s/", svc.Spec.ClusterIP),
+			"dns":     fmt.Sprintf("http://web.%s.svc.cluster.local/", ns),
 		} {
 			name := fmt.Sprintf("by-%s-from-%s", what, n.Name)
 			if _, err := c.CoreV1().Pods(ns).Create(ctx, busyboxPod(bed, name, n.Name, fetchScript(url, "hello-from-node-1"), nil), metav1.CreateOptions{}); err != nil {
@@ -79,7 +82,7 @@ func TestCrossNodePodNetwork(t *testing.T) {
 		}
 	}
 	for _, n := range bed.Nodes[1:] {
-		for _, what := range []string{"ip", "service"} {
+		for _, what := range ways {
 			name := fmt.Sprintf("by-%s-from-%s", what, n.Name)
 			p := waitPod(t, c, ns, name, 2*time.Minute, "finished", finished)
 			if p.Status.Phase != v1.PodSucceeded {
