@@ -13,7 +13,9 @@
 //     from the default/kubernetes EndpointSlice), whose pod bridge, pod
 //     routes and service proxy live in that namespace;
 //   - the cluster DNS, in the test process on the underlay bridge's
-//     address (startClusterDNS), every agent's --cluster-dns.
+//     address (startClusterDNS), every agent's --cluster-dns;
+//   - in the host's namespace a route to each node's pod CIDR via the node
+//     (routeToPods), so the servers reach the pods.
 //
 // Images (pause, busybox) are built here and pushed into every node's
 // containerd from a registry on the host's loopback (the nodes' containerd
@@ -248,8 +250,27 @@ func Start(ctx context.Context, opts Options) (bed *Bed, err error) {
 		if err := b.waitReady(ctx, n.Name, 2*time.Minute); err != nil {
 			return nil, err
 		}
+		if err := b.routeToPods(ctx, n); err != nil {
+			return nil, err
+		}
 	}
 	return b, nil
+}
+
+// routeToPods routes the node's pod CIDR via the node in the host's
+// namespace, as a machine on the nodes' segment would (host-gw): the
+// servers reach pods (pods/proxy, services/proxy) and nothing sent to a pod
+// leaves the machine by the host's default route.
+func (b *Bed) routeToPods(ctx context.Context, n *Node) error {
+	node, err := b.Client.CoreV1().Nodes().Get(ctx, n.Name, metav1.GetOptions{})
+	if err != nil {
+		return fmt.Errorf("testbed: %s: %w", n.Name, err)
+	}
+	cidr, err := netip.ParsePrefix(node.Spec.PodCIDR)
+	if err != nil {
+		return fmt.Errorf("testbed: %s: spec.podCIDR: %w", n.Name, err)
+	}
+	return routeVia(b.Bridge, cidr, n.IP)
 }
 
 // addr is the underlay's address number i.
