@@ -37,9 +37,11 @@
 # $CONFORMANCE_CACHE/results/<UTC time>-<target>: junit_01.xml, ginkgo.log,
 # the cluster's and the registry's logs, summary.txt, failures.txt),
 # CONFORMANCE_POD_CIDR (default 10.47.0.0/24), CONFORMANCE_BRIDGE (default
-# berthconf0), CONFORMANCE_SERVICE_CIDR (berth up's and the test bed's service range, default
-# berth's own; give each cluster run beside another its own, as their
-# service proxies share the host's network namespace), GINKGO_TIMEOUT (default 3h), E2E_ARGS (more e2e.test flags),
+# berthconf0), CONFORMANCE_SERVICE_CIDR (the cluster's service range,
+# default berth's own, the upstream control plane's 10.96.0.0/16, the test
+# bed's 10.164.0.0/20; give each cluster run beside another its own, as
+# their service proxies share the host's network namespace), GINKGO_TIMEOUT
+# (default 3h), E2E_ARGS (more e2e.test flags),
 # CONFORMANCE_KEEP=1 (keep the cluster's data dir), BEFORE_E2E (a shell
 # command run once the node is Ready, with KUBECONFIG and KUBECTL set: for
 # experiments, e.g. creating an object the cluster lacks).
@@ -277,7 +279,7 @@ testbed)
 upstream-control-plane)
   say "starting the cluster: etcd, kube-apiserver, kube-controller-manager, kube-scheduler and berth agent"
   BERTH=$BERTH BIN=$bin WORK=$work/data POD_CIDR=$POD_CIDR BRIDGE=$BRIDGE KUBELET_PORT=$kubelet_port \
-    REGISTRIES=$work/registry/registries.yaml LOGS=$results "$here/upstream.sh" >"$results/cluster.log" 2>&1 &
+    REGISTRIES=$work/registry/registries.yaml LOGS=$results SERVICE_CIDR=$SERVICE_CIDR "$here/upstream.sh" >"$results/cluster.log" 2>&1 &
   cluster_pid=$!
   until_ok "the upstream control plane and berth agent to be ready" 300 test -e "$work/data/ready"
   kubeconfig=$work/data/admin.kubeconfig
