@@ -18,9 +18,11 @@
 #        TARGET=testbed: several nodes (integration/testbed: TESTBED_NODES
 #        network namespaces, default 3, each with its own containerd and
 #        `berth agent`, on an underlay bridge; two `berth server` replicas
-#        on a three-member etcd; names TESTBED_PREFIX*, default bmn, and
-#        10.64.0.0/16, 10.164.0.0/20, 10.254.64.0/24), for the specs that
-#        need several nodes; it has no cluster DNS;
+#        on a three-member etcd, the cluster DNS on the underlay; names
+#        TESTBED_PREFIX*, default bmn, pods in TESTBED_CLUSTER_CIDR (default
+#        10.64.0.0/16, a /24 per node), Services in CONFORMANCE_SERVICE_CIDR
+#        (default 10.164.0.0/20), the underlay TESTBED_UNDERLAY (default
+#        10.254.64.0/24)), for the specs that need several nodes;
 #   4. runs e2e.test under `ginkgo -p` (NODES processes) with FOCUS and SKIP;
 #   5. stops everything it started (SIGTERM, then waits), checks no network
 #      namespace, link or mount of the run is left, and prints a table per
@@ -28,15 +30,18 @@
 #
 # Knobs (environment): FOCUS (default '\[Conformance\]'), SKIP (default
 # '\[Serial\]|\[Disruptive\]'), NODES (ginkgo processes, default 3), TARGET,
-# TESTBED_NODES and TESTBED_PREFIX (TARGET=testbed),
+# TESTBED_NODES, TESTBED_PREFIX, TESTBED_CLUSTER_CIDR and TESTBED_UNDERLAY
+# (TARGET=testbed),
 # BERTH (default bin/berth), CONFORMANCE_CACHE (built binaries, default
 # /var/cache/berth/conformance), RESULTS_DIR (default
 # $CONFORMANCE_CACHE/results/<UTC time>-<target>: junit_01.xml, ginkgo.log,
 # the cluster's and the registry's logs, summary.txt, failures.txt),
 # CONFORMANCE_POD_CIDR (default 10.47.0.0/24), CONFORMANCE_BRIDGE (default
-# berthconf0), CONFORMANCE_SERVICE_CIDR (berth up's service range, default
-# berth's own; give each cluster run beside another its own, as their
-# service proxies share the host's network namespace), GINKGO_TIMEOUT (default 3h), E2E_ARGS (more e2e.test flags),
+# berthconf0), CONFORMANCE_SERVICE_CIDR (the cluster's service range,
+# default berth's own, the upstream control plane's 10.96.0.0/16, the test
+# bed's 10.164.0.0/20; give each cluster run beside another its own, as
+# their service proxies share the host's network namespace), GINKGO_TIMEOUT
+# (default 3h), E2E_ARGS (more e2e.test flags),
 # CONFORMANCE_KEEP=1 (keep the cluster's data dir), BEFORE_E2E (a shell
 # command run once the node is Ready, with KUBECONFIG and KUBECTL set: for
 # experiments, e.g. creating an object the cluster lacks).
@@ -260,7 +265,11 @@ berth-up)
 testbed)
   say "starting the cluster: integration/testbed (${TESTBED_NODES:-3} nodes, 2 server replicas, a 3-member etcd)"
   (cd "$repo" && go build -o "$work/berth-testbed" ./integration/testbed/cmd/berth-testbed)
-  BERTH_BIN=$BERTH "$work/berth-testbed" -nodes "${TESTBED_NODES:-3}" -prefix "${TESTBED_PREFIX:-bmn}" \
+  bed_args=(-nodes "${TESTBED_NODES:-3}" -prefix "${TESTBED_PREFIX:-bmn}")
+  [ -z "${TESTBED_CLUSTER_CIDR:-}" ] || bed_args+=(-cluster-cidr "$TESTBED_CLUSTER_CIDR")
+  [ -z "${TESTBED_UNDERLAY:-}" ] || bed_args+=(-underlay "$TESTBED_UNDERLAY")
+  [ -z "$SERVICE_CIDR" ] || bed_args+=(-service-cluster-ip-range "$SERVICE_CIDR")
+  BERTH_BIN=$BERTH "$work/berth-testbed" "${bed_args[@]}" \
     -registries "$work/registry/registries.yaml" -kubeconfig "$work/data/admin.kubeconfig" -ready "$work/data/ready" \
     >"$results/cluster.log" 2>&1 &
   cluster_pid=$!
@@ -270,7 +279,7 @@ testbed)
 upstream-control-plane)
   say "starting the cluster: etcd, kube-apiserver, kube-controller-manager, kube-scheduler and berth agent"
   BERTH=$BERTH BIN=$bin WORK=$work/data POD_CIDR=$POD_CIDR BRIDGE=$BRIDGE KUBELET_PORT=$kubelet_port \
-    REGISTRIES=$work/registry/registries.yaml LOGS=$results "$here/upstream.sh" >"$results/cluster.log" 2>&1 &
+    REGISTRIES=$work/registry/registries.yaml LOGS=$results SERVICE_CIDR=$SERVICE_CIDR "$here/upstream.sh" >"$results/cluster.log" 2>&1 &
   cluster_pid=$!
   until_ok "the upstream control plane and berth agent to be ready" 300 test -e "$work/data/ready"
   kubeconfig=$work/data/admin.kubeconfig

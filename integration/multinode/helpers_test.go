@@ -95,6 +95,15 @@ func describe(p *v1.Pod) string {
 
 func running(p *v1.Pod) bool { return p.Status.Phase == v1.PodRunning && p.Status.PodIP != "" }
 
+func ready(p *v1.Pod) bool {
+	for _, c := range p.Status.Conditions {
+		if c.Type == v1.PodReady {
+			return running(p) && c.Status == v1.ConditionTrue
+		}
+	}
+	return false
+}
+
 func finished(p *v1.Pod) bool {
 	return p.Status.Phase == v1.PodSucceeded || p.Status.Phase == v1.PodFailed
 }

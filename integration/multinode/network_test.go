@@ -3,6 +3,7 @@ package multinode
 import (
 	"context"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -43,10 +44,11 @@ func TestCrossNodeKeepsSourceAddress(t *testing.T) {
 	}
 }
 
-// TestCrossNodePodNetwork runs a web server pod on the first node and
-// clients on the others: each reaches the server by its pod IP (routed
-// host-gw through the underlay) and through a ClusterIP Service whose only
-// endpoint is on the other node.
+// TestCrossNodePodNetwork runs a web server pod on the first node, reached
+// through the apiserver's pod proxy, and clients on the others: each reaches the server by its pod IP (routed
+// host-gw through the underlay), through a ClusterIP Service whose only
+// endpoint is on the other node, and through that Service's name, resolved
+// by the cluster DNS (every agent's --cluster-dns).
 func TestCrossNodePodNetwork(t *testing.T) {
 	bed := testbed.Current(t)
 	c := bed.Client
@@ -54,6 +56,8 @@ func TestCrossNodePodNetwork(t *testing.T) {
 	ns := namespace(t, c)
 	server := busyboxPod(bed, "web", bed.Nodes[0].Name,
 		`mkdir -p /www && echo hello-from-node-1 > /www/index.html && exec httpd -f -p 8080 -h /www`, map[string]string{"app": "web"})
+	server.Spec.Containers[0].ReadinessProbe = &v1.Probe{PeriodSeconds: 1,
+		ProbeHandler: v1.ProbeHandler{TCPSocket: &v1.TCPSocketAction{Port: intstr.FromInt32(8080)}}}
 	if _, err := c.CoreV1().Pods(ns).Create(ctx, server, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
@@ -65,12 +69,19 @@ func TestCrossNodePodNetwork(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	web := waitPod(t, c, ns, "web", 2*time.Minute, "running", running)
+	web := waitPod(t, c, ns, "web", 2*time.Minute, "ready", ready)
+	// The servers (on the underlay, beside the nodes) reach it too: the
+	// apiserver's pod proxy.
+	if out, err := c.CoreV1().Pods(ns).ProxyGet("http", "web", "8080", "/", nil).DoRaw(ctx); err != nil || strings.TrimSpace(string(out)) != "hello-from-node-1" {
+		t.Errorf("GET pods/web:8080/proxy/ = %q, %v; want hello-from-node-1", out, err)
+	}
 
+	ways := []string{"ip", "service", "dns"}
 	for _, n := range bed.Nodes[1:] {
 		for what, url := range map[string]string{
 			"ip":      fmt.Sprintf("http://%s:8080/", web.Status.PodIP),
 			"service": fmt.Sprintf("http://%s/", svc.Spec.ClusterIP),
+			"dns":     fmt.Sprintf("http://web.%s.svc.cluster.local/", ns),
 		} {
 			name := fmt.Sprintf("by-%s-from-%s", what, n.Name)
 			if _, err := c.CoreV1().Pods(ns).Create(ctx, busyboxPod(bed, name, n.Name, fetchScript(url, "hello-from-node-1"), nil), metav1.CreateOptions{}); err != nil {
@@ -79,7 +90,7 @@ func TestCrossNodePodNetwork(t *testing.T) {
 		}
 	}
 	for _, n := range bed.Nodes[1:] {
-		for _, what := range []string{"ip", "service"} {
+		for _, what := range ways {
 			name := fmt.Sprintf("by-%s-from-%s", what, n.Name)
 			p := waitPod(t, c, ns, name, 2*time.Minute, "finished", finished)
 			if p.Status.Phase != v1.PodSucceeded {

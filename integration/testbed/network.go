@@ -103,6 +103,20 @@ func (n *Node) SetConnected(connected bool) error {
 	return nil
 }
 
+// routeVia routes dst via gw, a node's address on the bridge, in this
+// namespace (the route goes with the bridge).
+func routeVia(bridge string, dst netip.Prefix, gw netip.Addr) error {
+	br, err := netlink.LinkByName(bridge)
+	if err != nil {
+		return fmt.Errorf("testbed: route %s via %s: %w", dst, gw, err)
+	}
+	r := &netlink.Route{LinkIndex: br.Attrs().Index, Dst: ipNet(dst), Gw: gw.AsSlice()}
+	if err := netlink.RouteReplace(r); err != nil {
+		return fmt.Errorf("testbed: route %s via %s: %w", dst, gw, err)
+	}
+	return nil
+}
+
 // onOwnThread runs f in the namespace at path on a goroutine of its own
 // (inNetns) and waits for it.
 func onOwnThread(path string, f func() error) error {

@@ -11,7 +11,11 @@
 //     and `berth agent` joined with the join token to every server (the
 //     last node is given only the first server's URL and learns the others
 //     from the default/kubernetes EndpointSlice), whose pod bridge, pod
-//     routes and service proxy live in that namespace.
+//     routes and service proxy live in that namespace;
+//   - the cluster DNS, in the test process on the underlay bridge's
+//     address (startClusterDNS), every agent's --cluster-dns;
+//   - in the host's namespace a route to each node's pod CIDR via the node
+//     (routeToPods), so the servers reach the pods.
 //
 // Images (pause, busybox) are built here and pushed into every node's
 // containerd from a registry on the host's loopback (the nodes' containerd
@@ -153,6 +157,9 @@ type Bed struct {
 	Config *rest.Config
 	// BusyboxImage is in every node's containerd (pull IfNotPresent).
 	BusyboxImage string
+	// ClusterDNS is the cluster DNS's address, every agent's --cluster-dns
+	// (startClusterDNS).
+	ClusterDNS netip.Addr
 
 	bin      string
 	etcdCfg  []*embed.Config
@@ -160,6 +167,7 @@ type Bed struct {
 	registry *testimages.Registry
 	relays   []*relay
 	regs     containerd.Registries // Opts.Registries, relayed
+	stopDNS  func() error
 }
 
 // ServerURLs are every server's URL, comma-separated (`--server`).
@@ -228,6 +236,9 @@ func Start(ctx context.Context, opts Options) (bed *Bed, err error) {
 	if b.Client, err = kubernetes.NewForConfig(b.Config); err != nil {
 		return nil, err
 	}
+	if err := b.startClusterDNS(); err != nil {
+		return nil, err
+	}
 	images, err := b.buildImages(ctx)
 	if err != nil {
 		return nil, err
@@ -244,8 +255,27 @@ func Start(ctx context.Context, opts Options) (bed *Bed, err error) {
 		if err := b.waitReady(ctx, n.Name, 2*time.Minute); err != nil {
 			return nil, err
 		}
+		if err := b.routeToPods(ctx, n); err != nil {
+			return nil, err
+		}
 	}
 	return b, nil
+}
+
+// routeToPods routes the node's pod CIDR via the node in the host's
+// namespace, as a machine on the nodes' segment would (host-gw): the
+// servers reach pods (pods/proxy, services/proxy) and nothing sent to a pod
+// leaves the machine by the host's default route.
+func (b *Bed) routeToPods(ctx context.Context, n *Node) error {
+	node, err := b.Client.CoreV1().Nodes().Get(ctx, n.Name, metav1.GetOptions{})
+	if err != nil {
+		return fmt.Errorf("testbed: %s: %w", n.Name, err)
+	}
+	cidr, err := netip.ParsePrefix(node.Spec.PodCIDR)
+	if err != nil {
+		return fmt.Errorf("testbed: %s: spec.podCIDR: %w", n.Name, err)
+	}
+	return routeVia(b.Bridge, cidr, n.IP)
 }
 
 // addr is the underlay's address number i.
@@ -387,7 +417,7 @@ func (b *Bed) startNode(ctx context.Context, i int, im images) error {
 		"--container-runtime-endpoint", n.Endpoint, "--root-dir", filepath.Join(n.Dir, "agent"), "--pod-log-dir", filepath.Join(n.Dir, "logs"),
 		"--cni-conf-dir", cfg.CNIConfDir, "--cni-bin-dir", nodeenv.CNIBinDir, "--cni-bridge", p + "br",
 		"--cgroup-root", "/" + n.Netns, "--node-name", n.Name, "--node-ip", n.IP.String(),
-		"--read-only-port", "0", "--kubelet-address", n.IP.String(),
+		"--read-only-port", "0", "--kubelet-address", n.IP.String(), "--cluster-dns", b.ClusterDNS.String(),
 		"--image-backoff-initial", "1s", "--image-backoff-max", "4s", "--container-backoff-initial", "1s", "--container-backoff-max", "2s",
 		"--log-level", "debug", "--proxy-cleanup-on-exit",
 		// As kind: no disk thresholds, the shared test machine's disk is
@@ -493,6 +523,11 @@ func (b *Bed) Stop() error {
 			errs = append(errs, fmt.Errorf("netns %s: %w", n.Netns, err))
 		}
 		removeCgroups("/" + n.Netns)
+	}
+	if b.stopDNS != nil {
+		if err := b.stopDNS(); err != nil {
+			errs = append(errs, err)
+		}
 	}
 	for _, s := range b.Servers {
 		if s.Proc != nil {

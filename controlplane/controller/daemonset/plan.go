@@ -69,8 +69,9 @@ type Plan struct {
 // Decide plans a sync: each node that should run the pod gets one, extra
 // pods on a node are deleted (the oldest kept), failed and succeeded pods
 // are deleted to be replaced, pods on nodes that should not keep them or
-// that are gone are deleted; then, with the RollingUpdate strategy, old
-// pods are replaced within maxUnavailable or maxSurge (rollingUpdate).
+// that are gone are deleted; when none of that is to be done, with the
+// RollingUpdate strategy, old pods are replaced within maxUnavailable or
+// maxSurge (rollingUpdate).
 func Decide(s State) Plan {
 	var p Plan
 	ds := s.DS
@@ -128,14 +129,13 @@ func Decide(s State) Plan {
 			}
 		}
 	}
-	if ds.Spec.UpdateStrategy.Type == appsv1.RollingUpdateDaemonSetStrategyType {
+	// As upstream, the rolling update waits for a sync with nothing else to
+	// do: it counts only the nodes that have pods, so a node whose old pod
+	// is gone and whose new one is being created here would not count
+	// against maxUnavailable, and another old pod would go with it.
+	if ds.Spec.UpdateStrategy.Type == appsv1.RollingUpdateDaemonSetStrategyType && len(p.CreateOn) == 0 && len(p.Delete) == 0 {
 		ru := rollingUpdate(s)
-		p.CreateOn = appendMissing(p.CreateOn, ru.CreateOn...)
-		for _, pod := range ru.Delete {
-			if !slices.Contains(p.Delete, pod) {
-				p.Delete = append(p.Delete, pod)
-			}
-		}
+		p.CreateOn, p.Delete = ru.CreateOn, ru.Delete
 	}
 	return p
 }
@@ -203,15 +203,6 @@ func isReady(p *corev1.Pod) bool {
 		}
 	}
 	return false
-}
-
-func appendMissing(list []string, items ...string) []string {
-	for _, it := range items {
-		if !slices.Contains(list, it) {
-			list = append(list, it)
-		}
-	}
-	return list
 }
 
 func allowsSurge(ds *appsv1.DaemonSet) bool {

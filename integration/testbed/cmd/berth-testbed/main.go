@@ -8,6 +8,7 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"net/netip"
 	"os"
 	"os/signal"
 	"syscall"
@@ -22,6 +23,13 @@ func main() {
 	flag.IntVar(&opts.Nodes, "nodes", 3, "nodes (network namespaces with containerd and berth agent)")
 	flag.IntVar(&opts.Servers, "servers", 2, "berth server replicas")
 	flag.StringVar(&opts.Prefix, "prefix", "bmn", "prefix of every bridge, netns and veth name")
+	flag.Func("underlay", "the nodes' shared segment (default 10.254.64.0/24)", func(v string) (err error) {
+		opts.Underlay, err = netip.ParsePrefix(v)
+		return err
+	})
+	flag.StringVar(&opts.ClusterCIDR, "cluster-cidr", "", "the pods' addresses, split among the nodes (default 10.64.0.0/16)")
+	flag.IntVar(&opts.MaskBits, "node-cidr-mask-size", 24, "the prefix length of each node's pod CIDR")
+	flag.StringVar(&opts.ServiceCIDR, "service-cluster-ip-range", "", "the Services' cluster IPs (default 10.164.0.0/20)")
 	flag.StringVar(&registries, "registries", "", "registries.yaml (k3s's format) for the nodes' containerd")
 	flag.StringVar(&kubeconfig, "kubeconfig", "", "where to copy the admin kubeconfig once ready (required)")
 	flag.StringVar(&ready, "ready", "", "file created once every node is Ready (required)")
