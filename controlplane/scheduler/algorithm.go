@@ -9,6 +9,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	v1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/util/workqueue"
 
 	fw "berth/controlplane/scheduler/framework"
@@ -36,6 +37,9 @@ type Algorithm struct {
 	Parallelism int
 	// Rand breaks ties between best-scored nodes.
 	Rand *rand.Rand
+	// Nominated lists the pods nominated to a node that a pod must leave
+	// room for (nil: none).
+	Nominated func(node string, pod *v1.Pod) []*fw.PodInfo
 
 	nextStartNodeIndex int
 }
@@ -150,13 +154,7 @@ func (a *Algorithm) findNodesThatFit(ctx context.Context, state *fw.CycleState, 
 	start := a.nextStartNodeIndex % all
 	a.parallel(ctx, all, func(i int) {
 		n := snap.Nodes[(start+i)%all]
-		var failed *fw.Status
-		for _, f := range filters {
-			if st := f.Filter(state, pod, n); !st.IsSuccess() {
-				failed = st.WithPlugin(f.Name())
-				break
-			}
-		}
+		failed := a.filterNode(state, pod, n, filters)
 		if failed == nil {
 			k := found.Add(1)
 			if int(k) > toFind {
@@ -186,6 +184,34 @@ func (a *Algorithm) findNodesThatFit(ctx context.Context, state *fw.CycleState, 
 	}
 	a.nextStartNodeIndex = (start + int(processed.Load())) % all
 	return feasible[:found.Load()], diagnosis, nil
+}
+
+// filterNode runs the filters on n and returns the first failure, nil if
+// all pass. With pods nominated to n it runs them twice, as upstream's
+// RunFilterPluginsWithNominatedPods: with those pods counted (they will run
+// there), then without (what they bring must not be what lets the pod in).
+func (a *Algorithm) filterNode(state *fw.CycleState, pod *fw.PodInfo, n *fw.NodeInfo, filters []fw.FilterPlugin) *fw.Status {
+	if a.Nominated != nil {
+		if nominated := a.Nominated(n.Name(), pod.Pod); len(nominated) > 0 {
+			with := n.Clone()
+			for _, p := range nominated {
+				with.AddPod(p)
+			}
+			if st := runFilters(state, pod, with, filters); st != nil {
+				return st
+			}
+		}
+	}
+	return runFilters(state, pod, n, filters)
+}
+
+func runFilters(state *fw.CycleState, pod *fw.PodInfo, n *fw.NodeInfo, filters []fw.FilterPlugin) *fw.Status {
+	for _, f := range filters {
+		if st := f.Filter(state, pod, n); !st.IsSuccess() {
+			return st.WithPlugin(f.Name())
+		}
+	}
+	return nil
 }
 
 func (a *Algorithm) prioritize(ctx context.Context, state *fw.CycleState, pod *fw.PodInfo, snap *fw.Snapshot, feasible []*fw.NodeInfo) ([]fw.NodeScore, error) {

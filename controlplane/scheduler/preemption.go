@@ -356,6 +356,7 @@ func (s *Scheduler) clearLowerNominations(ctx context.Context, pod *v1.Pod, node
 		if p.Status.NominatedNodeName != node || p.UID == pod.UID || corev1helpers.PodPriority(p) >= prio {
 			continue
 		}
+		s.nominator.remove(p.UID)
 		patch := []byte(`{"status":{"nominatedNodeName":null}}`)
 		if _, err := s.cfg.Client.CoreV1().Pods(p.Namespace).Patch(ctx, p.Name, types.StrategicMergePatchType, patch, metav1.PatchOptions{}, "status"); err != nil && !apierrors.IsNotFound(err) {
 			s.log.Info("preemption: clearing nomination failed", "pod", podKey(p), "err", fmt.Sprint(err))

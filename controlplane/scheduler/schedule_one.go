@@ -53,6 +53,7 @@ func (s *Scheduler) scheduleOne(ctx context.Context) bool {
 				node, msg := s.preempt(ctx, pi, fitErr)
 				fitErr.Diagnosis.PostFilterMsg = msg
 				nominate = nomination{node: node}
+				s.nominator.set(pi, node)
 			}
 		}
 		s.observe(result, start)
@@ -94,6 +95,7 @@ func (s *Scheduler) cycle(ctx context.Context, pod *v1.Pod) (*v1.Pod, error) {
 	if err := s.cache.AssumePod(assumed); err != nil {
 		return nil, err
 	}
+	s.nominator.remove(pod.UID)
 	return assumed, nil
 }
 

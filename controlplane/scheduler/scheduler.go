@@ -127,6 +127,7 @@ type Scheduler struct {
 	cache     *Cache
 	queue     *Queue
 	algorithm *Algorithm
+	nominator *nominator
 	snapshot  *fw.Snapshot
 	metrics   *metrics
 	nsLister  corelisters.NamespaceLister
@@ -156,15 +157,16 @@ func New(cfg Config) (*Scheduler, error) {
 		return nil, fmt.Errorf("scheduler: registering metrics: %w", err)
 	}
 	s := &Scheduler{
-		cfg:      cfg,
-		log:      cfg.Logger,
-		recorder: cfg.Recorder,
-		cache:    NewCache(),
-		metrics:  m,
-		snapshot: fw.NewSnapshot(nil),
-		algorithm: &Algorithm{Profile: DefaultProfile(), PercentageOfNodesToScore: cfg.PercentageOfNodesToScore,
-			Parallelism: cfg.Parallelism, Rand: cfg.Rand},
+		cfg:       cfg,
+		log:       cfg.Logger,
+		recorder:  cfg.Recorder,
+		cache:     NewCache(),
+		metrics:   m,
+		snapshot:  fw.NewSnapshot(nil),
+		nominator: newNominator(),
 	}
+	s.algorithm = &Algorithm{Profile: DefaultProfile(), PercentageOfNodesToScore: cfg.PercentageOfNodesToScore,
+		Parallelism: cfg.Parallelism, Rand: cfg.Rand, Nominated: s.nominator.onNode}
 	s.queue = NewQueue(QueueConfig{Clock: cfg.Clock, InitialBackoff: cfg.InitialBackoff, MaxBackoff: cfg.MaxBackoff, OnChange: m.setPending})
 	m.setPending(0, 0, 0)
 	core := cfg.Informers.Core().V1()
@@ -266,6 +268,7 @@ func (s *Scheduler) onPodAdd(obj any) {
 		s.cache.AddPod(pod)
 		s.queue.MoveAllToActiveOrBackoffQueue(podWithAffinityOrSpread)
 	case s.responsible(pod):
+		s.nominator.setPod(pod, pod.Status.NominatedNodeName)
 		s.queue.Add(pod)
 	}
 }
@@ -279,6 +282,7 @@ func (s *Scheduler) onPodUpdate(oldObj, newObj any) {
 	if pod.Spec.NodeName != "" {
 		if old.Spec.NodeName == "" {
 			s.queue.Delete(pod)
+			s.nominator.remove(pod.UID)
 		}
 		if terminal(pod) {
 			s.cache.RemovePod(pod)
@@ -292,8 +296,10 @@ func (s *Scheduler) onPodUpdate(oldObj, newObj any) {
 		return
 	}
 	if s.responsible(pod) {
+		s.nominator.update(old, pod)
 		s.queue.Update(pod)
 	} else {
+		s.nominator.remove(pod.UID)
 		s.queue.Delete(pod)
 	}
 }
@@ -311,6 +317,7 @@ func (s *Scheduler) onPodDelete(obj any) {
 		s.queue.MoveAllToActiveOrBackoffQueue(nil)
 		return
 	}
+	s.nominator.remove(pod.UID)
 	s.queue.Delete(pod)
 }
 
