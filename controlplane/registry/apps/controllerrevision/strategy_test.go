@@ -9,11 +9,12 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 
+	"berth/controlplane/registry/base"
 	"berth/internal/api/scheme"
 )
 
 func TestValidationAndTable(t *testing.T) {
-	s := NewStrategy(scheme.New())
+	s := base.NewTyped(scheme.New(), Kind)
 	yes := true
 	r := &appsv1.ControllerRevision{
 		ObjectMeta: metav1.ObjectMeta{Name: "agent-5d8f", Namespace: "default", ResourceVersion: "1",
@@ -49,7 +50,7 @@ func TestValidationAndTable(t *testing.T) {
 	if errs := s.ValidateUpdate(context.Background(), changed, r); !strings.Contains(errs.ToAggregate().Error(), "data: Invalid value") {
 		t.Errorf("data change allowed: %v", errs)
 	}
-	out, err := Table.ConvertToTable(context.Background(), r, nil)
+	out, err := Kind.Table.ConvertToTable(context.Background(), r, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -57,7 +58,7 @@ func TestValidationAndTable(t *testing.T) {
 		t.Errorf("row %v", c)
 	}
 	r.OwnerReferences = nil
-	if out, _ := Table.ConvertToTable(context.Background(), r, nil); out.Rows[0].Cells[1] != "<none>" {
+	if out, _ := Kind.Table.ConvertToTable(context.Background(), r, nil); out.Rows[0].Cells[1] != "<none>" {
 		t.Errorf("no controller: %v", out.Rows[0].Cells[1])
 	}
 }

@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 
+	"berth/controlplane/registry/base"
 	"berth/internal/api/defaults"
 	"berth/internal/api/scheme"
 )
@@ -36,7 +37,7 @@ func TestDefaults(t *testing.T) {
 }
 
 func TestValidateFieldPathsAndMessages(t *testing.T) {
-	s := NewStrategy(scheme.New())
+	s := base.NewTyped(scheme.New(), Kind)
 	pct := func(v string) *intstr.IntOrString { x := intstr.FromString(v); return &x }
 	num := func(v int32) *intstr.IntOrString { x := intstr.FromInt32(v); return &x }
 	for _, tc := range []struct {
@@ -72,7 +73,7 @@ func TestValidateFieldPathsAndMessages(t *testing.T) {
 }
 
 func TestGenerationsSelectorAndTable(t *testing.T) {
-	s := NewStrategy(scheme.New())
+	s := base.NewTyped(scheme.New(), Kind)
 	ds := validDS()
 	ds.Status.NumberReady = 4
 	s.PrepareForCreate(context.Background(), ds)
@@ -98,7 +99,7 @@ func TestGenerationsSelectorAndTable(t *testing.T) {
 	if errs := s.ValidateUpdate(context.Background(), moved, upd2); !strings.Contains(errs.ToAggregate().Error(), "spec.selector: Invalid value") || !strings.Contains(errs.ToAggregate().Error(), "field is immutable") {
 		t.Errorf("selector change: %v", errs)
 	}
-	st := NewStatusStrategy(scheme.New())
+	st := base.NewTypedStatus(scheme.New(), Kind)
 	cc := int32(2)
 	withCC := upd2.DeepCopy()
 	withCC.Status.CollisionCount = &cc
@@ -108,7 +109,7 @@ func TestGenerationsSelectorAndTable(t *testing.T) {
 	if errs := st.ValidateUpdate(context.Background(), lower, withCC); !strings.Contains(errs.ToAggregate().Error(), "status.collisionCount: Invalid value: 1: cannot be decremented") {
 		t.Errorf("collisionCount decrement: %v", errs)
 	}
-	out, err := Table.ConvertToTable(context.Background(), upd2, nil)
+	out, err := Kind.Table.ConvertToTable(context.Background(), upd2, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 
+	"berth/controlplane/registry/base"
 	"berth/internal/api/defaults"
 	"berth/internal/api/scheme"
 )
@@ -45,7 +46,7 @@ func TestDefaults(t *testing.T) {
 }
 
 func TestValidateFieldPathsAndMessages(t *testing.T) {
-	s := NewStrategy(scheme.New())
+	s := base.NewTyped(scheme.New(), Kind)
 	for _, tc := range []struct {
 		name   string
 		mutate func(*appsv1.StatefulSet)
@@ -86,7 +87,7 @@ func TestValidateFieldPathsAndMessages(t *testing.T) {
 }
 
 func TestUpdateRulesAndTable(t *testing.T) {
-	s := NewStrategy(scheme.New())
+	s := base.NewTyped(scheme.New(), Kind)
 	old := validSet()
 	s.PrepareForCreate(context.Background(), old)
 	upd := old.DeepCopy()
@@ -102,14 +103,14 @@ func TestUpdateRulesAndTable(t *testing.T) {
 	if errs := s.ValidateUpdate(context.Background(), bad, upd); !strings.Contains(errs.ToAggregate().Error(), "spec: Forbidden: updates to statefulset spec for fields other than 'replicas', 'ordinals', 'template', 'updateStrategy', 'revisionHistoryLimit', 'persistentVolumeClaimRetentionPolicy' and 'minReadySeconds' are forbidden") {
 		t.Fatalf("serviceName change: %v", errs)
 	}
-	st := NewStatusStrategy(scheme.New())
+	st := base.NewTypedStatus(scheme.New(), Kind)
 	withStatus := upd.DeepCopy()
 	withStatus.Status = appsv1.StatefulSetStatus{Replicas: 2, ReadyReplicas: 3}
 	if errs := st.ValidateUpdate(context.Background(), withStatus, upd); !strings.Contains(errs.ToAggregate().Error(), "status.readyReplicas: Invalid value: 3: cannot be greater than status.replicas") {
 		t.Fatalf("status: %v", errs)
 	}
 	upd.Status.ReadyReplicas = 2
-	out, err := Table.ConvertToTable(context.Background(), upd, nil)
+	out, err := Kind.Table.ConvertToTable(context.Background(), upd, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
