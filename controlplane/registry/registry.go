@@ -122,19 +122,15 @@ func Resources(typer runtime.ObjectTyper) map[schema.GroupResource]Resource {
 	core := func(r string) schema.GroupResource { return corev1.SchemeGroupVersion.WithResource(r).GroupResource() }
 	gr := func(gv schema.GroupVersion, r string) schema.GroupResource { return gv.WithResource(r).GroupResource() }
 	list := []Resource{
-		{GroupResource: core("pods"), Strategy: pod.NewStrategy(typer), StatusStrategy: pod.NewStatusStrategy(typer), Table: pod.Table,
-			AttrFunc: pod.GetAttrs, PredicateFunc: pod.Predicate, TriggerFuncs: pod.TriggerFuncs(), Indexers: pod.Indexers()},
-		{GroupResource: core("namespaces"), Strategy: namespace.NewStrategy(typer), StatusStrategy: namespace.NewStatusStrategy(typer), Table: namespace.Table,
-			AttrFunc: namespace.GetAttrs, PredicateFunc: namespace.Predicate},
-		{GroupResource: core("nodes"), Strategy: node.NewStrategy(typer), StatusStrategy: node.NewStatusStrategy(typer), Table: node.Table,
-			AttrFunc: node.GetAttrs, PredicateFunc: node.Predicate},
+		pods(typer),
+		typed(typer, core("namespaces"), namespace.Kind),
+		typed(typer, core("nodes"), node.Kind),
 		typed(typer, core("configmaps"), configmap.Kind),
 		typed(typer, core("secrets"), secret.Kind),
 		typed(typer, core("serviceaccounts"), serviceaccount.Kind),
 		typed(typer, core("events"), coreevent.Kind),
 		typed(typer, core("endpoints"), endpoints.Kind),
-		{GroupResource: core("services"), Strategy: service.NewStrategy(typer), StatusStrategy: service.NewStatusStrategy(typer), Table: service.Table,
-			AttrFunc: service.GetAttrs, PredicateFunc: service.Predicate},
+		typed(typer, core("services"), service.Kind),
 		typed(typer, core("persistentvolumes"), persistentvolume.Kind),
 		typed(typer, core("persistentvolumeclaims"), persistentvolumeclaim.Kind),
 		typed(typer, gr(appsv1.SchemeGroupVersion, "deployments"), deployment.Kind),
@@ -153,9 +149,7 @@ func Resources(typer runtime.ObjectTyper) map[schema.GroupResource]Resource {
 		typed(typer, core("resourcequotas"), resourcequota.Kind),
 		typed(typer, gr(admissionregistrationv1.SchemeGroupVersion, "mutatingwebhookconfigurations"), webhookconfiguration.MutatingKind),
 		typed(typer, gr(admissionregistrationv1.SchemeGroupVersion, "validatingwebhookconfigurations"), webhookconfiguration.ValidatingKind),
-		{GroupResource: gr(certificatesv1.SchemeGroupVersion, "certificatesigningrequests"), Strategy: certificatesigningrequest.NewStrategy(typer),
-			StatusStrategy: certificatesigningrequest.NewStatusStrategy(typer), ApprovalStrategy: certificatesigningrequest.NewApprovalStrategy(typer),
-			Table: certificatesigningrequest.Table, AttrFunc: certificatesigningrequest.GetAttrs, PredicateFunc: certificatesigningrequest.Predicate},
+		withApproval(typer, typed(typer, gr(certificatesv1.SchemeGroupVersion, "certificatesigningrequests"), certificatesigningrequest.Kind), certificatesigningrequest.ApprovalKind),
 		typed(typer, core("podtemplates"), podtemplate.Kind),
 		typed(typer, gr(nodev1.SchemeGroupVersion, "runtimeclasses"), runtimeclass.Kind),
 		typed(typer, gr(storagev1.SchemeGroupVersion, "volumeattachments"), volumeattachment.Kind),
@@ -179,8 +173,7 @@ func Resources(typer runtime.ObjectTyper) map[schema.GroupResource]Resource {
 			StatusStrategy: customresourcedefinition.NewStatusStrategy(typer), Table: customresourcedefinition.Table,
 			AttrFunc: customresourcedefinition.GetAttrs, PredicateFunc: customresourcedefinition.Predicate},
 		{GroupResource: gr(apiregistrationv1.SchemeGroupVersion, "apiservices"), Strategy: apiservice.NewStrategy(typer),
-			StatusStrategy: apiservice.NewStatusStrategy(typer), Table: apiservice.Table,
-			AttrFunc: apiservice.GetAttrs, PredicateFunc: apiservice.Predicate},
+			StatusStrategy: apiservice.NewStatusStrategy(typer), Table: apiservice.Kind.Table, AttrFunc: apiservice.Kind.Attrs, PredicateFunc: apiservice.Kind.Predicate},
 		typed(typer, gr(appsv1.SchemeGroupVersion, "statefulsets"), statefulset.Kind),
 		typed(typer, schema.GroupResource{Group: "autoscaling", Resource: "horizontalpodautoscalers"}, horizontalpodautoscaler.Kind),
 	}
@@ -198,5 +191,20 @@ func typed[T base.Object](typer runtime.ObjectTyper, gr schema.GroupResource, ki
 	if kind.HasStatus() {
 		r.StatusStrategy = base.NewTypedStatus(typer, kind)
 	}
+	return r
+}
+
+// withApproval adds to r the /approval strategy of kind.
+func withApproval[T base.Object](typer runtime.ObjectTyper, r Resource, kind base.Kind[T]) Resource {
+	r.ApprovalStrategy = base.NewTypedStatus(typer, kind)
+	return r
+}
+
+// pods returns the pods' parts: Kind's with graceful deletion and the
+// watch cache's spec.nodeName index.
+func pods(typer runtime.ObjectTyper) Resource {
+	r := typed(typer, corev1.SchemeGroupVersion.WithResource("pods").GroupResource(), pod.Kind)
+	r.Strategy = pod.NewStrategy(typer)
+	r.TriggerFuncs, r.Indexers = pod.TriggerFuncs(), pod.Indexers()
 	return r
 }

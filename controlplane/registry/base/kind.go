@@ -83,6 +83,8 @@ type Kind[T Object] struct {
 	// Fields are the fields selectors may name (metadata.name, and
 	// metadata.namespace for a namespaced kind, when nil).
 	Fields func(T) fields.Set
+	// IndexFields are the fields the watch cache indexes (pods' spec.nodeName).
+	IndexFields []string
 	// Table prints objects for kubectl get.
 	Table Table[T]
 }
@@ -105,7 +107,7 @@ func (k Kind[T]) Attrs(obj runtime.Object) (labels.Set, fields.Set, error) {
 
 // Predicate matches the kind's objects against label and field selectors.
 func (k Kind[T]) Predicate(label labels.Selector, field fields.Selector) storage.SelectionPredicate {
-	return storage.SelectionPredicate{Label: label, Field: field, GetAttrs: k.Attrs}
+	return storage.SelectionPredicate{Label: label, Field: field, GetAttrs: k.Attrs, IndexFields: k.IndexFields}
 }
 
 // Typed is the strategy of a Kind's resource: the status set on create and

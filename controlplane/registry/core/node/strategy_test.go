@@ -8,6 +8,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"berth/controlplane/registry/base"
 	"berth/internal/api/scheme"
 )
 
@@ -23,7 +24,7 @@ func TestNodeTable(t *testing.T) {
 			NodeInfo:   v1.NodeSystemInfo{KubeletVersion: "v1.37.2-berth", OSImage: "Debian GNU/Linux 12", KernelVersion: "6.1.0", ContainerRuntimeVersion: "containerd://1.6.20"},
 		},
 	}
-	tbl := Table
+	tbl := Kind.Table
 	tbl.Now = func() time.Time { return now }
 	out, err := tbl.ConvertToTable(context.Background(), n, nil)
 	if err != nil {
@@ -53,7 +54,7 @@ func TestNodeTable(t *testing.T) {
 }
 
 func TestNodeStrategies(t *testing.T) {
-	s := NewStrategy(scheme.New())
+	s := base.NewTyped(scheme.New(), Kind)
 	n := &v1.Node{Spec: v1.NodeSpec{PodCIDR: "10.1.0.0/24"}}
 	s.PrepareForCreate(context.Background(), n)
 	if len(n.Spec.PodCIDRs) != 1 || n.Spec.PodCIDRs[0] != "10.1.0.0/24" {
