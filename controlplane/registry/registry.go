@@ -188,7 +188,7 @@ func Resources(typer runtime.ObjectTyper) map[schema.GroupResource]Resource {
 // kind (and /status when the kind has one).
 func typed[T base.Object](typer runtime.ObjectTyper, gr schema.GroupResource, kind base.Kind[T]) Resource {
 	r := Resource{GroupResource: gr, Strategy: base.NewTyped(typer, kind), Table: kind.Table, AttrFunc: kind.Attrs, PredicateFunc: kind.Predicate}
-	if kind.HasStatus() {
+	if kind.Status {
 		r.StatusStrategy = base.NewTypedStatus(typer, kind)
 	}
 	return r

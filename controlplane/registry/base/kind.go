@@ -3,6 +3,7 @@ package base
 import (
 	"context"
 	"fmt"
+	"reflect"
 
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -42,18 +43,19 @@ type Kind[T Object] struct {
 	DefaultGC rest.GarbageCollectionPolicy
 
 	// Generation returns what metadata.generation counts the changes of
-	// (usually the spec): a new object gets generation 1, an update that
-	// changes it the stored generation + 1. Nil for a kind without one.
-	Generation func(T) any
+	// (SpecGeneration: the spec): a new object gets generation 1, an update
+	// that changes it the stored generation + 1. Nil for a kind without one.
+	Generation     func(T) any
+	SpecGeneration bool
 
-	// The status half, set for a kind with a status of its own. NewStatus
-	// sets a new object's status (cleared, or an initial phase; nil keeps
-	// what the client sent); KeepStatus copies the stored status into an
-	// update of the resource; KeepSpec, set for a kind served with /status,
-	// copies the stored spec into a /status write.
-	NewStatus  func(T)
-	KeepStatus func(to, from T)
-	KeepSpec   func(to, from T)
+	// Status is set for a kind whose objects have a Spec and a Status the
+	// writes keep apart: a new object's status is cleared (or set by
+	// NewStatus), an update keeps the stored status, and the resource is
+	// served with /status, whose writes keep the stored spec.
+	Status bool
+	// NewStatus sets a new object's status (an initial phase; AsSent keeps
+	// what the client sent).
+	NewStatus func(T)
 	// StatusResets are the fields a /status write resets ("spec" when nil);
 	// StatusKeepsMeta keeps the stored metadata on a /status write, as
 	// metav1.ResetObjectMetaForStatus does.
@@ -89,8 +91,29 @@ type Kind[T Object] struct {
 	Table Table[T]
 }
 
-// HasStatus reports whether the kind is served with /status.
-func (k Kind[T]) HasStatus() bool { return k.KeepSpec != nil }
+// AsSent is a NewStatus that keeps the status the client sent.
+func AsSent[T Object](T) {}
+
+// half returns the named field of the struct obj points to.
+func half(obj any, name string) reflect.Value {
+	return reflect.ValueOf(obj).Elem().FieldByName(name)
+}
+
+// mustHave panics unless the struct T points to has the named fields (a
+// Kind describing a type it does not fit).
+func mustHave[T Object](names ...string) {
+	var obj T
+	for _, name := range names {
+		if f, ok := reflect.TypeOf(obj).Elem().FieldByName(name); !ok || len(f.Index) != 1 {
+			panic(fmt.Sprintf("registry: %T has no %s", obj, name))
+		}
+	}
+}
+
+// copyHalf sets the named field of to to from's.
+func copyHalf(to, from any, name string) {
+	half(to, name).Set(half(from, name))
+}
 
 // Attrs is the kind's storage.AttrFunc: an object's labels and the fields
 // selectors may name.
@@ -127,12 +150,19 @@ var (
 
 // NewTyped returns the strategy of kind's resource; typer is berth's scheme.
 func NewTyped[T Object](typer runtime.ObjectTyper, kind Kind[T]) Typed[T] {
+	if kind.Status {
+		mustHave[T]("Spec", "Status")
+	}
+	if kind.SpecGeneration {
+		mustHave[T]("Spec")
+		kind.Generation = func(obj T) any { return half(obj, "Spec").Interface() }
+	}
 	s := Typed[T]{Strategy: New(typer, kind.Namespaced), Kind: kind}
 	s.CreateOnUpdate, s.ConditionalUpdate = kind.CreateOnUpdate, kind.ConditionalUpdate
 	if kind.NameGenerator != nil {
 		s.NameGenerator = kind.NameGenerator
 	}
-	if kind.KeepStatus != nil {
+	if kind.Status {
 		s.Reset = Reset(kind.APIVersion, "status")
 	}
 	return s
@@ -142,8 +172,12 @@ func NewTyped[T Object](typer runtime.ObjectTyper, kind Kind[T]) Typed[T] {
 // own preparation.
 func (s Typed[T]) PrepareForCreate(ctx context.Context, obj runtime.Object) {
 	o := obj.(T)
-	if s.Kind.NewStatus != nil {
+	switch {
+	case s.Kind.NewStatus != nil:
 		s.Kind.NewStatus(o)
+	case s.Kind.Status:
+		f := half(o, "Status")
+		f.Set(reflect.Zero(f.Type()))
 	}
 	if s.Kind.Generation != nil {
 		o.SetGeneration(1)
@@ -157,8 +191,8 @@ func (s Typed[T]) PrepareForCreate(ctx context.Context, obj runtime.Object) {
 // preparation, and bumps the generation when what it counts changed.
 func (s Typed[T]) PrepareForUpdate(_ context.Context, obj, old runtime.Object) {
 	n, o := obj.(T), old.(T)
-	if s.Kind.KeepStatus != nil {
-		s.Kind.KeepStatus(n, o)
+	if s.Kind.Status {
+		copyHalf(n, o, "Status")
 	}
 	if s.Kind.PrepareUpdate != nil {
 		s.Kind.PrepareUpdate(n, o)
@@ -227,7 +261,7 @@ func NewTypedStatus[T Object](typer runtime.ObjectTyper, kind Kind[T]) TypedStat
 // kind's own preparation.
 func (s TypedStatus[T]) PrepareForUpdate(_ context.Context, obj, old runtime.Object) {
 	n, o := obj.(T), old.(T)
-	s.Kind.KeepSpec(n, o)
+	copyHalf(n, o, "Spec")
 	if s.Kind.StatusKeepsMeta {
 		metav1.ResetObjectMetaForStatus(n, o)
 	}

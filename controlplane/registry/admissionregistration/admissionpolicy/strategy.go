@@ -24,10 +24,8 @@ type (
 // controller writes the status.
 var PolicyKind = base.Kind[*policy]{
 	APIVersion:           "admissionregistration.k8s.io/v1",
-	Generation:           func(p *policy) any { return p.Spec },
-	NewStatus:            func(p *policy) { p.Status = admissionregistrationv1.ValidatingAdmissionPolicyStatus{} },
-	KeepStatus:           func(to, from *policy) { to.Status = from.Status },
-	KeepSpec:             func(to, from *policy) { to.Spec = from.Spec },
+	Status:               true,
+	SpecGeneration:       true,
 	StatusKeepsMeta:      true,
 	StatusResets:         []string{"metadata", "spec"},
 	Validate:             validation.ValidateValidatingAdmissionPolicy,
@@ -39,7 +37,7 @@ var PolicyKind = base.Kind[*policy]{
 // BindingKind describes validatingadmissionpolicybindings.
 var BindingKind = base.Kind[*binding]{
 	APIVersion:     "admissionregistration.k8s.io/v1",
-	Generation:     func(b *binding) any { return b.Spec },
+	SpecGeneration: true,
 	Validate:       validation.ValidateValidatingAdmissionPolicyBinding,
 	ValidateUpdate: validation.ValidateValidatingAdmissionPolicyBindingUpdate,
 	Table:          bindingTable,

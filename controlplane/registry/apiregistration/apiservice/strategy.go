@@ -27,9 +27,7 @@ type apiService = apiregistrationv1.APIService
 // validation, kube-aggregator's, which takes the request's context.
 var Kind = base.Kind[*apiService]{
 	APIVersion: "apiregistration.k8s.io/v1", ConditionalUpdate: true,
-	NewStatus:  func(svc *apiService) { svc.Status = apiregistrationv1.APIServiceStatus{} },
-	KeepStatus: func(to, from *apiService) { to.Status = from.Status },
-	KeepSpec:   func(to, from *apiService) { to.Spec = from.Spec },
+	Status: true,
 	// a local APIService (no service) is available at once, as upstream
 	PrepareCreate: func(_ context.Context, svc *apiService) {
 		if svc.Spec.Service == nil {

@@ -33,10 +33,8 @@ var podSpecWarnings = base.PodSpecWarnings("spec.template.spec", func(ds *daemon
 // Kind describes daemonsets.
 var Kind = base.Kind[*daemonSet]{
 	APIVersion: "apps/v1", Namespaced: true,
-	Generation:           func(ds *daemonSet) any { return ds.Spec },
-	NewStatus:            func(ds *daemonSet) { ds.Status = appsv1.DaemonSetStatus{} },
-	KeepStatus:           func(to, from *daemonSet) { to.Status = from.Status },
-	KeepSpec:             func(to, from *daemonSet) { to.Spec = from.Spec },
+	Status:               true,
+	SpecGeneration:       true,
 	PrepareCreate:        func(_ context.Context, ds *daemonSet) { setTemplateGeneration(ds, 1) },
 	PrepareUpdate:        countTemplateChange,
 	Validate:             validation.ValidateDaemonSet,

@@ -25,10 +25,8 @@ var podSpecWarnings = base.PodSpecWarnings("spec.template.spec", func(d *deploym
 // annotations too.
 var Kind = base.Kind[*deployment]{
 	APIVersion: "apps/v1", Namespaced: true,
+	Status:     true,
 	Generation: func(d *deployment) any { return []any{d.Spec, d.Annotations} }, // annotations carry rollback requests
-	NewStatus:  func(d *deployment) { d.Status = appsv1.DeploymentStatus{} },
-	KeepStatus: func(to, from *deployment) { to.Status = from.Status },
-	KeepSpec:   func(to, from *deployment) { to.Spec = from.Spec },
 	PrepareStatusUpdate: func(to, from *deployment) {
 		to.Labels, to.Annotations = from.Labels, from.Annotations
 	},

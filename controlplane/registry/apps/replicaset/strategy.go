@@ -25,10 +25,8 @@ var podSpecWarnings = base.PodSpecWarnings("spec.template.spec", func(rs *replic
 // Kind describes replicasets.
 var Kind = base.Kind[*replicaSet]{
 	APIVersion: "apps/v1", Namespaced: true,
-	Generation:           func(rs *replicaSet) any { return rs.Spec },
-	NewStatus:            func(rs *replicaSet) { rs.Status = appsv1.ReplicaSetStatus{} },
-	KeepStatus:           func(to, from *replicaSet) { to.Status = from.Status },
-	KeepSpec:             func(to, from *replicaSet) { to.Spec = from.Spec },
+	Status:               true,
+	SpecGeneration:       true,
 	Validate:             validation.ValidateReplicaSet,
 	ValidateUpdate:       validation.ValidateReplicaSetUpdate,
 	ValidateStatusUpdate: validation.ValidateReplicaSetStatusUpdate,

@@ -26,10 +26,8 @@ type statefulSet = appsv1.StatefulSet
 // Kind describes statefulsets.
 var Kind = base.Kind[*statefulSet]{
 	APIVersion: "apps/v1", Namespaced: true,
-	Generation:           func(ss *statefulSet) any { return ss.Spec },
-	NewStatus:            func(ss *statefulSet) { ss.Status = appsv1.StatefulSetStatus{} },
-	KeepStatus:           func(to, from *statefulSet) { to.Status = from.Status },
-	KeepSpec:             func(to, from *statefulSet) { to.Spec = from.Spec },
+	Status:               true,
+	SpecGeneration:       true,
 	PrepareCreate:        func(_ context.Context, ss *statefulSet) { dropMaxUnavailable(ss, nil) },
 	PrepareUpdate:        dropMaxUnavailable,
 	Validate:             validation.ValidateStatefulSet,

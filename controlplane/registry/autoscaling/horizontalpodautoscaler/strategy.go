@@ -23,10 +23,8 @@ type hpa = autoscalingv2.HorizontalPodAutoscaler
 // Kind describes horizontalpodautoscalers.
 var Kind = base.Kind[*hpa]{
 	APIVersion: "autoscaling/v2", Namespaced: true,
-	Generation:           func(h *hpa) any { return h.Spec },
-	NewStatus:            func(h *hpa) { h.Status = autoscalingv2.HorizontalPodAutoscalerStatus{} },
-	KeepStatus:           func(to, from *hpa) { to.Status = from.Status },
-	KeepSpec:             func(to, from *hpa) { to.Spec = from.Spec },
+	Status:               true,
+	SpecGeneration:       true,
 	Validate:             validation.ValidateHorizontalPodAutoscaler,
 	ValidateUpdate:       validation.ValidateHorizontalPodAutoscalerUpdate,
 	ValidateStatusUpdate: validation.ValidateHorizontalPodAutoscalerStatusUpdate,

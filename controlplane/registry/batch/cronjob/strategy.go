@@ -28,10 +28,8 @@ var podSpecWarnings = base.PodSpecWarnings("spec.jobTemplate.spec.template.spec"
 // Kind describes cronjobs; /status accepts any status, as upstream.
 var Kind = base.Kind[*cronJob]{
 	APIVersion: "batch/v1", Namespaced: true,
-	Generation:           func(cj *cronJob) any { return cj.Spec },
-	NewStatus:            func(cj *cronJob) { cj.Status = batchv1.CronJobStatus{} },
-	KeepStatus:           func(to, from *cronJob) { to.Status = from.Status },
-	KeepSpec:             func(to, from *cronJob) { to.Spec = from.Spec },
+	Status:               true,
+	SpecGeneration:       true,
 	Validate:             validation.ValidateCronJob,
 	ValidateUpdate:       validation.ValidateCronJobUpdate,
 	ValidateStatusUpdate: func(_, _ *cronJob) field.ErrorList { return nil },

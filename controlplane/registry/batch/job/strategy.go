@@ -36,11 +36,9 @@ var podSpecWarnings = base.PodSpecWarnings("spec.template.spec", func(j *job) *v
 // manualSelector.
 var Kind = base.Kind[*job]{
 	APIVersion: "batch/v1", Namespaced: true,
-	DefaultGC:  rest.OrphanDependents,
-	Generation: func(j *job) any { return j.Spec },
-	NewStatus:  func(j *job) { j.Status = batchv1.JobStatus{} },
-	KeepStatus: func(to, from *job) { to.Status = from.Status },
-	KeepSpec:   func(to, from *job) { to.Spec = from.Spec },
+	Status:         true,
+	DefaultGC:      rest.OrphanDependents,
+	SpecGeneration: true,
 	PrepareCreate: func(_ context.Context, j *job) {
 		if !ptr.Deref(j.Spec.ManualSelector, false) {
 			GenerateSelector(j)

@@ -27,9 +27,7 @@ type csr = certificatesv1.CertificateSigningRequest
 // sets status.certificate and conditions other than Approved and Denied).
 var Kind = base.Kind[*csr]{
 	APIVersion:    "certificates.k8s.io/v1",
-	NewStatus:     func(r *csr) { r.Status = certificatesv1.CertificateSigningRequestStatus{} },
-	KeepStatus:    func(to, from *csr) { to.Status = from.Status },
-	KeepSpec:      func(to, from *csr) { to.Spec = from.Spec },
+	Status:        true,
 	PrepareCreate: recordRequester,
 	PrepareUpdate: func(to, from *csr) { to.Spec = from.Spec }, // the spec is immutable
 	// the Approved/Denied conditions are kept, new conditions' times stamped

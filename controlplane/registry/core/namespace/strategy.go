@@ -21,9 +21,8 @@ import (
 // /finalize (served by the resource layer).
 var Kind = base.Kind[*v1.Namespace]{
 	APIVersion: "v1",
+	Status:     true,
 	NewStatus:  func(ns *v1.Namespace) { ns.Status = v1.NamespaceStatus{Phase: v1.NamespaceActive} },
-	KeepStatus: func(to, from *v1.Namespace) { to.Status = from.Status },
-	KeepSpec:   func(to, from *v1.Namespace) { to.Spec = from.Spec },
 	PrepareCreate: func(_ context.Context, ns *v1.Namespace) {
 		if !slices.Contains(ns.Spec.Finalizers, v1.FinalizerKubernetes) {
 			ns.Spec.Finalizers = append(ns.Spec.Finalizers, v1.FinalizerKubernetes)

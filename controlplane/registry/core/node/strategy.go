@@ -21,8 +21,8 @@ import (
 // does; a /status write is validated as a whole update.
 var Kind = base.Kind[*v1.Node]{
 	APIVersion:     "v1",
-	KeepStatus:     func(to, from *v1.Node) { to.Status = from.Status },
-	KeepSpec:       func(to, from *v1.Node) { to.Spec = from.Spec },
+	Status:         true,
+	NewStatus:      base.AsSent[*v1.Node],
 	PrepareCreate:  func(_ context.Context, n *v1.Node) { syncPodCIDRs(n) },
 	PrepareUpdate:  func(n, _ *v1.Node) { syncPodCIDRs(n) },
 	Validate:       validation.ValidateNode,

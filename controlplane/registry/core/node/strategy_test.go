@@ -70,3 +70,11 @@ func TestNodeStrategies(t *testing.T) {
 		t.Error("nodes are cluster-scoped")
 	}
 }
+
+func TestNodeRegistersWithItsStatus(t *testing.T) {
+	n := &v1.Node{Status: v1.NodeStatus{Phase: v1.NodeRunning}}
+	base.NewTyped(scheme.New(), Kind).PrepareForCreate(context.Background(), n)
+	if n.Status.Phase != v1.NodeRunning {
+		t.Errorf("create cleared the status: %+v", n.Status)
+	}
+}

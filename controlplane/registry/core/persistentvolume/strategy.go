@@ -17,9 +17,8 @@ import (
 // Kind describes persistentvolumes.
 var Kind = base.Kind[*v1.PersistentVolume]{
 	APIVersion:           "v1",
+	Status:               true,
 	NewStatus:            func(pv *v1.PersistentVolume) { pv.Status = v1.PersistentVolumeStatus{Phase: v1.VolumePending} },
-	KeepStatus:           func(to, from *v1.PersistentVolume) { to.Status = from.Status },
-	KeepSpec:             func(to, from *v1.PersistentVolume) { to.Spec = from.Spec },
 	PrepareStatusUpdate:  stampPhaseTransition,
 	Validate:             validation.ValidatePersistentVolume,
 	ValidateUpdate:       validation.ValidatePersistentVolumeUpdate,

@@ -17,11 +17,10 @@ import (
 // Kind describes persistentvolumeclaims.
 var Kind = base.Kind[*v1.PersistentVolumeClaim]{
 	APIVersion: "v1", Namespaced: true,
+	Status: true,
 	NewStatus: func(pvc *v1.PersistentVolumeClaim) {
 		pvc.Status = v1.PersistentVolumeClaimStatus{Phase: v1.ClaimPending}
 	},
-	KeepStatus:           func(to, from *v1.PersistentVolumeClaim) { to.Status = from.Status },
-	KeepSpec:             func(to, from *v1.PersistentVolumeClaim) { to.Spec = from.Spec },
 	Validate:             validation.ValidatePersistentVolumeClaim,
 	ValidateUpdate:       validation.ValidatePersistentVolumeClaimUpdate,
 	ValidateStatusUpdate: validation.ValidatePersistentVolumeClaimStatusUpdate,

@@ -22,10 +22,9 @@ import (
 // no warnings, as upstream (pods are rewritten often and rarely by hand).
 var Kind = base.Kind[*v1.Pod]{
 	APIVersion: "v1", Namespaced: true,
-	Generation:          func(p *v1.Pod) any { return p.Spec },
+	Status:              true,
+	SpecGeneration:      true,
 	NewStatus:           newStatus,
-	KeepStatus:          func(to, from *v1.Pod) { to.Status = from.Status },
-	KeepSpec:            func(to, from *v1.Pod) { to.Spec = from.Spec },
 	PrepareStatusUpdate: prepareStatusUpdate,
 	StatusResets:        []string{"spec", "metadata.deletionTimestamp", "metadata.ownerReferences"},
 	Validate:            validation.ValidatePod,

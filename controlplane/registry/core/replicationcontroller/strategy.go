@@ -24,12 +24,10 @@ type controller = v1.ReplicationController
 // Kind describes replicationcontrollers.
 var Kind = base.Kind[*controller]{
 	APIVersion: "v1", Namespaced: true,
+	Status: true,
 	// dependents orphaned by default, core/v1's backward-compatible policy
 	DefaultGC:            rest.OrphanDependents,
-	Generation:           func(rc *controller) any { return rc.Spec },
-	NewStatus:            func(rc *controller) { rc.Status = v1.ReplicationControllerStatus{} },
-	KeepStatus:           func(to, from *controller) { to.Status = from.Status },
-	KeepSpec:             func(to, from *controller) { to.Spec = from.Spec },
+	SpecGeneration:       true,
 	Validate:             validation.ValidateReplicationController,
 	ValidateUpdate:       validation.ValidateReplicationControllerUpdate,
 	ValidateStatusUpdate: validation.ValidateReplicationControllerStatusUpdate,

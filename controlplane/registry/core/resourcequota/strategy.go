@@ -19,9 +19,7 @@ import (
 // Kind describes resourcequotas.
 var Kind = base.Kind[*v1.ResourceQuota]{
 	APIVersion: "v1", Namespaced: true,
-	NewStatus:            func(rq *v1.ResourceQuota) { rq.Status = v1.ResourceQuotaStatus{} },
-	KeepStatus:           func(to, from *v1.ResourceQuota) { to.Status = from.Status },
-	KeepSpec:             func(to, from *v1.ResourceQuota) { to.Spec = from.Spec },
+	Status:               true,
 	Validate:             validation.ValidateResourceQuota,
 	ValidateUpdate:       validation.ValidateResourceQuotaUpdate,
 	ValidateStatusUpdate: validation.ValidateResourceQuotaStatusUpdate,

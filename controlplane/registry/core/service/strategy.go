@@ -25,9 +25,7 @@ import (
 // generic Store calls BeginCreate before the strategy).
 var Kind = base.Kind[*v1.Service]{
 	APIVersion: "v1", Namespaced: true, CreateOnUpdate: true,
-	NewStatus:  func(svc *v1.Service) { svc.Status = v1.ServiceStatus{} },
-	KeepStatus: func(to, from *v1.Service) { to.Status = from.Status },
-	KeepSpec:   func(to, from *v1.Service) { to.Spec = from.Spec },
+	Status: true,
 	PrepareCreate: func(_ context.Context, svc *v1.Service) {
 		SyncClusterIPs(svc)
 		DefaultIPFamilies(svc)

@@ -20,10 +20,8 @@ type flowSchema = flowcontrolv1.FlowSchema
 // controller writes the status.
 var Kind = base.Kind[*flowSchema]{
 	APIVersion:           "flowcontrol.apiserver.k8s.io/v1",
-	Generation:           func(f *flowSchema) any { return f.Spec },
-	NewStatus:            func(f *flowSchema) { f.Status = flowcontrolv1.FlowSchemaStatus{} },
-	KeepStatus:           func(to, from *flowSchema) { to.Status = from.Status },
-	KeepSpec:             func(to, from *flowSchema) { to.Spec = from.Spec },
+	Status:               true,
+	SpecGeneration:       true,
 	StatusKeepsMeta:      true,
 	StatusResets:         []string{"metadata", "spec"},
 	Validate:             validation.ValidateFlowSchema,

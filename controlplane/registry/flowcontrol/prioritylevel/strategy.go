@@ -19,10 +19,8 @@ type level = flowcontrolv1.PriorityLevelConfiguration
 // Kind describes prioritylevelconfigurations.
 var Kind = base.Kind[*level]{
 	APIVersion:           "flowcontrol.apiserver.k8s.io/v1",
-	Generation:           func(l *level) any { return l.Spec },
-	NewStatus:            func(l *level) { l.Status = flowcontrolv1.PriorityLevelConfigurationStatus{} },
-	KeepStatus:           func(to, from *level) { to.Status = from.Status },
-	KeepSpec:             func(to, from *level) { to.Spec = from.Spec },
+	Status:               true,
+	SpecGeneration:       true,
 	StatusKeepsMeta:      true,
 	StatusResets:         []string{"metadata", "spec"},
 	Validate:             validation.ValidatePriorityLevelConfiguration,

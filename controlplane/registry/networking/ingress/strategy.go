@@ -22,10 +22,8 @@ type ingress = networkingv1.Ingress
 // Kind describes ingresses.
 var Kind = base.Kind[*ingress]{
 	APIVersion: "networking.k8s.io/v1", Namespaced: true,
-	Generation:           func(ing *ingress) any { return ing.Spec },
-	NewStatus:            func(ing *ingress) { ing.Status = networkingv1.IngressStatus{} }, // the controller reports it
-	KeepStatus:           func(to, from *ingress) { to.Status = from.Status },
-	KeepSpec:             func(to, from *ingress) { to.Spec = from.Spec },
+	Status:               true, // the controller reports it
+	SpecGeneration:       true,
 	Validate:             validation.ValidateIngress,
 	ValidateUpdate:       validation.ValidateIngressUpdate,
 	ValidateStatusUpdate: validation.ValidateIngressStatusUpdate,

@@ -15,7 +15,7 @@ import (
 
 // Kind describes ingressclasses.
 var Kind = base.Kind[*networkingv1.IngressClass]{
-	Generation:     func(ic *networkingv1.IngressClass) any { return ic.Spec },
+	SpecGeneration: true,
 	Validate:       validation.ValidateIngressClass,
 	ValidateUpdate: validation.ValidateIngressClassUpdate,
 	Table:          table,

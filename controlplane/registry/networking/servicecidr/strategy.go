@@ -20,8 +20,8 @@ type serviceCIDR = networkingv1.ServiceCIDR
 // Kind describes servicecidrs; upstream keeps a status given on create.
 var Kind = base.Kind[*serviceCIDR]{
 	APIVersion:           "networking.k8s.io/v1",
-	KeepStatus:           func(to, from *serviceCIDR) { to.Status = from.Status },
-	KeepSpec:             func(to, from *serviceCIDR) { to.Spec = from.Spec },
+	Status:               true,
+	NewStatus:            base.AsSent[*serviceCIDR],
 	StatusKeepsMeta:      true,
 	Validate:             validation.ValidateServiceCIDR,
 	ValidateUpdate:       validation.ValidateServiceCIDRUpdate,

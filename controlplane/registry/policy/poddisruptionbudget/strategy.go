@@ -20,10 +20,8 @@ type budget = policyv1.PodDisruptionBudget
 // Kind describes poddisruptionbudgets.
 var Kind = base.Kind[*budget]{
 	APIVersion: "policy/v1", Namespaced: true,
-	Generation:           func(b *budget) any { return b.Spec },
-	NewStatus:            func(b *budget) { b.Status = policyv1.PodDisruptionBudgetStatus{} },
-	KeepStatus:           func(to, from *budget) { to.Status = from.Status },
-	KeepSpec:             func(to, from *budget) { to.Spec = from.Spec },
+	Status:               true,
+	SpecGeneration:       true,
 	Validate:             validation.ValidatePodDisruptionBudget,
 	ValidateUpdate:       validation.ValidatePodDisruptionBudgetUpdate,
 	ValidateStatusUpdate: validation.ValidatePodDisruptionBudgetStatusUpdate,

@@ -17,9 +17,7 @@ import (
 // Kind describes volumeattachments.
 var Kind = base.Kind[*storagev1.VolumeAttachment]{
 	APIVersion: "storage.k8s.io/v1", ConditionalUpdate: true,
-	NewStatus:       func(va *storagev1.VolumeAttachment) { va.Status = storagev1.VolumeAttachmentStatus{} }, // the attacher reports it
-	KeepStatus:      func(to, from *storagev1.VolumeAttachment) { to.Status = from.Status },
-	KeepSpec:        func(to, from *storagev1.VolumeAttachment) { to.Spec = from.Spec },
+	Status:          true, // the attacher reports it
 	StatusKeepsMeta: true,
 	StatusResets:    []string{"metadata", "spec"},
 	Validate:        validation.ValidateVolumeAttachment,
