@@ -187,16 +187,16 @@ func Resources(typer runtime.ObjectTyper) map[schema.GroupResource]Resource {
 // typed returns the parts of a resource served by the typed strategies of
 // kind (and /status when the kind has one).
 func typed[T base.Object](typer runtime.ObjectTyper, gr schema.GroupResource, kind base.Kind[T]) Resource {
-	r := Resource{GroupResource: gr, Strategy: base.NewTyped(typer, kind), Table: kind.Table, AttrFunc: kind.Attrs, PredicateFunc: kind.Predicate}
+	r := Resource{GroupResource: gr, Strategy: kind.Strategy(typer), Table: kind.Table, AttrFunc: kind.Attrs, PredicateFunc: kind.Predicate}
 	if kind.Status {
-		r.StatusStrategy = base.NewTypedStatus(typer, kind)
+		r.StatusStrategy = kind.StatusStrategy(typer)
 	}
 	return r
 }
 
 // withApproval adds to r the /approval strategy of kind.
 func withApproval[T base.Object](typer runtime.ObjectTyper, r Resource, kind base.Kind[T]) Resource {
-	r.ApprovalStrategy = base.NewTypedStatus(typer, kind)
+	r.ApprovalStrategy = kind.StatusStrategy(typer)
 	return r
 }
 

@@ -148,8 +148,9 @@ var (
 	_ rest.RESTUpdateStrategy              = TypedStatus[*metav1.PartialObjectMetadata]{}
 )
 
-// NewTyped returns the strategy of kind's resource; typer is berth's scheme.
-func NewTyped[T Object](typer runtime.ObjectTyper, kind Kind[T]) Typed[T] {
+// Strategy returns the strategy of the kind's resource; typer is berth's
+// scheme.
+func (kind Kind[T]) Strategy(typer runtime.ObjectTyper) Typed[T] {
 	if kind.Status {
 		mustHave[T]("Spec", "Status")
 	}
@@ -246,9 +247,9 @@ type TypedStatus[T Object] struct {
 	Typed[T]
 }
 
-// NewTypedStatus returns the /status strategy of kind's resource.
-func NewTypedStatus[T Object](typer runtime.ObjectTyper, kind Kind[T]) TypedStatus[T] {
-	s := TypedStatus[T]{NewTyped(typer, kind)}
+// StatusStrategy returns the /status strategy of the kind's resource.
+func (kind Kind[T]) StatusStrategy(typer runtime.ObjectTyper) TypedStatus[T] {
+	s := TypedStatus[T]{kind.Strategy(typer)}
 	resets := kind.StatusResets
 	if resets == nil {
 		resets = []string{"spec"}

@@ -31,7 +31,7 @@ var replicaSets = Kind[*appsv1.ReplicaSet]{
 func replicas(n int32) *int32 { return &n }
 
 func TestStatusClearedOnCreateAndKeptOnUpdate(t *testing.T) {
-	s := NewTyped(runtime.NewScheme(), replicaSets)
+	s := replicaSets.Strategy(runtime.NewScheme())
 	rs := &appsv1.ReplicaSet{Spec: appsv1.ReplicaSetSpec{Replicas: replicas(1)}, Status: appsv1.ReplicaSetStatus{Replicas: 7}}
 	s.PrepareForCreate(ctx, rs)
 	if rs.Status.Replicas != 0 || rs.Generation != 1 {
@@ -62,7 +62,7 @@ func TestStatusWriteKeepsSpecAndOptionallyMetadata(t *testing.T) {
 		upd.Spec.Replicas = replicas(5)
 		upd.Labels = map[string]string{"a": "2"}
 		upd.Status.Replicas = 4
-		NewTypedStatus(runtime.NewScheme(), k).PrepareForUpdate(ctx, upd, old)
+		k.StatusStrategy(runtime.NewScheme()).PrepareForUpdate(ctx, upd, old)
 		if *upd.Spec.Replicas != 1 || upd.Status.Replicas != 4 {
 			t.Errorf("keepMeta=%v: spec %d status %d", keepMeta, *upd.Spec.Replicas, upd.Status.Replicas)
 		}
@@ -76,12 +76,12 @@ func TestNewStatusReplacesClearing(t *testing.T) {
 	k := replicaSets
 	k.NewStatus = AsSent[*appsv1.ReplicaSet]
 	rs := &appsv1.ReplicaSet{Status: appsv1.ReplicaSetStatus{Replicas: 7}}
-	NewTyped(runtime.NewScheme(), k).PrepareForCreate(ctx, rs)
+	k.Strategy(runtime.NewScheme()).PrepareForCreate(ctx, rs)
 	if rs.Status.Replicas != 7 {
 		t.Errorf("AsSent: status %+v", rs.Status)
 	}
 	k.NewStatus = func(rs *appsv1.ReplicaSet) { rs.Status = appsv1.ReplicaSetStatus{ObservedGeneration: -1} }
-	NewTyped(runtime.NewScheme(), k).PrepareForCreate(ctx, rs)
+	k.Strategy(runtime.NewScheme()).PrepareForCreate(ctx, rs)
 	if rs.Status.Replicas != 0 || rs.Status.ObservedGeneration != -1 {
 		t.Errorf("NewStatus: status %+v", rs.Status)
 	}
@@ -92,7 +92,7 @@ func TestKindStepsRunBeforeTheGenerationIsCounted(t *testing.T) {
 	var created bool
 	k.PrepareCreate = func(context.Context, *appsv1.ReplicaSet) { created = true }
 	k.PrepareUpdate = func(n, o *appsv1.ReplicaSet) { n.Spec.Replicas = o.Spec.Replicas } // undoes the change
-	s := NewTyped(runtime.NewScheme(), k)
+	s := k.Strategy(runtime.NewScheme())
 	old := &appsv1.ReplicaSet{Spec: appsv1.ReplicaSetSpec{Replicas: replicas(1)}}
 	s.PrepareForCreate(ctx, old.DeepCopy())
 	upd := old.DeepCopy()
@@ -104,20 +104,20 @@ func TestKindStepsRunBeforeTheGenerationIsCounted(t *testing.T) {
 }
 
 func TestResetFields(t *testing.T) {
-	main := NewTyped(runtime.NewScheme(), replicaSets).GetResetFields()["apps/v1"]
+	main := replicaSets.Strategy(runtime.NewScheme()).GetResetFields()["apps/v1"]
 	if main == nil || !main.Has(fieldpath.MakePathOrDie("status")) {
 		t.Errorf("main resets %v", main)
 	}
-	status := NewTypedStatus(runtime.NewScheme(), replicaSets).GetResetFields()["apps/v1"]
+	status := replicaSets.StatusStrategy(runtime.NewScheme()).GetResetFields()["apps/v1"]
 	if status == nil || !status.Has(fieldpath.MakePathOrDie("spec")) || status.Has(fieldpath.MakePathOrDie("status")) {
 		t.Errorf("status resets %v", status)
 	}
 	k := replicaSets
 	k.StatusResets = []string{"metadata", "spec"}
-	if set := NewTypedStatus(runtime.NewScheme(), k).GetResetFields()["apps/v1"]; !set.Has(fieldpath.MakePathOrDie("metadata")) {
+	if set := k.StatusStrategy(runtime.NewScheme()).GetResetFields()["apps/v1"]; !set.Has(fieldpath.MakePathOrDie("metadata")) {
 		t.Errorf("StatusResets ignored: %v", set)
 	}
-	if r := NewTyped(runtime.NewScheme(), configMaps).GetResetFields(); r != nil {
+	if r := configMaps.Strategy(runtime.NewScheme()).GetResetFields(); r != nil {
 		t.Errorf("a kind without status resets %v", r)
 	}
 }
@@ -143,7 +143,7 @@ type sameName struct{}
 func (sameName) GenerateName(base string) string { return base }
 
 func TestSwitchesAndHooks(t *testing.T) {
-	s := NewTyped(runtime.NewScheme(), configMaps)
+	s := configMaps.Strategy(runtime.NewScheme())
 	if s.NamespaceScoped() || !s.AllowCreateOnUpdate(ctx) || s.AllowUnconditionalUpdate(ctx) {
 		t.Errorf("scope %v, create on update %v, unconditional %v", s.NamespaceScoped(), s.AllowCreateOnUpdate(ctx), s.AllowUnconditionalUpdate(ctx))
 	}
@@ -168,7 +168,7 @@ func TestSwitchesAndHooks(t *testing.T) {
 	if errs := s.Validate(ctx, cm); len(errs) != 1 {
 		t.Errorf("Validate = %v", errs)
 	}
-	st := NewTypedStatus(runtime.NewScheme(), configMaps)
+	st := configMaps.StatusStrategy(runtime.NewScheme())
 	if errs := st.ValidateUpdate(ctx, upd, cm); len(errs) != 0 {
 		t.Errorf("status ValidateUpdate without its own = %v, want ValidateUpdate's", errs)
 	}
@@ -207,5 +207,5 @@ func TestAKindThatDoesNotFitItsTypePanics(t *testing.T) {
 	}()
 	k := configMaps
 	k.Status = true
-	NewTyped(runtime.NewScheme(), k)
+	k.Strategy(runtime.NewScheme())
 }

@@ -10,13 +10,12 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
-	"berth/controlplane/registry/base"
 	"berth/internal/api/scheme"
 )
 
 func TestGenerationFollowsTheWebhooks(t *testing.T) {
 	ctx := context.Background()
-	s := base.NewTyped(scheme.New(), MutatingKind)
+	s := MutatingKind.Strategy(scheme.New())
 	old := &admissionregistrationv1.MutatingWebhookConfiguration{ObjectMeta: metav1.ObjectMeta{Name: "m"}}
 	s.PrepareForCreate(ctx, old)
 	if old.Generation != 1 {
@@ -37,7 +36,7 @@ func TestGenerationFollowsTheWebhooks(t *testing.T) {
 }
 
 func TestValidatingKindValidatesItsOwnType(t *testing.T) {
-	s := base.NewTyped(scheme.New(), ValidatingKind)
+	s := ValidatingKind.Strategy(scheme.New())
 	bad := &admissionregistrationv1.ValidatingWebhookConfiguration{
 		ObjectMeta: metav1.ObjectMeta{Name: "v"},
 		Webhooks:   []admissionregistrationv1.ValidatingWebhook{{Name: "not-qualified"}},
@@ -66,7 +65,7 @@ func TestTablesCountTheWebhooks(t *testing.T) {
 // is refused with upstream's "compilation failed" (the webhook
 // conformance spec); names must be unique.
 func TestMatchConditionsCompile(t *testing.T) {
-	s := base.NewTyped(scheme.New(), ValidatingKind)
+	s := ValidatingKind.Strategy(scheme.New())
 	url := "https://127.0.0.1/x"
 	none := admissionregistrationv1.SideEffectClassNone
 	cfg := func(conds ...admissionregistrationv1.MatchCondition) *admissionregistrationv1.ValidatingWebhookConfiguration {
@@ -92,7 +91,7 @@ func TestMatchConditionsCompile(t *testing.T) {
 // TestServicePath: an empty service path is the root, as upstream (the
 // webhook conformance spec registers one); a relative one is refused.
 func TestServicePath(t *testing.T) {
-	s := base.NewTyped(scheme.New(), ValidatingKind)
+	s := ValidatingKind.Strategy(scheme.New())
 	none := admissionregistrationv1.SideEffectClassNone
 	for path, ok := range map[string]bool{"": true, "/": true, "/x": true, "x": false} {
 		p := path

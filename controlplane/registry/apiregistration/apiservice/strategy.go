@@ -43,7 +43,7 @@ var Kind = base.Kind[*apiService]{
 type Strategy struct{ base.Typed[*apiService] }
 
 // NewStrategy returns the apiservices strategy.
-func NewStrategy(typer runtime.ObjectTyper) Strategy { return Strategy{base.NewTyped(typer, Kind)} }
+func NewStrategy(typer runtime.ObjectTyper) Strategy { return Strategy{Kind.Strategy(typer)} }
 
 // Validate validates a new APIService.
 func (Strategy) Validate(ctx context.Context, obj runtime.Object) field.ErrorList {
@@ -64,7 +64,7 @@ type StatusStrategy struct{ base.TypedStatus[*apiService] }
 
 // NewStatusStrategy returns the /status strategy.
 func NewStatusStrategy(typer runtime.ObjectTyper) StatusStrategy {
-	return StatusStrategy{base.NewTypedStatus(typer, Kind)}
+	return StatusStrategy{Kind.StatusStrategy(typer)}
 }
 
 // ValidateUpdate validates a status update: condition statuses True,

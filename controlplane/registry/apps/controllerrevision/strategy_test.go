@@ -9,12 +9,11 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 
-	"berth/controlplane/registry/base"
 	"berth/internal/api/scheme"
 )
 
 func TestValidationAndTable(t *testing.T) {
-	s := base.NewTyped(scheme.New(), Kind)
+	s := Kind.Strategy(scheme.New())
 	yes := true
 	r := &appsv1.ControllerRevision{
 		ObjectMeta: metav1.ObjectMeta{Name: "agent-5d8f", Namespace: "default", ResourceVersion: "1",

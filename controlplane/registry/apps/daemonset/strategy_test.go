@@ -10,7 +10,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 
-	"berth/controlplane/registry/base"
 	"berth/internal/api/defaults"
 	"berth/internal/api/scheme"
 )
@@ -37,7 +36,7 @@ func TestDefaults(t *testing.T) {
 }
 
 func TestValidateFieldPathsAndMessages(t *testing.T) {
-	s := base.NewTyped(scheme.New(), Kind)
+	s := Kind.Strategy(scheme.New())
 	pct := func(v string) *intstr.IntOrString { x := intstr.FromString(v); return &x }
 	num := func(v int32) *intstr.IntOrString { x := intstr.FromInt32(v); return &x }
 	for _, tc := range []struct {
@@ -73,7 +72,7 @@ func TestValidateFieldPathsAndMessages(t *testing.T) {
 }
 
 func TestGenerationsSelectorAndTable(t *testing.T) {
-	s := base.NewTyped(scheme.New(), Kind)
+	s := Kind.Strategy(scheme.New())
 	ds := validDS()
 	ds.Status.NumberReady = 4
 	s.PrepareForCreate(context.Background(), ds)
@@ -99,7 +98,7 @@ func TestGenerationsSelectorAndTable(t *testing.T) {
 	if errs := s.ValidateUpdate(context.Background(), moved, upd2); !strings.Contains(errs.ToAggregate().Error(), "spec.selector: Invalid value") || !strings.Contains(errs.ToAggregate().Error(), "field is immutable") {
 		t.Errorf("selector change: %v", errs)
 	}
-	st := base.NewTypedStatus(scheme.New(), Kind)
+	st := Kind.StatusStrategy(scheme.New())
 	cc := int32(2)
 	withCC := upd2.DeepCopy()
 	withCC.Status.CollisionCount = &cc

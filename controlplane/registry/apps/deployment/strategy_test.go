@@ -9,12 +9,11 @@ import (
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"berth/controlplane/registry/base"
 	"berth/internal/api/scheme"
 )
 
 func TestDeploymentGenerationAndStatus(t *testing.T) {
-	s := base.NewTyped(scheme.New(), Kind)
+	s := Kind.Strategy(scheme.New())
 	d := &appsv1.Deployment{Status: appsv1.DeploymentStatus{Replicas: 5}}
 	s.PrepareForCreate(context.Background(), d)
 	if d.Generation != 1 || d.Status.Replicas != 0 {
@@ -65,7 +64,7 @@ func TestDeploymentTable(t *testing.T) {
 }
 
 func TestDeploymentTemplateWarnings(t *testing.T) {
-	s := base.NewTyped(scheme.New(), Kind)
+	s := Kind.Strategy(scheme.New())
 	d := &appsv1.Deployment{Spec: appsv1.DeploymentSpec{Template: v1.PodTemplateSpec{Spec: v1.PodSpec{NodeSelector: map[string]string{"beta.kubernetes.io/arch": "amd64"}}}}}
 	w := s.WarningsOnCreate(context.Background(), d)
 	if len(w) != 1 || w[0] != `spec.template.spec.nodeSelector[beta.kubernetes.io/arch]: deprecated since v1.14; use "kubernetes.io/arch" instead` {

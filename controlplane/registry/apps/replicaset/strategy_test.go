@@ -9,12 +9,11 @@ import (
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
 
-	"berth/controlplane/registry/base"
 	"berth/internal/api/scheme"
 )
 
 func TestReplicaSetStrategyAndTable(t *testing.T) {
-	s := base.NewTyped(scheme.New(), Kind)
+	s := Kind.Strategy(scheme.New())
 	rs := &appsv1.ReplicaSet{ObjectMeta: metav1.ObjectMeta{Name: "web-1"}, Status: appsv1.ReplicaSetStatus{Replicas: 9}}
 	s.PrepareForCreate(context.Background(), rs)
 	if rs.Generation != 1 || rs.Status.Replicas != 0 {

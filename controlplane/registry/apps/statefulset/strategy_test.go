@@ -11,7 +11,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 
-	"berth/controlplane/registry/base"
 	"berth/internal/api/defaults"
 	"berth/internal/api/scheme"
 )
@@ -46,7 +45,7 @@ func TestDefaults(t *testing.T) {
 }
 
 func TestValidateFieldPathsAndMessages(t *testing.T) {
-	s := base.NewTyped(scheme.New(), Kind)
+	s := Kind.Strategy(scheme.New())
 	for _, tc := range []struct {
 		name   string
 		mutate func(*appsv1.StatefulSet)
@@ -87,7 +86,7 @@ func TestValidateFieldPathsAndMessages(t *testing.T) {
 }
 
 func TestUpdateRulesAndTable(t *testing.T) {
-	s := base.NewTyped(scheme.New(), Kind)
+	s := Kind.Strategy(scheme.New())
 	old := validSet()
 	s.PrepareForCreate(context.Background(), old)
 	upd := old.DeepCopy()
@@ -103,7 +102,7 @@ func TestUpdateRulesAndTable(t *testing.T) {
 	if errs := s.ValidateUpdate(context.Background(), bad, upd); !strings.Contains(errs.ToAggregate().Error(), "spec: Forbidden: updates to statefulset spec for fields other than 'replicas', 'ordinals', 'template', 'updateStrategy', 'revisionHistoryLimit', 'persistentVolumeClaimRetentionPolicy' and 'minReadySeconds' are forbidden") {
 		t.Fatalf("serviceName change: %v", errs)
 	}
-	st := base.NewTypedStatus(scheme.New(), Kind)
+	st := Kind.StatusStrategy(scheme.New())
 	withStatus := upd.DeepCopy()
 	withStatus.Status = appsv1.StatefulSetStatus{Replicas: 2, ReadyReplicas: 3}
 	if errs := st.ValidateUpdate(context.Background(), withStatus, upd); !strings.Contains(errs.ToAggregate().Error(), "status.readyReplicas: Invalid value: 3: cannot be greater than status.replicas") {

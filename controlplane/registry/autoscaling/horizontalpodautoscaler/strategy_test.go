@@ -9,7 +9,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"berth/controlplane/registry/base"
 	"berth/internal/api/defaults"
 	"berth/internal/api/scheme"
 )
@@ -40,7 +39,7 @@ func TestDefaults(t *testing.T) {
 }
 
 func TestValidate(t *testing.T) {
-	s := base.NewTyped(scheme.New(), Kind)
+	s := Kind.Strategy(scheme.New())
 	for _, tc := range []struct {
 		name   string
 		mutate func(*autoscalingv2.HorizontalPodAutoscaler)

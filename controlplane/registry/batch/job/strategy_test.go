@@ -15,7 +15,6 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/utils/ptr"
 
-	"berth/controlplane/registry/base"
 	"berth/internal/api/scheme"
 )
 
@@ -27,7 +26,7 @@ func newJob(t *testing.T) *batchv1.Job {
 			Containers: []v1.Container{{Name: "c", Image: "busybox:1"}}}}}}
 	s := scheme.New()
 	s.Default(j)
-	st := base.NewTyped(s, Kind)
+	st := Kind.Strategy(s)
 	j.Status.Active = 3
 	st.PrepareForCreate(context.Background(), j)
 	if errs := st.Validate(context.Background(), j); len(errs) != 0 {
@@ -58,7 +57,7 @@ func TestCreateGeneratesSelectorAndDefaults(t *testing.T) {
 
 func TestUpdateRules(t *testing.T) {
 	ctx := context.Background()
-	st := base.NewTyped(scheme.New(), Kind)
+	st := Kind.Strategy(scheme.New())
 	for _, tc := range []struct {
 		name    string
 		prepare func(old *batchv1.Job)
@@ -117,7 +116,7 @@ func TestUpdateRules(t *testing.T) {
 
 func TestStatusUpdateRules(t *testing.T) {
 	ctx := context.Background()
-	st := base.NewTypedStatus(scheme.New(), Kind)
+	st := Kind.StatusStrategy(scheme.New())
 	now := metav1.Now()
 	cond := func(t batchv1.JobConditionType) batchv1.JobCondition {
 		return batchv1.JobCondition{Type: t, Status: v1.ConditionTrue}
@@ -172,7 +171,7 @@ func TestDecreasingSucceededRefused(t *testing.T) {
 	old.Status.Succeeded = 2
 	j := old.DeepCopy()
 	j.Status.Succeeded = 1
-	errs := base.NewTypedStatus(scheme.New(), Kind).ValidateUpdate(context.Background(), j, old)
+	errs := Kind.StatusStrategy(scheme.New()).ValidateUpdate(context.Background(), j, old)
 	want := field.Invalid(field.NewPath("status", "succeeded"), int32(1), "cannot decrease the succeeded counter").Error()
 	if len(errs) != 1 || errs[0].Error() != want {
 		t.Fatalf("errors %v, want %q", errs, want)

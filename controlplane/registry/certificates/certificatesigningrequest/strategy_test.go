@@ -11,7 +11,6 @@ import (
 	"k8s.io/apiserver/pkg/authentication/user"
 	genericapirequest "k8s.io/apiserver/pkg/endpoints/request"
 
-	"berth/controlplane/registry/base"
 	"berth/internal/api/scheme"
 )
 
@@ -20,7 +19,7 @@ func TestCreateRecordsTheRequester(t *testing.T) {
 		Groups: []string{"system:nodes"}, Extra: map[string][]string{"k": {"v"}}})
 	csr := &certificatesv1.CertificateSigningRequest{Spec: certificatesv1.CertificateSigningRequestSpec{Username: "forged", Groups: []string{"system:masters"}},
 		Status: certificatesv1.CertificateSigningRequestStatus{Certificate: []byte("x")}}
-	base.NewTyped(scheme.New(), Kind).PrepareForCreate(ctx, csr)
+	Kind.Strategy(scheme.New()).PrepareForCreate(ctx, csr)
 	if csr.Spec.Username != "system:node:n1" || csr.Spec.UID != "u1" || len(csr.Spec.Groups) != 1 || csr.Spec.Groups[0] != "system:nodes" || csr.Spec.Extra["k"][0] != "v" {
 		t.Errorf("spec identity = %+v", csr.Spec)
 	}
@@ -41,7 +40,7 @@ func TestSubresourcesKeepTheirFieldsApart(t *testing.T) {
 	n.Spec.SignerName = "x/y"
 	n.Status.Conditions = nil
 	n.Status.Certificate = []byte("cert")
-	base.NewTypedStatus(s, Kind).PrepareForUpdate(context.Background(), n, old)
+	Kind.StatusStrategy(s).PrepareForUpdate(context.Background(), n, old)
 	if n.Spec.SignerName != "a/b" || len(n.Status.Conditions) != 1 || n.Status.Conditions[0].Type != certificatesv1.CertificateApproved || string(n.Status.Certificate) != "cert" {
 		t.Errorf("status update = %+v %+v", n.Spec, n.Status)
 	}
@@ -51,7 +50,7 @@ func TestSubresourcesKeepTheirFieldsApart(t *testing.T) {
 	n = pending.DeepCopy()
 	n.Status.Conditions = []certificatesv1.CertificateSigningRequestCondition{approved}
 	n.Status.Certificate = []byte("cert")
-	base.NewTypedStatus(s, ApprovalKind).PrepareForUpdate(context.Background(), n, pending)
+	ApprovalKind.StatusStrategy(s).PrepareForUpdate(context.Background(), n, pending)
 	if len(n.Status.Certificate) != 0 || len(n.Status.Conditions) != 1 || n.Status.Conditions[0].LastUpdateTime.IsZero() || n.Status.Conditions[0].LastTransitionTime.IsZero() {
 		t.Errorf("approval update = %+v", n.Status)
 	}
@@ -59,7 +58,7 @@ func TestSubresourcesKeepTheirFieldsApart(t *testing.T) {
 	// The main resource changes neither.
 	n = old.DeepCopy()
 	n.Status.Certificate = []byte("cert")
-	base.NewTyped(s, Kind).PrepareForUpdate(context.Background(), n, old)
+	Kind.Strategy(s).PrepareForUpdate(context.Background(), n, old)
 	if len(n.Status.Certificate) != 0 {
 		t.Error("main resource update changed the status")
 	}
@@ -87,7 +86,7 @@ func TestConditionCell(t *testing.T) {
 // condition after Approved keeps the order sent (the CSR conformance
 // spec reads the last one), with Approved as stored.
 func TestStatusUpdateKeepsTheConditionOrder(t *testing.T) {
-	s := base.NewTypedStatus(scheme.New(), Kind)
+	s := Kind.StatusStrategy(scheme.New())
 	approved := certificatesv1.CertificateSigningRequestCondition{Type: certificatesv1.CertificateApproved, Status: corev1.ConditionTrue, Reason: "E2E"}
 	old := &certificatesv1.CertificateSigningRequest{Status: certificatesv1.CertificateSigningRequestStatus{Conditions: []certificatesv1.CertificateSigningRequestCondition{
 		{Type: "ApprovalPatch", Status: corev1.ConditionTrue}, approved}}}

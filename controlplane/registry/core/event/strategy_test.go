@@ -10,7 +10,6 @@ import (
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
 
-	"berth/controlplane/registry/base"
 	"berth/internal/api/scheme"
 )
 
@@ -44,7 +43,7 @@ func TestEventTableAndSelectors(t *testing.T) {
 	if ok, err := pred.Matches(e); !ok || err != nil {
 		t.Errorf("event selector did not match: %v %v", ok, err)
 	}
-	if !base.NewTyped(scheme.New(), Kind).AllowCreateOnUpdate(context.Background()) {
+	if !Kind.Strategy(scheme.New()).AllowCreateOnUpdate(context.Background()) {
 		t.Error("events allow create on update upstream")
 	}
 }

@@ -7,12 +7,11 @@ import (
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"berth/controlplane/registry/base"
 	"berth/internal/api/scheme"
 )
 
 func TestNamespaceStrategy(t *testing.T) {
-	s := base.NewTyped(scheme.New(), Kind)
+	s := Kind.Strategy(scheme.New())
 	ns := &v1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "team"}, Status: v1.NamespaceStatus{Phase: v1.NamespaceTerminating}}
 	s.PrepareForCreate(context.Background(), ns)
 	if ns.Status.Phase != v1.NamespaceActive || len(ns.Spec.Finalizers) != 1 || ns.Spec.Finalizers[0] != v1.FinalizerKubernetes {

@@ -8,7 +8,6 @@ import (
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"berth/controlplane/registry/base"
 	"berth/internal/api/scheme"
 )
 
@@ -54,7 +53,7 @@ func TestNodeTable(t *testing.T) {
 }
 
 func TestNodeStrategies(t *testing.T) {
-	s := base.NewTyped(scheme.New(), Kind)
+	s := Kind.Strategy(scheme.New())
 	n := &v1.Node{Spec: v1.NodeSpec{PodCIDR: "10.1.0.0/24"}}
 	s.PrepareForCreate(context.Background(), n)
 	if len(n.Spec.PodCIDRs) != 1 || n.Spec.PodCIDRs[0] != "10.1.0.0/24" {
@@ -73,7 +72,7 @@ func TestNodeStrategies(t *testing.T) {
 
 func TestNodeRegistersWithItsStatus(t *testing.T) {
 	n := &v1.Node{Status: v1.NodeStatus{Phase: v1.NodeRunning}}
-	base.NewTyped(scheme.New(), Kind).PrepareForCreate(context.Background(), n)
+	Kind.Strategy(scheme.New()).PrepareForCreate(context.Background(), n)
 	if n.Status.Phase != v1.NodeRunning {
 		t.Errorf("create cleared the status: %+v", n.Status)
 	}

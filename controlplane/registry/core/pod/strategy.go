@@ -43,7 +43,7 @@ type Strategy struct{ base.Typed[*v1.Pod] }
 var _ rest.RESTGracefulDeleteStrategy = Strategy{}
 
 // NewStrategy returns the pods strategy; typer is berth's scheme.
-func NewStrategy(typer runtime.ObjectTyper) Strategy { return Strategy{base.NewTyped(typer, Kind)} }
+func NewStrategy(typer runtime.ObjectTyper) Strategy { return Strategy{Kind.Strategy(typer)} }
 
 // newStatus is a new pod's status: phase Pending, the QoS class computed
 // from the spec, PodScheduled=False/SchedulingGated when the pod has

@@ -10,7 +10,6 @@ import (
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
 
-	"berth/controlplane/registry/base"
 	"berth/internal/api/defaults"
 	"berth/internal/api/scheme"
 )
@@ -69,7 +68,7 @@ func TestPrepareForUpdateKeepsStatusAndBumpsGeneration(t *testing.T) {
 }
 
 func TestStatusStrategyKeepsSpec(t *testing.T) {
-	s := base.NewTypedStatus(scheme.New(), Kind)
+	s := Kind.StatusStrategy(scheme.New())
 	old := newPod()
 	old.Spec.NodeName = "n1"
 	old.Status.QOSClass = v1.PodQOSBurstable
@@ -176,7 +175,7 @@ func TestQOSClass(t *testing.T) {
 }
 
 func TestStatusStrategySyncsPodIPs(t *testing.T) {
-	s := base.NewTypedStatus(scheme.New(), Kind)
+	s := Kind.StatusStrategy(scheme.New())
 	old := newPod()
 	upd := old.DeepCopy()
 	upd.Status.PodIP = "10.1.0.7"
@@ -188,7 +187,7 @@ func TestStatusStrategySyncsPodIPs(t *testing.T) {
 }
 
 func TestStatusStrategyKeepsObservedGenerations(t *testing.T) {
-	s := base.NewTypedStatus(scheme.New(), Kind)
+	s := Kind.StatusStrategy(scheme.New())
 	old := newPod()
 	old.Status.ObservedGeneration = 4
 	old.Status.Conditions = []v1.PodCondition{{Type: v1.PodReady, ObservedGeneration: 3}, {Type: v1.PodScheduled, ObservedGeneration: 2}}

@@ -11,7 +11,6 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apiserver/pkg/registry/rest"
 
-	"berth/controlplane/registry/base"
 	"berth/internal/api/defaults"
 	"berth/internal/api/scheme"
 )
@@ -39,7 +38,7 @@ func TestDefaultsCopyTemplateLabels(t *testing.T) {
 }
 
 func TestValidateFieldPathsAndMessages(t *testing.T) {
-	s := base.NewTyped(scheme.New(), Kind)
+	s := Kind.Strategy(scheme.New())
 	for _, tc := range []struct {
 		name   string
 		mutate func(*v1.ReplicationController)
@@ -75,7 +74,7 @@ func TestValidateFieldPathsAndMessages(t *testing.T) {
 }
 
 func TestSelectorMayChangeOnUpdate(t *testing.T) {
-	s := base.NewTyped(scheme.New(), Kind)
+	s := Kind.Strategy(scheme.New())
 	old := validRC()
 	old.ResourceVersion = "1"
 	upd := old.DeepCopy()
@@ -87,7 +86,7 @@ func TestSelectorMayChangeOnUpdate(t *testing.T) {
 }
 
 func TestStrategyStatusTableAndFields(t *testing.T) {
-	s := base.NewTyped(scheme.New(), Kind)
+	s := Kind.Strategy(scheme.New())
 	rc := validRC()
 	rc.Status.Replicas = 7
 	s.PrepareForCreate(context.Background(), rc)
@@ -105,7 +104,7 @@ func TestStrategyStatusTableAndFields(t *testing.T) {
 	if upd.Generation != 2 || upd.Status.Replicas != 2 {
 		t.Errorf("after update: generation %d status %+v", upd.Generation, upd.Status)
 	}
-	st := base.NewTypedStatus(scheme.New(), Kind)
+	st := Kind.StatusStrategy(scheme.New())
 	bad := upd.DeepCopy()
 	bad.Status.ReadyReplicas = 3
 	if errs := st.ValidateUpdate(context.Background(), bad, upd); !strings.Contains(errs.ToAggregate().Error(), "status.readyReplicas: Invalid value: 3: cannot be greater than status.replicas") {

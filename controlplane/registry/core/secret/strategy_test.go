@@ -7,12 +7,11 @@ import (
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"berth/controlplane/registry/base"
 	"berth/internal/api/scheme"
 )
 
 func TestStringDataIsMergedIntoData(t *testing.T) {
-	s := base.NewTyped(scheme.New(), Kind)
+	s := Kind.Strategy(scheme.New())
 	for name, prepare := range map[string]func(*v1.Secret){
 		"create": func(sec *v1.Secret) { s.PrepareForCreate(context.Background(), sec) },
 		"update": func(sec *v1.Secret) { s.PrepareForUpdate(context.Background(), sec, &v1.Secret{}) },

@@ -7,7 +7,6 @@ import (
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"berth/controlplane/registry/base"
 	"berth/internal/api/scheme"
 )
 
@@ -42,7 +41,7 @@ func TestServiceTable(t *testing.T) {
 }
 
 func TestServiceStrategy(t *testing.T) {
-	s := base.NewTyped(scheme.New(), Kind)
+	s := Kind.Strategy(scheme.New())
 	svc := &v1.Service{Spec: v1.ServiceSpec{ClusterIP: "10.96.0.1"}, Status: v1.ServiceStatus{LoadBalancer: v1.LoadBalancerStatus{Ingress: []v1.LoadBalancerIngress{{IP: "1.2.3.4"}}}}}
 	s.PrepareForCreate(context.Background(), svc)
 	if len(svc.Status.LoadBalancer.Ingress) != 0 || len(svc.Spec.ClusterIPs) != 1 || svc.Spec.ClusterIPs[0] != "10.96.0.1" {
@@ -81,7 +80,7 @@ func TestDefaultIPFamilies(t *testing.T) {
 
 func TestTypeChangeDropsNodePorts(t *testing.T) {
 	sc := scheme.New()
-	s := base.NewTyped(sc, Kind)
+	s := Kind.Strategy(sc)
 	old := &v1.Service{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "default", ResourceVersion: "1"},
 		Spec: v1.ServiceSpec{Type: v1.ServiceTypeNodePort, ClusterIP: "10.96.0.5", Ports: []v1.ServicePort{{Port: 80, NodePort: 30080}}, Selector: map[string]string{"app": "web"}}}
 	sc.Default(old)
@@ -109,7 +108,7 @@ func TestTypeChangeDropsNodePorts(t *testing.T) {
 
 func TestUpdateKeepsAllocatedValues(t *testing.T) {
 	sc := scheme.New()
-	s := base.NewTyped(sc, Kind)
+	s := Kind.Strategy(sc)
 	old := &v1.Service{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "default", ResourceVersion: "1"},
 		Spec: v1.ServiceSpec{Type: v1.ServiceTypeNodePort, ClusterIP: "10.96.0.5", Ports: []v1.ServicePort{{Name: "http", Port: 80, NodePort: 30080}}}}
 	sc.Default(old)

@@ -7,7 +7,6 @@ import (
 	networkingv1 "k8s.io/api/networking/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"berth/controlplane/registry/base"
 	"berth/internal/api/scheme"
 )
 
@@ -15,7 +14,7 @@ func TestStatusKeptOnCreateAndMetadataOnStatusWrites(t *testing.T) {
 	ready := []metav1.Condition{{Type: networkingv1.ServiceCIDRConditionReady, Status: metav1.ConditionTrue}}
 	c := &networkingv1.ServiceCIDR{ObjectMeta: metav1.ObjectMeta{Name: "kubernetes", Labels: map[string]string{"a": "1"}},
 		Spec: networkingv1.ServiceCIDRSpec{CIDRs: []string{"10.96.0.0/16"}}, Status: networkingv1.ServiceCIDRStatus{Conditions: ready}}
-	base.NewTyped(scheme.New(), Kind).PrepareForCreate(context.Background(), c)
+	Kind.Strategy(scheme.New()).PrepareForCreate(context.Background(), c)
 	if len(c.Status.Conditions) != 1 {
 		t.Fatalf("create cleared the status: %+v", c.Status)
 	}
@@ -23,7 +22,7 @@ func TestStatusKeptOnCreateAndMetadataOnStatusWrites(t *testing.T) {
 	upd.Labels["a"] = "2"
 	upd.Spec.CIDRs = []string{"10.0.0.0/16"}
 	upd.Status.Conditions = nil
-	base.NewTypedStatus(scheme.New(), Kind).PrepareForUpdate(context.Background(), upd, c)
+	Kind.StatusStrategy(scheme.New()).PrepareForUpdate(context.Background(), upd, c)
 	if upd.Labels["a"] != "1" || upd.Spec.CIDRs[0] != "10.96.0.0/16" || len(upd.Status.Conditions) != 0 {
 		t.Errorf("status write: labels %v spec %v status %+v", upd.Labels, upd.Spec, upd.Status)
 	}
