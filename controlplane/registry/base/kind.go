@@ -29,7 +29,8 @@ type Object interface {
 // scope, which half of an object each write may change, what
 // metadata.generation counts, how it is validated, its field selectors and
 // its table, and the few steps of its own. Validate and ValidateUpdate are
-// required; every other field is optional.
+// required (unless a strategy embedding Typed validates, as APIServices'
+// do with the request's context); every other field is optional.
 type Kind[T Object] struct {
 	// APIVersion is the served group/version ("apps/v1"), naming the fields
 	// a write resets for server-side apply.
