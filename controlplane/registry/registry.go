@@ -40,6 +40,7 @@ import (
 	"berth/controlplane/registry/apps/replicaset"
 	"berth/controlplane/registry/apps/statefulset"
 	"berth/controlplane/registry/autoscaling/horizontalpodautoscaler"
+	"berth/controlplane/registry/base"
 	"berth/controlplane/registry/batch/cronjob"
 	"berth/controlplane/registry/batch/job"
 	"berth/controlplane/registry/certificates/certificatesigningrequest"
@@ -121,116 +122,89 @@ func Resources(typer runtime.ObjectTyper) map[schema.GroupResource]Resource {
 	core := func(r string) schema.GroupResource { return corev1.SchemeGroupVersion.WithResource(r).GroupResource() }
 	gr := func(gv schema.GroupVersion, r string) schema.GroupResource { return gv.WithResource(r).GroupResource() }
 	list := []Resource{
-		{GroupResource: core("pods"), Strategy: pod.NewStrategy(typer), StatusStrategy: pod.NewStatusStrategy(typer), Table: pod.Table,
-			AttrFunc: pod.GetAttrs, PredicateFunc: pod.Predicate, TriggerFuncs: pod.TriggerFuncs(), Indexers: pod.Indexers()},
-		{GroupResource: core("namespaces"), Strategy: namespace.NewStrategy(typer), StatusStrategy: namespace.NewStatusStrategy(typer), Table: namespace.Table,
-			AttrFunc: namespace.GetAttrs, PredicateFunc: namespace.Predicate},
-		{GroupResource: core("nodes"), Strategy: node.NewStrategy(typer), StatusStrategy: node.NewStatusStrategy(typer), Table: node.Table,
-			AttrFunc: node.GetAttrs, PredicateFunc: node.Predicate},
-		{GroupResource: core("configmaps"), Strategy: configmap.NewStrategy(typer), Table: configmap.Table, AttrFunc: configmap.GetAttrs, PredicateFunc: configmap.Predicate},
-		{GroupResource: core("secrets"), Strategy: secret.NewStrategy(typer), Table: secret.Table, AttrFunc: secret.GetAttrs, PredicateFunc: secret.Predicate},
-		{GroupResource: core("serviceaccounts"), Strategy: serviceaccount.NewStrategy(typer), Table: serviceaccount.Table,
-			AttrFunc: serviceaccount.GetAttrs, PredicateFunc: serviceaccount.Predicate},
-		{GroupResource: core("events"), Strategy: coreevent.NewStrategy(typer), Table: coreevent.Table, AttrFunc: coreevent.GetAttrs, PredicateFunc: coreevent.Predicate},
-		{GroupResource: core("endpoints"), Strategy: endpoints.NewStrategy(typer), Table: endpoints.Table, AttrFunc: endpoints.GetAttrs, PredicateFunc: endpoints.Predicate},
-		{GroupResource: core("services"), Strategy: service.NewStrategy(typer), StatusStrategy: service.NewStatusStrategy(typer), Table: service.Table,
-			AttrFunc: service.GetAttrs, PredicateFunc: service.Predicate},
-		{GroupResource: core("persistentvolumes"), Strategy: persistentvolume.NewStrategy(typer), StatusStrategy: persistentvolume.NewStatusStrategy(typer),
-			Table: persistentvolume.Table, AttrFunc: persistentvolume.GetAttrs, PredicateFunc: persistentvolume.Predicate},
-		{GroupResource: core("persistentvolumeclaims"), Strategy: persistentvolumeclaim.NewStrategy(typer), StatusStrategy: persistentvolumeclaim.NewStatusStrategy(typer),
-			Table: persistentvolumeclaim.Table, AttrFunc: persistentvolumeclaim.GetAttrs, PredicateFunc: persistentvolumeclaim.Predicate},
-		{GroupResource: gr(appsv1.SchemeGroupVersion, "deployments"), Strategy: deployment.NewStrategy(typer), StatusStrategy: deployment.NewStatusStrategy(typer),
-			Table: deployment.Table, AttrFunc: deployment.GetAttrs, PredicateFunc: deployment.Predicate},
-		{GroupResource: gr(appsv1.SchemeGroupVersion, "replicasets"), Strategy: replicaset.NewStrategy(typer), StatusStrategy: replicaset.NewStatusStrategy(typer),
-			Table: replicaset.Table, AttrFunc: replicaset.GetAttrs, PredicateFunc: replicaset.Predicate},
-		{GroupResource: gr(coordinationv1.SchemeGroupVersion, "leases"), Strategy: lease.NewStrategy(typer), Table: lease.Table,
-			AttrFunc: lease.GetAttrs, PredicateFunc: lease.Predicate},
-		{GroupResource: gr(eventsv1.SchemeGroupVersion, "events"), Strategy: eventsevent.NewStrategy(typer), Table: eventsevent.Table,
-			AttrFunc: eventsevent.GetAttrs, PredicateFunc: eventsevent.Predicate},
-		{GroupResource: gr(discoveryv1.SchemeGroupVersion, "endpointslices"), Strategy: endpointslice.NewStrategy(typer), Table: endpointslice.Table,
-			AttrFunc: endpointslice.GetAttrs, PredicateFunc: endpointslice.Predicate},
-		{GroupResource: gr(storagev1.SchemeGroupVersion, "storageclasses"), Strategy: storageclass.NewStrategy(typer), Table: storageclass.Table,
-			AttrFunc: storageclass.GetAttrs, PredicateFunc: storageclass.Predicate},
-		{GroupResource: gr(storagev1.SchemeGroupVersion, "csidrivers"), Strategy: csidriver.NewStrategy(typer), Table: csidriver.Table,
-			AttrFunc: csidriver.GetAttrs, PredicateFunc: csidriver.Predicate},
-		{GroupResource: gr(storagev1.SchemeGroupVersion, "csinodes"), Strategy: csinode.NewStrategy(typer), Table: csinode.Table,
-			AttrFunc: csinode.GetAttrs, PredicateFunc: csinode.Predicate},
-		{GroupResource: gr(rbacv1.SchemeGroupVersion, "roles"), Strategy: role.NewStrategy(typer), Table: role.Table, AttrFunc: role.GetAttrs, PredicateFunc: role.Predicate},
-		{GroupResource: gr(rbacv1.SchemeGroupVersion, "clusterroles"), Strategy: clusterrole.NewStrategy(typer), Table: clusterrole.Table,
-			AttrFunc: clusterrole.GetAttrs, PredicateFunc: clusterrole.Predicate},
-		{GroupResource: gr(rbacv1.SchemeGroupVersion, "rolebindings"), Strategy: rolebinding.NewStrategy(typer), Table: rolebinding.Table,
-			AttrFunc: rolebinding.GetAttrs, PredicateFunc: rolebinding.Predicate},
-		{GroupResource: gr(rbacv1.SchemeGroupVersion, "clusterrolebindings"), Strategy: clusterrolebinding.NewStrategy(typer), Table: clusterrolebinding.Table,
-			AttrFunc: clusterrolebinding.GetAttrs, PredicateFunc: clusterrolebinding.Predicate},
-		{GroupResource: core("limitranges"), Strategy: limitrange.NewStrategy(typer), Table: limitrange.Table,
-			AttrFunc: limitrange.GetAttrs, PredicateFunc: limitrange.Predicate},
-		{GroupResource: core("resourcequotas"), Strategy: resourcequota.NewStrategy(typer), StatusStrategy: resourcequota.NewStatusStrategy(typer),
-			Table: resourcequota.Table, AttrFunc: resourcequota.GetAttrs, PredicateFunc: resourcequota.Predicate},
-		{GroupResource: gr(admissionregistrationv1.SchemeGroupVersion, "mutatingwebhookconfigurations"), Strategy: webhookconfiguration.NewMutatingStrategy(typer),
-			Table: webhookconfiguration.MutatingTable, AttrFunc: webhookconfiguration.GetAttrs, PredicateFunc: webhookconfiguration.Predicate},
-		{GroupResource: gr(admissionregistrationv1.SchemeGroupVersion, "validatingwebhookconfigurations"), Strategy: webhookconfiguration.NewValidatingStrategy(typer),
-			Table: webhookconfiguration.ValidatingTable, AttrFunc: webhookconfiguration.GetAttrs, PredicateFunc: webhookconfiguration.Predicate},
-		{GroupResource: gr(certificatesv1.SchemeGroupVersion, "certificatesigningrequests"), Strategy: certificatesigningrequest.NewStrategy(typer),
-			StatusStrategy: certificatesigningrequest.NewStatusStrategy(typer), ApprovalStrategy: certificatesigningrequest.NewApprovalStrategy(typer),
-			Table: certificatesigningrequest.Table, AttrFunc: certificatesigningrequest.GetAttrs, PredicateFunc: certificatesigningrequest.Predicate},
-		{GroupResource: core("podtemplates"), Strategy: podtemplate.NewStrategy(typer), Table: podtemplate.Table,
-			AttrFunc: podtemplate.GetAttrs, PredicateFunc: podtemplate.Predicate},
-		{GroupResource: gr(nodev1.SchemeGroupVersion, "runtimeclasses"), Strategy: runtimeclass.NewStrategy(typer), Table: runtimeclass.Table,
-			AttrFunc: runtimeclass.GetAttrs, PredicateFunc: runtimeclass.Predicate},
-		{GroupResource: gr(storagev1.SchemeGroupVersion, "volumeattachments"), Strategy: volumeattachment.NewStrategy(typer),
-			StatusStrategy: volumeattachment.NewStatusStrategy(typer), Table: volumeattachment.Table,
-			AttrFunc: volumeattachment.GetAttrs, PredicateFunc: volumeattachment.Predicate},
-		{GroupResource: gr(storagev1.SchemeGroupVersion, "csistoragecapacities"), Strategy: csistoragecapacity.NewStrategy(typer), Table: csistoragecapacity.Table,
-			AttrFunc: csistoragecapacity.GetAttrs, PredicateFunc: csistoragecapacity.Predicate},
-		{GroupResource: gr(networkingv1.SchemeGroupVersion, "ingresses"), Strategy: ingress.NewStrategy(typer), StatusStrategy: ingress.NewStatusStrategy(typer),
-			Table: ingress.Table, AttrFunc: ingress.GetAttrs, PredicateFunc: ingress.Predicate},
-		{GroupResource: gr(networkingv1.SchemeGroupVersion, "ingressclasses"), Strategy: ingressclass.NewStrategy(typer), Table: ingressclass.Table,
-			AttrFunc: ingressclass.GetAttrs, PredicateFunc: ingressclass.Predicate},
-		{GroupResource: core("replicationcontrollers"), Strategy: replicationcontroller.NewStrategy(typer),
-			StatusStrategy: replicationcontroller.NewStatusStrategy(typer), Table: replicationcontroller.Table,
-			AttrFunc: replicationcontroller.GetAttrs, PredicateFunc: replicationcontroller.Predicate},
-		{GroupResource: gr(appsv1.SchemeGroupVersion, "daemonsets"), Strategy: daemonset.NewStrategy(typer), StatusStrategy: daemonset.NewStatusStrategy(typer),
-			Table: daemonset.Table, AttrFunc: daemonset.GetAttrs, PredicateFunc: daemonset.Predicate},
-		{GroupResource: gr(appsv1.SchemeGroupVersion, "controllerrevisions"), Strategy: controllerrevision.NewStrategy(typer), Table: controllerrevision.Table,
-			AttrFunc: controllerrevision.GetAttrs, PredicateFunc: controllerrevision.Predicate},
-		{GroupResource: gr(batchv1.SchemeGroupVersion, "jobs"), Strategy: job.NewStrategy(typer), StatusStrategy: job.NewStatusStrategy(typer),
-			Table: job.Table, AttrFunc: job.GetAttrs, PredicateFunc: job.Predicate},
-		{GroupResource: gr(batchv1.SchemeGroupVersion, "cronjobs"), Strategy: cronjob.NewStrategy(typer), StatusStrategy: cronjob.NewStatusStrategy(typer),
-			Table: cronjob.Table, AttrFunc: cronjob.GetAttrs, PredicateFunc: cronjob.Predicate},
-		{GroupResource: gr(schedulingv1.SchemeGroupVersion, "priorityclasses"), Strategy: priorityclass.NewStrategy(typer), Table: priorityclass.Table,
-			AttrFunc: priorityclass.GetAttrs, PredicateFunc: priorityclass.Predicate},
-		{GroupResource: gr(policyv1.SchemeGroupVersion, "poddisruptionbudgets"), Strategy: poddisruptionbudget.NewStrategy(typer),
-			StatusStrategy: poddisruptionbudget.NewStatusStrategy(typer), Table: poddisruptionbudget.Table,
-			AttrFunc: poddisruptionbudget.GetAttrs, PredicateFunc: poddisruptionbudget.Predicate},
-		{GroupResource: gr(admissionregistrationv1.SchemeGroupVersion, "validatingadmissionpolicies"), Strategy: admissionpolicy.NewPolicyStrategy(typer),
-			StatusStrategy: admissionpolicy.NewPolicyStatusStrategy(typer), Table: admissionpolicy.PolicyTable,
-			AttrFunc: admissionpolicy.GetAttrs, PredicateFunc: admissionpolicy.Predicate},
-		{GroupResource: gr(admissionregistrationv1.SchemeGroupVersion, "validatingadmissionpolicybindings"), Strategy: admissionpolicy.NewBindingStrategy(typer),
-			Table: admissionpolicy.BindingTable, AttrFunc: admissionpolicy.GetAttrs, PredicateFunc: admissionpolicy.Predicate},
-		{GroupResource: gr(flowcontrolv1.SchemeGroupVersion, "flowschemas"), Strategy: flowschema.NewStrategy(typer),
-			StatusStrategy: flowschema.NewStatusStrategy(typer), Table: flowschema.Table, AttrFunc: flowschema.GetAttrs, PredicateFunc: flowschema.Predicate},
-		{GroupResource: gr(flowcontrolv1.SchemeGroupVersion, "prioritylevelconfigurations"), Strategy: prioritylevel.NewStrategy(typer),
-			StatusStrategy: prioritylevel.NewStatusStrategy(typer), Table: prioritylevel.Table, AttrFunc: prioritylevel.GetAttrs, PredicateFunc: prioritylevel.Predicate},
-		{GroupResource: gr(networkingv1.SchemeGroupVersion, "servicecidrs"), Strategy: servicecidr.NewStrategy(typer),
-			StatusStrategy: servicecidr.NewStatusStrategy(typer), Table: servicecidr.Table,
-			AttrFunc: servicecidr.GetAttrs, PredicateFunc: servicecidr.Predicate},
-		{GroupResource: gr(networkingv1.SchemeGroupVersion, "ipaddresses"), Strategy: ipaddress.NewStrategy(typer), Table: ipaddress.Table,
-			AttrFunc: ipaddress.GetAttrs, PredicateFunc: ipaddress.Predicate},
+		pods(typer),
+		typed(typer, core("namespaces"), namespace.Kind),
+		typed(typer, core("nodes"), node.Kind),
+		typed(typer, core("configmaps"), configmap.Kind),
+		typed(typer, core("secrets"), secret.Kind),
+		typed(typer, core("serviceaccounts"), serviceaccount.Kind),
+		typed(typer, core("events"), coreevent.Kind),
+		typed(typer, core("endpoints"), endpoints.Kind),
+		typed(typer, core("services"), service.Kind),
+		typed(typer, core("persistentvolumes"), persistentvolume.Kind),
+		typed(typer, core("persistentvolumeclaims"), persistentvolumeclaim.Kind),
+		typed(typer, gr(appsv1.SchemeGroupVersion, "deployments"), deployment.Kind),
+		typed(typer, gr(appsv1.SchemeGroupVersion, "replicasets"), replicaset.Kind),
+		typed(typer, gr(coordinationv1.SchemeGroupVersion, "leases"), lease.Kind),
+		typed(typer, gr(eventsv1.SchemeGroupVersion, "events"), eventsevent.Kind),
+		typed(typer, gr(discoveryv1.SchemeGroupVersion, "endpointslices"), endpointslice.Kind),
+		typed(typer, gr(storagev1.SchemeGroupVersion, "storageclasses"), storageclass.Kind),
+		typed(typer, gr(storagev1.SchemeGroupVersion, "csidrivers"), csidriver.Kind),
+		typed(typer, gr(storagev1.SchemeGroupVersion, "csinodes"), csinode.Kind),
+		typed(typer, gr(rbacv1.SchemeGroupVersion, "roles"), role.Kind),
+		typed(typer, gr(rbacv1.SchemeGroupVersion, "clusterroles"), clusterrole.Kind),
+		typed(typer, gr(rbacv1.SchemeGroupVersion, "rolebindings"), rolebinding.Kind),
+		typed(typer, gr(rbacv1.SchemeGroupVersion, "clusterrolebindings"), clusterrolebinding.Kind),
+		typed(typer, core("limitranges"), limitrange.Kind),
+		typed(typer, core("resourcequotas"), resourcequota.Kind),
+		typed(typer, gr(admissionregistrationv1.SchemeGroupVersion, "mutatingwebhookconfigurations"), webhookconfiguration.MutatingKind),
+		typed(typer, gr(admissionregistrationv1.SchemeGroupVersion, "validatingwebhookconfigurations"), webhookconfiguration.ValidatingKind),
+		withApproval(typer, typed(typer, gr(certificatesv1.SchemeGroupVersion, "certificatesigningrequests"), certificatesigningrequest.Kind), certificatesigningrequest.ApprovalKind),
+		typed(typer, core("podtemplates"), podtemplate.Kind),
+		typed(typer, gr(nodev1.SchemeGroupVersion, "runtimeclasses"), runtimeclass.Kind),
+		typed(typer, gr(storagev1.SchemeGroupVersion, "volumeattachments"), volumeattachment.Kind),
+		typed(typer, gr(storagev1.SchemeGroupVersion, "csistoragecapacities"), csistoragecapacity.Kind),
+		typed(typer, gr(networkingv1.SchemeGroupVersion, "ingresses"), ingress.Kind),
+		typed(typer, gr(networkingv1.SchemeGroupVersion, "ingressclasses"), ingressclass.Kind),
+		typed(typer, core("replicationcontrollers"), replicationcontroller.Kind),
+		typed(typer, gr(appsv1.SchemeGroupVersion, "daemonsets"), daemonset.Kind),
+		typed(typer, gr(appsv1.SchemeGroupVersion, "controllerrevisions"), controllerrevision.Kind),
+		typed(typer, gr(batchv1.SchemeGroupVersion, "jobs"), job.Kind),
+		typed(typer, gr(batchv1.SchemeGroupVersion, "cronjobs"), cronjob.Kind),
+		typed(typer, gr(schedulingv1.SchemeGroupVersion, "priorityclasses"), priorityclass.Kind),
+		typed(typer, gr(policyv1.SchemeGroupVersion, "poddisruptionbudgets"), poddisruptionbudget.Kind),
+		typed(typer, gr(admissionregistrationv1.SchemeGroupVersion, "validatingadmissionpolicies"), admissionpolicy.PolicyKind),
+		typed(typer, gr(admissionregistrationv1.SchemeGroupVersion, "validatingadmissionpolicybindings"), admissionpolicy.BindingKind),
+		typed(typer, gr(flowcontrolv1.SchemeGroupVersion, "flowschemas"), flowschema.Kind),
+		typed(typer, gr(flowcontrolv1.SchemeGroupVersion, "prioritylevelconfigurations"), prioritylevel.Kind),
+		typed(typer, gr(networkingv1.SchemeGroupVersion, "servicecidrs"), servicecidr.Kind),
+		typed(typer, gr(networkingv1.SchemeGroupVersion, "ipaddresses"), ipaddress.Kind),
 		{GroupResource: gr(apiextensionsv1.SchemeGroupVersion, "customresourcedefinitions"), Strategy: customresourcedefinition.NewStrategy(typer),
 			StatusStrategy: customresourcedefinition.NewStatusStrategy(typer), Table: customresourcedefinition.Table,
 			AttrFunc: customresourcedefinition.GetAttrs, PredicateFunc: customresourcedefinition.Predicate},
 		{GroupResource: gr(apiregistrationv1.SchemeGroupVersion, "apiservices"), Strategy: apiservice.NewStrategy(typer),
-			StatusStrategy: apiservice.NewStatusStrategy(typer), Table: apiservice.Table,
-			AttrFunc: apiservice.GetAttrs, PredicateFunc: apiservice.Predicate},
-		{GroupResource: gr(appsv1.SchemeGroupVersion, "statefulsets"), Strategy: statefulset.NewStrategy(typer), StatusStrategy: statefulset.NewStatusStrategy(typer),
-			Table: statefulset.Table, AttrFunc: statefulset.GetAttrs, PredicateFunc: statefulset.Predicate},
-		{GroupResource: schema.GroupResource{Group: "autoscaling", Resource: "horizontalpodautoscalers"}, Strategy: horizontalpodautoscaler.NewStrategy(typer),
-			StatusStrategy: horizontalpodautoscaler.NewStatusStrategy(typer), Table: horizontalpodautoscaler.Table,
-			AttrFunc: horizontalpodautoscaler.GetAttrs, PredicateFunc: horizontalpodautoscaler.Predicate},
+			StatusStrategy: apiservice.NewStatusStrategy(typer), Table: apiservice.Kind.Table, AttrFunc: apiservice.Kind.Attrs, PredicateFunc: apiservice.Kind.Predicate},
+		typed(typer, gr(appsv1.SchemeGroupVersion, "statefulsets"), statefulset.Kind),
+		typed(typer, schema.GroupResource{Group: "autoscaling", Resource: "horizontalpodautoscalers"}, horizontalpodautoscaler.Kind),
 	}
 	out := make(map[schema.GroupResource]Resource, len(list))
 	for _, r := range list {
 		out[r.GroupResource] = r
 	}
 	return out
+}
+
+// typed returns the parts of a resource served by the typed strategies of
+// kind (and /status when the kind has one).
+func typed[T base.Object](typer runtime.ObjectTyper, gr schema.GroupResource, kind base.Kind[T]) Resource {
+	r := Resource{GroupResource: gr, Strategy: kind.Strategy(typer), Table: kind.Table, AttrFunc: kind.Attrs, PredicateFunc: kind.Predicate}
+	if kind.Status {
+		r.StatusStrategy = kind.StatusStrategy(typer)
+	}
+	return r
+}
+
+// withApproval adds to r the /approval strategy of kind.
+func withApproval[T base.Object](typer runtime.ObjectTyper, r Resource, kind base.Kind[T]) Resource {
+	r.ApprovalStrategy = kind.StatusStrategy(typer)
+	return r
+}
+
+// pods returns the pods' parts: Kind's with graceful deletion and the
+// watch cache's spec.nodeName index.
+func pods(typer runtime.ObjectTyper) Resource {
+	r := typed(typer, corev1.SchemeGroupVersion.WithResource("pods").GroupResource(), pod.Kind)
+	r.Strategy = pod.NewStrategy(typer)
+	r.TriggerFuncs, r.Indexers = pod.TriggerFuncs(), pod.Indexers()
+	return r
 }

@@ -19,8 +19,8 @@ import (
 // Strategy is embedded by every resource strategy. It answers ObjectKinds
 // (through the typer), GenerateName, NamespaceScoped, and the optional
 // strategy methods most resources answer the same way: no create on
-// update (unless CreateOnUpdate), unconditional updates allowed, no
-// warnings, nothing to canonicalize.
+// update (unless CreateOnUpdate), unconditional updates allowed (unless
+// ConditionalUpdate), no warnings, nothing to canonicalize.
 type Strategy struct {
 	runtime.ObjectTyper
 	names.NameGenerator
@@ -29,6 +29,9 @@ type Strategy struct {
 	// CreateOnUpdate allows a PUT to create a missing object (services,
 	// leases, events and RBAC objects upstream).
 	CreateOnUpdate bool
+	// ConditionalUpdate refuses an update that names no resourceVersion
+	// (runtime classes, volume attachments, APIServices… upstream).
+	ConditionalUpdate bool
 	// Reset are the fields every write resets (see GetResetFields).
 	Reset ResetFields
 }
@@ -45,8 +48,9 @@ func (s Strategy) NamespaceScoped() bool { return s.Namespaced }
 // AllowCreateOnUpdate reports whether a PUT may create the object.
 func (s Strategy) AllowCreateOnUpdate(context.Context) bool { return s.CreateOnUpdate }
 
-// AllowUnconditionalUpdate allows updates without a resourceVersion.
-func (Strategy) AllowUnconditionalUpdate(context.Context) bool { return true }
+// AllowUnconditionalUpdate allows updates without a resourceVersion,
+// unless ConditionalUpdate.
+func (s Strategy) AllowUnconditionalUpdate(context.Context) bool { return !s.ConditionalUpdate }
 
 // WarningsOnCreate returns no warnings.
 func (Strategy) WarningsOnCreate(context.Context, runtime.Object) []string { return nil }

@@ -1,5 +1,5 @@
-// Package admissionpolicy is the registry strategy for
-// admissionregistration.k8s.io/v1 ValidatingAdmissionPolicies (spec and a
+// Package admissionpolicy describes admissionregistration.k8s.io/v1
+// ValidatingAdmissionPolicies to the registry (spec and a
 // /status the type-checking controller writes) and their bindings:
 // generation, validation with CEL compilation, metadata field selectors and
 // the tables (NAME VALIDATIONS PARAMKIND AGE; NAME POLICYNAME PARAMREF AGE).
@@ -10,11 +10,8 @@ import (
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/fields"
-	"k8s.io/apimachinery/pkg/runtime"
 
 	"berth/controlplane/registry/base"
-	"berth/internal/api/fieldsets"
 	"berth/internal/api/validation"
 )
 
@@ -23,48 +20,31 @@ type (
 	binding = admissionregistrationv1.ValidatingAdmissionPolicyBinding
 )
 
-var policyKind = base.SpecStatusKind[*policy]{
+// PolicyKind describes validatingadmissionpolicies: the type-checking
+// controller writes the status.
+var PolicyKind = base.Kind[*policy]{
 	APIVersion:           "admissionregistration.k8s.io/v1",
-	Spec:                 func(p *policy) any { return p.Spec },
-	SetSpec:              func(to, from *policy) { to.Spec = from.Spec },
-	ClearStatus:          func(p *policy) { p.Status = admissionregistrationv1.ValidatingAdmissionPolicyStatus{} },
-	SetStatus:            func(to, from *policy) { to.Status = from.Status },
+	Status:               true,
+	SpecGeneration:       true,
+	StatusKeepsMeta:      true,
+	StatusResets:         []string{"metadata", "spec"},
 	Validate:             validation.ValidateValidatingAdmissionPolicy,
 	ValidateUpdate:       validation.ValidateValidatingAdmissionPolicyUpdate,
 	ValidateStatusUpdate: validation.ValidateValidatingAdmissionPolicyStatusUpdate,
+	Table:                policyTable,
 }
 
-var bindingKind = base.SpecStatusKind[*binding]{
+// BindingKind describes validatingadmissionpolicybindings.
+var BindingKind = base.Kind[*binding]{
 	APIVersion:     "admissionregistration.k8s.io/v1",
-	Spec:           func(b *binding) any { return b.Spec },
-	SetSpec:        func(to, from *binding) { to.Spec = from.Spec },
+	SpecGeneration: true,
 	Validate:       validation.ValidateValidatingAdmissionPolicyBinding,
 	ValidateUpdate: validation.ValidateValidatingAdmissionPolicyBindingUpdate,
+	Table:          bindingTable,
 }
 
-// NewPolicyStrategy returns the validatingadmissionpolicies strategy.
-func NewPolicyStrategy(typer runtime.ObjectTyper) base.SpecStatusStrategy[*policy] {
-	return base.NewSpecStatus(typer, policyKind)
-}
-
-// NewPolicyStatusStrategy returns the validatingadmissionpolicies/status strategy.
-func NewPolicyStatusStrategy(typer runtime.ObjectTyper) base.SpecStatusStatusStrategy[*policy] {
-	return base.NewSpecStatusStatus(typer, policyKind)
-}
-
-// NewBindingStrategy returns the validatingadmissionpolicybindings strategy.
-func NewBindingStrategy(typer runtime.ObjectTyper) base.SpecStatusStrategy[*binding] {
-	return base.NewSpecStatus(typer, bindingKind)
-}
-
-// GetAttrs returns a policy's or binding's labels and metadata fields.
-var GetAttrs = base.Attrs(func(o runtime.Object) fields.Set { return fieldsets.Meta(o, false) })
-
-// Predicate matches policies and bindings against label and field selectors.
-var Predicate = base.Predicate(GetAttrs)
-
-// PolicyTable prints NAME VALIDATIONS PARAMKIND AGE, as kube-apiserver.
-var PolicyTable = base.Table[*policy]{
+// policyTable prints NAME VALIDATIONS PARAMKIND AGE, as kube-apiserver.
+var policyTable = base.Table[*policy]{
 	Columns: []metav1.TableColumnDefinition{
 		base.NameColumn,
 		base.IntCol("Validations", admissionregistrationv1.ValidatingAdmissionPolicySpec{}.SwaggerDoc()["validations"]),
@@ -80,8 +60,8 @@ var PolicyTable = base.Table[*policy]{
 	},
 }
 
-// BindingTable prints NAME POLICYNAME PARAMREF AGE, as kube-apiserver.
-var BindingTable = base.Table[*binding]{
+// bindingTable prints NAME POLICYNAME PARAMREF AGE, as kube-apiserver.
+var bindingTable = base.Table[*binding]{
 	Columns: []metav1.TableColumnDefinition{
 		base.NameColumn,
 		base.Col("PolicyName", admissionregistrationv1.ValidatingAdmissionPolicyBindingSpec{}.SwaggerDoc()["policyName"]),

@@ -1,114 +1,49 @@
-// Package webhookconfiguration is the registry strategy for
-// admissionregistration.k8s.io/v1 mutating and validating webhook
-// configurations: generation, validation, metadata field selectors, and
-// the table (NAME WEBHOOKS AGE). The two kinds differ only in their types.
+// Package webhookconfiguration describes admissionregistration.k8s.io/v1
+// mutating and validating webhook configurations to the registry:
+// generation, validation, metadata field selectors, and the table (NAME
+// WEBHOOKS AGE). The two kinds differ only in their types.
 package webhookconfiguration
 
 import (
-	"context"
 	"time"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
-	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/fields"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"berth/controlplane/registry/base"
-	"berth/internal/api/fieldsets"
 	"berth/internal/api/validation"
 )
 
-// configuration is a webhook configuration of either kind.
-type configuration interface {
-	runtime.Object
-	metav1.Object
-}
-
-// kind is what tells the two kinds apart.
-type kind[T configuration] struct {
-	webhooks       func(T) any // the webhooks, compared for the generation
-	count          func(T) int
-	validate       func(T) field.ErrorList
-	validateUpdate func(T, T) field.ErrorList
-}
-
-var (
-	mutating = kind[*admissionregistrationv1.MutatingWebhookConfiguration]{
-		webhooks:       func(c *admissionregistrationv1.MutatingWebhookConfiguration) any { return c.Webhooks },
-		count:          func(c *admissionregistrationv1.MutatingWebhookConfiguration) int { return len(c.Webhooks) },
-		validate:       validation.ValidateMutatingWebhookConfiguration,
-		validateUpdate: validation.ValidateMutatingWebhookConfigurationUpdate,
-	}
-	validating = kind[*admissionregistrationv1.ValidatingWebhookConfiguration]{
-		webhooks:       func(c *admissionregistrationv1.ValidatingWebhookConfiguration) any { return c.Webhooks },
-		count:          func(c *admissionregistrationv1.ValidatingWebhookConfiguration) int { return len(c.Webhooks) },
-		validate:       validation.ValidateValidatingWebhookConfiguration,
-		validateUpdate: validation.ValidateValidatingWebhookConfigurationUpdate,
-	}
+type (
+	mutating   = admissionregistrationv1.MutatingWebhookConfiguration
+	validating = admissionregistrationv1.ValidatingWebhookConfiguration
 )
 
-// Strategy is the strategy of one kind of webhook configuration.
-type Strategy[T configuration] struct {
-	base.Strategy
-	kind kind[T]
-}
+// MutatingKind describes mutatingwebhookconfigurations.
+var MutatingKind = kind(func(c *mutating) any { return c.Webhooks }, func(c *mutating) int { return len(c.Webhooks) },
+	validation.ValidateMutatingWebhookConfiguration, validation.ValidateMutatingWebhookConfigurationUpdate)
 
-// NewMutatingStrategy returns the mutatingwebhookconfigurations strategy.
-func NewMutatingStrategy(typer runtime.ObjectTyper) Strategy[*admissionregistrationv1.MutatingWebhookConfiguration] {
-	return Strategy[*admissionregistrationv1.MutatingWebhookConfiguration]{base.New(typer, false), mutating}
-}
+// ValidatingKind describes validatingwebhookconfigurations.
+var ValidatingKind = kind(func(c *validating) any { return c.Webhooks }, func(c *validating) int { return len(c.Webhooks) },
+	validation.ValidateValidatingWebhookConfiguration, validation.ValidateValidatingWebhookConfigurationUpdate)
 
-// NewValidatingStrategy returns the validatingwebhookconfigurations strategy.
-func NewValidatingStrategy(typer runtime.ObjectTyper) Strategy[*admissionregistrationv1.ValidatingWebhookConfiguration] {
-	return Strategy[*admissionregistrationv1.ValidatingWebhookConfiguration]{base.New(typer, false), validating}
-}
-
-// PrepareForCreate sets generation 1.
-func (s Strategy[T]) PrepareForCreate(_ context.Context, obj runtime.Object) {
-	obj.(T).SetGeneration(1)
-}
-
-// PrepareForUpdate bumps the generation when the webhooks change.
-func (s Strategy[T]) PrepareForUpdate(_ context.Context, obj, old runtime.Object) {
-	n, o := obj.(T), old.(T)
-	if !apiequality.Semantic.DeepEqual(s.kind.webhooks(n), s.kind.webhooks(o)) {
-		n.SetGeneration(o.GetGeneration() + 1)
-	}
-}
-
-// Validate validates a new configuration.
-func (s Strategy[T]) Validate(_ context.Context, obj runtime.Object) field.ErrorList {
-	return s.kind.validate(obj.(T))
-}
-
-// ValidateUpdate validates a configuration update.
-func (s Strategy[T]) ValidateUpdate(_ context.Context, obj, old runtime.Object) field.ErrorList {
-	return s.kind.validateUpdate(obj.(T), old.(T))
-}
-
-// GetAttrs returns a configuration's labels and metadata fields.
-var GetAttrs = base.Attrs(func(o runtime.Object) fields.Set { return fieldsets.Meta(o, false) })
-
-// Predicate matches configurations against label and field selectors.
-var Predicate = base.Predicate(GetAttrs)
-
-// MutatingTable and ValidatingTable print configurations as kubectl get does.
-var (
-	MutatingTable   = table(mutating)
-	ValidatingTable = table(validating)
-)
-
-func table[T configuration](k kind[T]) base.Table[T] {
-	return base.Table[T]{
-		Columns: []metav1.TableColumnDefinition{
-			base.NameColumn,
-			{Name: "Webhooks", Type: "integer", Description: "Webhooks indicates the number of webhooks registered in this configuration"},
-			base.AgeColumn,
-		},
-		Row: func(c T, now time.Time) ([]interface{}, []metav1.TableRowCondition) {
-			return []interface{}{c.GetName(), int64(k.count(c)), base.Age(c.GetCreationTimestamp(), now)}, nil
+// kind describes a kind of webhook configuration: the generation counts
+// changes of its webhooks, the table counts them.
+func kind[T base.Object](webhooks func(T) any, count func(T) int, validate func(T) field.ErrorList, validateUpdate func(obj, old T) field.ErrorList) base.Kind[T] {
+	return base.Kind[T]{
+		Generation:     webhooks,
+		Validate:       validate,
+		ValidateUpdate: validateUpdate,
+		Table: base.Table[T]{
+			Columns: []metav1.TableColumnDefinition{
+				base.NameColumn,
+				{Name: "Webhooks", Type: "integer", Description: "Webhooks indicates the number of webhooks registered in this configuration"},
+				base.AgeColumn,
+			},
+			Row: func(c T, now time.Time) ([]interface{}, []metav1.TableRowCondition) {
+				return []interface{}{c.GetName(), int64(count(c)), base.Age(c.GetCreationTimestamp(), now)}, nil
+			},
 		},
 	}
 }

@@ -15,7 +15,7 @@ import (
 
 func TestGenerationFollowsTheWebhooks(t *testing.T) {
 	ctx := context.Background()
-	s := NewMutatingStrategy(scheme.New())
+	s := MutatingKind.Strategy(scheme.New())
 	old := &admissionregistrationv1.MutatingWebhookConfiguration{ObjectMeta: metav1.ObjectMeta{Name: "m"}}
 	s.PrepareForCreate(ctx, old)
 	if old.Generation != 1 {
@@ -36,7 +36,7 @@ func TestGenerationFollowsTheWebhooks(t *testing.T) {
 }
 
 func TestValidatingKindValidatesItsOwnType(t *testing.T) {
-	s := NewValidatingStrategy(scheme.New())
+	s := ValidatingKind.Strategy(scheme.New())
 	bad := &admissionregistrationv1.ValidatingWebhookConfiguration{
 		ObjectMeta: metav1.ObjectMeta{Name: "v"},
 		Webhooks:   []admissionregistrationv1.ValidatingWebhook{{Name: "not-qualified"}},
@@ -53,10 +53,10 @@ func TestTablesCountTheWebhooks(t *testing.T) {
 		Webhooks: make([]admissionregistrationv1.MutatingWebhook, 2)}
 	v := &admissionregistrationv1.ValidatingWebhookConfiguration{ObjectMeta: metav1.ObjectMeta{Name: "v", CreationTimestamp: created},
 		Webhooks: make([]admissionregistrationv1.ValidatingWebhook, 3)}
-	if row, _ := MutatingTable.Row(m, now); row[0] != "m" || row[1] != int64(2) || row[2] != "60m" {
+	if row, _ := MutatingKind.Table.Row(m, now); row[0] != "m" || row[1] != int64(2) || row[2] != "60m" {
 		t.Errorf("mutating row %v", row)
 	}
-	if row, _ := ValidatingTable.Row(v, now); row[0] != "v" || row[1] != int64(3) {
+	if row, _ := ValidatingKind.Table.Row(v, now); row[0] != "v" || row[1] != int64(3) {
 		t.Errorf("validating row %v", row)
 	}
 }
@@ -65,7 +65,7 @@ func TestTablesCountTheWebhooks(t *testing.T) {
 // is refused with upstream's "compilation failed" (the webhook
 // conformance spec); names must be unique.
 func TestMatchConditionsCompile(t *testing.T) {
-	s := NewValidatingStrategy(scheme.New())
+	s := ValidatingKind.Strategy(scheme.New())
 	url := "https://127.0.0.1/x"
 	none := admissionregistrationv1.SideEffectClassNone
 	cfg := func(conds ...admissionregistrationv1.MatchCondition) *admissionregistrationv1.ValidatingWebhookConfiguration {
@@ -91,7 +91,7 @@ func TestMatchConditionsCompile(t *testing.T) {
 // TestServicePath: an empty service path is the root, as upstream (the
 // webhook conformance spec registers one); a relative one is refused.
 func TestServicePath(t *testing.T) {
-	s := NewValidatingStrategy(scheme.New())
+	s := ValidatingKind.Strategy(scheme.New())
 	none := admissionregistrationv1.SideEffectClassNone
 	for path, ok := range map[string]bool{"": true, "/": true, "/x": true, "x": false} {
 		p := path

@@ -1,5 +1,5 @@
-// Package apiservice is the registry strategy for apiregistration.k8s.io/v1
-// APIServices (cluster-scoped; named VERSION.GROUP; the status changes
+// Package apiservice describes apiregistration.k8s.io/v1 APIServices to
+// the registry (cluster-scoped; named VERSION.GROUP; the status changes
 // only through /status) and their table (NAME SERVICE AVAILABLE AGE), as
 // kube-aggregator's. Validation is kube-aggregator's own, run on the
 // internal form of the object.
@@ -11,7 +11,6 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/kube-aggregator/pkg/apis/apiregistration"
@@ -20,36 +19,31 @@ import (
 	"k8s.io/kube-aggregator/pkg/apis/apiregistration/validation"
 
 	"berth/controlplane/registry/base"
-	"berth/internal/api/fieldsets"
 )
 
+type apiService = apiregistrationv1.APIService
+
+// Kind describes apiservices; Strategy and StatusStrategy add the
+// validation, kube-aggregator's, which takes the request's context.
+var Kind = base.Kind[*apiService]{
+	APIVersion: "apiregistration.k8s.io/v1", ConditionalUpdate: true,
+	Status: true,
+	// a local APIService (no service) is available at once, as upstream
+	PrepareCreate: func(_ context.Context, svc *apiService) {
+		if svc.Spec.Service == nil {
+			helper.SetAPIServiceCondition(svc, helper.NewLocalAvailableAPIServiceCondition())
+		}
+	},
+	StatusKeepsMeta: true,
+	StatusResets:    []string{"metadata", "spec"},
+	Table:           table,
+}
+
 // Strategy is the apiservices strategy.
-type Strategy struct{ base.Strategy }
+type Strategy struct{ base.Typed[*apiService] }
 
 // NewStrategy returns the apiservices strategy.
-func NewStrategy(typer runtime.ObjectTyper) Strategy {
-	s := Strategy{base.New(typer, false)}
-	s.Reset = base.Reset("apiregistration.k8s.io/v1", "status")
-	return s
-}
-
-// PrepareForCreate clears the status; a local APIService (no service) is
-// available at once, as upstream.
-func (Strategy) PrepareForCreate(_ context.Context, obj runtime.Object) {
-	svc := obj.(*apiregistrationv1.APIService)
-	svc.Status = apiregistrationv1.APIServiceStatus{}
-	if svc.Spec.Service == nil {
-		helper.SetAPIServiceCondition(svc, helper.NewLocalAvailableAPIServiceCondition())
-	}
-}
-
-// PrepareForUpdate keeps the stored status.
-func (Strategy) PrepareForUpdate(_ context.Context, obj, old runtime.Object) {
-	obj.(*apiregistrationv1.APIService).Status = old.(*apiregistrationv1.APIService).Status
-}
-
-// AllowUnconditionalUpdate is false, as upstream.
-func (Strategy) AllowUnconditionalUpdate(context.Context) bool { return false }
+func NewStrategy(typer runtime.ObjectTyper) Strategy { return Strategy{Kind.Strategy(typer)} }
 
 // Validate validates a new APIService.
 func (Strategy) Validate(ctx context.Context, obj runtime.Object) field.ErrorList {
@@ -62,37 +56,25 @@ func (Strategy) Validate(ctx context.Context, obj runtime.Object) field.ErrorLis
 
 // ValidateUpdate validates an APIService update.
 func (Strategy) ValidateUpdate(ctx context.Context, obj, old runtime.Object) field.ErrorList {
-	in, err := internal(obj)
-	if err != nil {
-		return field.ErrorList{field.InternalError(nil, err)}
-	}
-	was, err := internal(old)
-	if err != nil {
-		return field.ErrorList{field.InternalError(nil, err)}
-	}
-	return validation.ValidateAPIServiceUpdate(ctx, in, was)
+	return validatePair(ctx, validation.ValidateAPIServiceUpdate, obj, old)
 }
 
 // StatusStrategy is the apiservices/status strategy.
-type StatusStrategy struct{ Strategy }
+type StatusStrategy struct{ base.TypedStatus[*apiService] }
 
 // NewStatusStrategy returns the /status strategy.
 func NewStatusStrategy(typer runtime.ObjectTyper) StatusStrategy {
-	s := StatusStrategy{NewStrategy(typer)}
-	s.Reset = base.Reset("apiregistration.k8s.io/v1", "metadata", "spec")
-	return s
-}
-
-// PrepareForUpdate keeps the stored spec and metadata.
-func (StatusStrategy) PrepareForUpdate(_ context.Context, obj, old runtime.Object) {
-	newSvc, oldSvc := obj.(*apiregistrationv1.APIService), old.(*apiregistrationv1.APIService)
-	newSvc.Spec = oldSvc.Spec
-	metav1.ResetObjectMetaForStatus(&newSvc.ObjectMeta, &oldSvc.ObjectMeta)
+	return StatusStrategy{Kind.StatusStrategy(typer)}
 }
 
 // ValidateUpdate validates a status update: condition statuses True,
 // False or Unknown.
 func (StatusStrategy) ValidateUpdate(ctx context.Context, obj, old runtime.Object) field.ErrorList {
+	return validatePair(ctx, validation.ValidateAPIServiceStatusUpdate, obj, old)
+}
+
+// validatePair runs validate on the internal forms of obj and old.
+func validatePair(ctx context.Context, validate func(context.Context, *apiregistration.APIService, *apiregistration.APIService) field.ErrorList, obj, old runtime.Object) field.ErrorList {
 	in, err := internal(obj)
 	if err != nil {
 		return field.ErrorList{field.InternalError(nil, err)}
@@ -101,7 +83,7 @@ func (StatusStrategy) ValidateUpdate(ctx context.Context, obj, old runtime.Objec
 	if err != nil {
 		return field.ErrorList{field.InternalError(nil, err)}
 	}
-	return validation.ValidateAPIServiceStatusUpdate(ctx, in, was)
+	return validate(ctx, in, was)
 }
 
 // internal converts a v1 APIService to kube-aggregator's internal form,
@@ -118,23 +100,17 @@ func internal(obj runtime.Object) (*apiregistration.APIService, error) {
 	return out, nil
 }
 
-// GetAttrs returns an APIService's labels and metadata fields.
-var GetAttrs = base.Attrs(func(o runtime.Object) fields.Set { return fieldsets.Meta(o, false) })
-
-// Predicate matches APIServices against label and field selectors.
-var Predicate = base.Predicate(GetAttrs)
-
-// Table prints NAME SERVICE AVAILABLE AGE, as kube-aggregator: SERVICE is
+// table prints NAME SERVICE AVAILABLE AGE, as kube-aggregator: SERVICE is
 // NAMESPACE/NAME or Local, AVAILABLE the Available condition's status with
 // its reason when not True.
-var Table = base.Table[*apiregistrationv1.APIService]{
+var table = base.Table[*apiService]{
 	Columns: []metav1.TableColumnDefinition{
 		base.NameColumn,
 		{Name: "Service", Type: "string", Description: "The reference to the service that hosts this API endpoint."},
 		{Name: "Available", Type: "string", Description: "Whether this service is available."},
 		base.AgeColumn,
 	},
-	Row: func(svc *apiregistrationv1.APIService, now time.Time) ([]interface{}, []metav1.TableRowCondition) {
+	Row: func(svc *apiService, now time.Time) ([]interface{}, []metav1.TableRowCondition) {
 		service := "Local"
 		if svc.Spec.Service != nil {
 			service = svc.Spec.Service.Namespace + "/" + svc.Spec.Service.Name

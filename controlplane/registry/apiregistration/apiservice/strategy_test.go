@@ -91,13 +91,13 @@ func TestTable(t *testing.T) {
 	local.Status.Conditions = []apiregistrationv1.APIServiceCondition{{Type: apiregistrationv1.Available, Status: apiregistrationv1.ConditionTrue, Reason: "Local"}}
 	down := remote()
 	down.Status.Conditions = []apiregistrationv1.APIServiceCondition{{Type: apiregistrationv1.Available, Status: apiregistrationv1.ConditionFalse, Reason: "ServiceNotFound"}}
-	Table.Now = func() time.Time { return time.Time{} }
+	Kind.Table.Now = func() time.Time { return time.Time{} }
 	for obj, want := range map[*apiregistrationv1.APIService][]interface{}{
 		local:    {"v1alpha1.wardle.example.com", "Local", "True"},
 		down:     {"v1alpha1.wardle.example.com", "ns/api", "False (ServiceNotFound)"},
 		remote(): {"v1alpha1.wardle.example.com", "ns/api", "Unknown"},
 	} {
-		tbl, err := Table.ConvertToTable(context.Background(), obj, nil)
+		tbl, err := Kind.Table.ConvertToTable(context.Background(), obj, nil)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -13,7 +13,7 @@ import (
 )
 
 func TestValidationAndTable(t *testing.T) {
-	s := NewStrategy(scheme.New())
+	s := Kind.Strategy(scheme.New())
 	yes := true
 	r := &appsv1.ControllerRevision{
 		ObjectMeta: metav1.ObjectMeta{Name: "agent-5d8f", Namespace: "default", ResourceVersion: "1",
@@ -49,7 +49,7 @@ func TestValidationAndTable(t *testing.T) {
 	if errs := s.ValidateUpdate(context.Background(), changed, r); !strings.Contains(errs.ToAggregate().Error(), "data: Invalid value") {
 		t.Errorf("data change allowed: %v", errs)
 	}
-	out, err := Table.ConvertToTable(context.Background(), r, nil)
+	out, err := Kind.Table.ConvertToTable(context.Background(), r, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -57,7 +57,7 @@ func TestValidationAndTable(t *testing.T) {
 		t.Errorf("row %v", c)
 	}
 	r.OwnerReferences = nil
-	if out, _ := Table.ConvertToTable(context.Background(), r, nil); out.Rows[0].Cells[1] != "<none>" {
+	if out, _ := Kind.Table.ConvertToTable(context.Background(), r, nil); out.Rows[0].Cells[1] != "<none>" {
 		t.Errorf("no controller: %v", out.Rows[0].Cells[1])
 	}
 }

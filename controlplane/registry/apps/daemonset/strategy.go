@@ -1,4 +1,4 @@
-// Package daemonset is the registry strategy for apps/v1 daemon sets:
+// Package daemonset describes apps/v1 daemon sets to the registry:
 // status cleared on create and kept apart, metadata.generation bumped on
 // spec changes and the deprecated.daemonset.template.generation annotation
 // on template changes (as upstream's apps/v1 conversion keeps it), an
@@ -15,13 +15,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"berth/controlplane/registry/base"
-	"berth/internal/api/fieldsets"
 	"berth/internal/api/validation"
 )
 
@@ -29,41 +25,36 @@ import (
 // (upstream's apps/v1 form of the internal spec.templateGeneration).
 const TemplateGenerationAnnotation = "deprecated.daemonset.template.generation"
 
-// Strategy is the daemonsets strategy.
-type Strategy struct{ base.Strategy }
+type daemonSet = appsv1.DaemonSet
 
-// NewStrategy returns the daemonsets strategy.
-func NewStrategy(typer runtime.ObjectTyper) Strategy {
-	s := Strategy{base.New(typer, true)}
-	s.Reset = base.Reset("apps/v1", "status")
-	return s
+// podSpecWarnings are the pod template's warnings.
+var podSpecWarnings = base.PodSpecWarnings("spec.template.spec", func(ds *daemonSet) *corev1.PodSpec { return &ds.Spec.Template.Spec })
+
+// Kind describes daemonsets.
+var Kind = base.Kind[*daemonSet]{
+	APIVersion: "apps/v1", Namespaced: true,
+	Status:               true,
+	SpecGeneration:       true,
+	PrepareCreate:        func(_ context.Context, ds *daemonSet) { setTemplateGeneration(ds, 1) },
+	PrepareUpdate:        countTemplateChange,
+	Validate:             validation.ValidateDaemonSet,
+	ValidateUpdate:       validation.ValidateDaemonSetUpdate,
+	ValidateStatusUpdate: validation.ValidateDaemonSetStatusUpdate,
+	Warnings:             podSpecWarnings,
+	UpdateWarnings:       base.WhenChanged(func(ds *daemonSet) any { return ds.Spec.Template }, podSpecWarnings),
+	Table:                table,
 }
 
-// PrepareForCreate clears the status, sets generation 1 and template
-// generation 1.
-func (Strategy) PrepareForCreate(_ context.Context, obj runtime.Object) {
-	ds := obj.(*appsv1.DaemonSet)
-	ds.Status = appsv1.DaemonSetStatus{}
-	ds.Generation = 1
-	setTemplateGeneration(ds, 1)
-}
-
-// PrepareForUpdate keeps the status, bumps the generation on spec changes
-// and the template generation on template changes.
-func (Strategy) PrepareForUpdate(_ context.Context, obj, old runtime.Object) {
-	n, o := obj.(*appsv1.DaemonSet), old.(*appsv1.DaemonSet)
-	n.Status = o.Status
+// countTemplateChange bumps the template generation when the template changed.
+func countTemplateChange(n, o *daemonSet) {
 	gen := templateGeneration(o)
 	if !apiequality.Semantic.DeepEqual(n.Spec.Template, o.Spec.Template) {
 		gen++
 	}
 	setTemplateGeneration(n, gen)
-	if !apiequality.Semantic.DeepEqual(n.Spec, o.Spec) {
-		n.Generation = o.Generation + 1
-	}
 }
 
-func templateGeneration(ds *appsv1.DaemonSet) int64 {
+func templateGeneration(ds *daemonSet) int64 {
 	n, err := strconv.ParseInt(ds.Annotations[TemplateGenerationAnnotation], 10, 64)
 	if err != nil || n < 1 {
 		return 1
@@ -71,68 +62,15 @@ func templateGeneration(ds *appsv1.DaemonSet) int64 {
 	return n
 }
 
-func setTemplateGeneration(ds *appsv1.DaemonSet, n int64) {
+func setTemplateGeneration(ds *daemonSet, n int64) {
 	if ds.Annotations == nil {
 		ds.Annotations = map[string]string{}
 	}
 	ds.Annotations[TemplateGenerationAnnotation] = strconv.FormatInt(n, 10)
 }
 
-// templateSpecPath is where the pod spec sits.
-var templateSpecPath = field.NewPath("spec", "template", "spec")
-
-// WarningsOnCreate returns the pod template's warnings.
-func (Strategy) WarningsOnCreate(_ context.Context, obj runtime.Object) []string {
-	return validation.WarningsForPodSpec(&obj.(*appsv1.DaemonSet).Spec.Template.Spec, templateSpecPath)
-}
-
-// WarningsOnUpdate returns the pod template's warnings when the template changed.
-func (Strategy) WarningsOnUpdate(_ context.Context, obj, old runtime.Object) []string {
-	n, o := obj.(*appsv1.DaemonSet), old.(*appsv1.DaemonSet)
-	if apiequality.Semantic.DeepEqual(n.Spec.Template, o.Spec.Template) {
-		return nil
-	}
-	return validation.WarningsForPodSpec(&n.Spec.Template.Spec, templateSpecPath)
-}
-
-// Validate validates a new daemon set.
-func (Strategy) Validate(_ context.Context, obj runtime.Object) field.ErrorList {
-	return validation.ValidateDaemonSet(obj.(*appsv1.DaemonSet))
-}
-
-// ValidateUpdate validates a daemon set update.
-func (Strategy) ValidateUpdate(_ context.Context, obj, old runtime.Object) field.ErrorList {
-	return validation.ValidateDaemonSetUpdate(obj.(*appsv1.DaemonSet), old.(*appsv1.DaemonSet))
-}
-
-// StatusStrategy is the daemonsets/status strategy.
-type StatusStrategy struct{ Strategy }
-
-// NewStatusStrategy returns the daemonsets/status strategy.
-func NewStatusStrategy(typer runtime.ObjectTyper) StatusStrategy {
-	s := StatusStrategy{NewStrategy(typer)}
-	s.Reset = base.Reset("apps/v1", "spec")
-	return s
-}
-
-// PrepareForUpdate keeps the spec.
-func (StatusStrategy) PrepareForUpdate(_ context.Context, obj, old runtime.Object) {
-	obj.(*appsv1.DaemonSet).Spec = old.(*appsv1.DaemonSet).Spec
-}
-
-// ValidateUpdate validates the new status.
-func (StatusStrategy) ValidateUpdate(_ context.Context, obj, old runtime.Object) field.ErrorList {
-	return validation.ValidateDaemonSetStatusUpdate(obj.(*appsv1.DaemonSet), old.(*appsv1.DaemonSet))
-}
-
-// GetAttrs returns a daemon set's labels and selectable fields (metadata only).
-var GetAttrs = base.Attrs(func(o runtime.Object) fields.Set { return fieldsets.Meta(o, true) })
-
-// Predicate matches daemon sets against label and field selectors.
-var Predicate = base.Predicate(GetAttrs)
-
-// Table prints daemon sets as kubectl get daemonsets does.
-var Table = base.Table[*appsv1.DaemonSet]{
+// table prints daemon sets as kubectl get daemonsets does.
+var table = base.Table[*daemonSet]{
 	Columns: []metav1.TableColumnDefinition{
 		base.NameColumn,
 		base.IntCol("Desired", appsv1.DaemonSetStatus{}.SwaggerDoc()["desiredNumberScheduled"]),
@@ -146,7 +84,7 @@ var Table = base.Table[*appsv1.DaemonSet]{
 		base.Wide(base.Col("Images", "Images referenced by each container in the template.")),
 		base.Wide(base.Col("Selector", appsv1.DaemonSetSpec{}.SwaggerDoc()["selector"])),
 	},
-	Row: func(ds *appsv1.DaemonSet, now time.Time) ([]interface{}, []metav1.TableRowCondition) {
+	Row: func(ds *daemonSet, now time.Time) ([]interface{}, []metav1.TableRowCondition) {
 		s := ds.Status
 		names, images := base.ContainerCells(ds.Spec.Template.Spec.Containers)
 		return []interface{}{ds.Name, int64(s.DesiredNumberScheduled), int64(s.CurrentNumberScheduled), int64(s.NumberReady),

@@ -36,7 +36,7 @@ func TestDefaults(t *testing.T) {
 }
 
 func TestValidateFieldPathsAndMessages(t *testing.T) {
-	s := NewStrategy(scheme.New())
+	s := Kind.Strategy(scheme.New())
 	pct := func(v string) *intstr.IntOrString { x := intstr.FromString(v); return &x }
 	num := func(v int32) *intstr.IntOrString { x := intstr.FromInt32(v); return &x }
 	for _, tc := range []struct {
@@ -72,7 +72,7 @@ func TestValidateFieldPathsAndMessages(t *testing.T) {
 }
 
 func TestGenerationsSelectorAndTable(t *testing.T) {
-	s := NewStrategy(scheme.New())
+	s := Kind.Strategy(scheme.New())
 	ds := validDS()
 	ds.Status.NumberReady = 4
 	s.PrepareForCreate(context.Background(), ds)
@@ -98,7 +98,7 @@ func TestGenerationsSelectorAndTable(t *testing.T) {
 	if errs := s.ValidateUpdate(context.Background(), moved, upd2); !strings.Contains(errs.ToAggregate().Error(), "spec.selector: Invalid value") || !strings.Contains(errs.ToAggregate().Error(), "field is immutable") {
 		t.Errorf("selector change: %v", errs)
 	}
-	st := NewStatusStrategy(scheme.New())
+	st := Kind.StatusStrategy(scheme.New())
 	cc := int32(2)
 	withCC := upd2.DeepCopy()
 	withCC.Status.CollisionCount = &cc
@@ -108,7 +108,7 @@ func TestGenerationsSelectorAndTable(t *testing.T) {
 	if errs := st.ValidateUpdate(context.Background(), lower, withCC); !strings.Contains(errs.ToAggregate().Error(), "status.collisionCount: Invalid value: 1: cannot be decremented") {
 		t.Errorf("collisionCount decrement: %v", errs)
 	}
-	out, err := Table.ConvertToTable(context.Background(), upd2, nil)
+	out, err := Kind.Table.ConvertToTable(context.Background(), upd2, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

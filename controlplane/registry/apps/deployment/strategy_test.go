@@ -13,7 +13,7 @@ import (
 )
 
 func TestDeploymentGenerationAndStatus(t *testing.T) {
-	s := NewStrategy(scheme.New())
+	s := Kind.Strategy(scheme.New())
 	d := &appsv1.Deployment{Status: appsv1.DeploymentStatus{Replicas: 5}}
 	s.PrepareForCreate(context.Background(), d)
 	if d.Generation != 1 || d.Status.Replicas != 0 {
@@ -49,7 +49,7 @@ func TestDeploymentTable(t *testing.T) {
 		Spec: appsv1.DeploymentSpec{Replicas: &replicas, Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}},
 			Template: v1.PodTemplateSpec{Spec: v1.PodSpec{Containers: []v1.Container{{Name: "a", Image: "nginx:1"}, {Name: "b", Image: "busybox:1"}}}}},
 		Status: appsv1.DeploymentStatus{ReadyReplicas: 2, UpdatedReplicas: 3, AvailableReplicas: 2}}
-	tbl := Table
+	tbl := Kind.Table
 	tbl.Now = func() time.Time { return now }
 	out, err := tbl.ConvertToTable(context.Background(), d, nil)
 	if err != nil {
@@ -64,7 +64,7 @@ func TestDeploymentTable(t *testing.T) {
 }
 
 func TestDeploymentTemplateWarnings(t *testing.T) {
-	s := NewStrategy(scheme.New())
+	s := Kind.Strategy(scheme.New())
 	d := &appsv1.Deployment{Spec: appsv1.DeploymentSpec{Template: v1.PodTemplateSpec{Spec: v1.PodSpec{NodeSelector: map[string]string{"beta.kubernetes.io/arch": "amd64"}}}}}
 	w := s.WarningsOnCreate(context.Background(), d)
 	if len(w) != 1 || w[0] != `spec.template.spec.nodeSelector[beta.kubernetes.io/arch]: deprecated since v1.14; use "kubernetes.io/arch" instead` {

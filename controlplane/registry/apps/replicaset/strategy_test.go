@@ -13,7 +13,7 @@ import (
 )
 
 func TestReplicaSetStrategyAndTable(t *testing.T) {
-	s := NewStrategy(scheme.New())
+	s := Kind.Strategy(scheme.New())
 	rs := &appsv1.ReplicaSet{ObjectMeta: metav1.ObjectMeta{Name: "web-1"}, Status: appsv1.ReplicaSetStatus{Replicas: 9}}
 	s.PrepareForCreate(context.Background(), rs)
 	if rs.Generation != 1 || rs.Status.Replicas != 0 {
@@ -28,11 +28,11 @@ func TestReplicaSetStrategyAndTable(t *testing.T) {
 	if upd.Generation != 2 || upd.Status.Replicas != 2 {
 		t.Errorf("after update: generation %d status %+v", upd.Generation, upd.Status)
 	}
-	out, _ := Table.ConvertToTable(context.Background(), upd, nil)
+	out, _ := Kind.Table.ConvertToTable(context.Background(), upd, nil)
 	if c := out.Rows[0].Cells; c[1] != int64(4) || c[2] != int64(2) || c[3] != int64(1) {
 		t.Errorf("DESIRED CURRENT READY = %v %v %v", c[1], c[2], c[3])
 	}
-	pred := Predicate(labels.Everything(), fields.OneTermEqualSelector("status.replicas", "2"))
+	pred := Kind.Predicate(labels.Everything(), fields.OneTermEqualSelector("status.replicas", "2"))
 	if ok, _ := pred.Matches(upd); !ok {
 		t.Error("status.replicas=2 did not match")
 	}

@@ -45,7 +45,7 @@ func TestDefaults(t *testing.T) {
 }
 
 func TestValidateFieldPathsAndMessages(t *testing.T) {
-	s := NewStrategy(scheme.New())
+	s := Kind.Strategy(scheme.New())
 	for _, tc := range []struct {
 		name   string
 		mutate func(*appsv1.StatefulSet)
@@ -86,7 +86,7 @@ func TestValidateFieldPathsAndMessages(t *testing.T) {
 }
 
 func TestUpdateRulesAndTable(t *testing.T) {
-	s := NewStrategy(scheme.New())
+	s := Kind.Strategy(scheme.New())
 	old := validSet()
 	s.PrepareForCreate(context.Background(), old)
 	upd := old.DeepCopy()
@@ -102,14 +102,14 @@ func TestUpdateRulesAndTable(t *testing.T) {
 	if errs := s.ValidateUpdate(context.Background(), bad, upd); !strings.Contains(errs.ToAggregate().Error(), "spec: Forbidden: updates to statefulset spec for fields other than 'replicas', 'ordinals', 'template', 'updateStrategy', 'revisionHistoryLimit', 'persistentVolumeClaimRetentionPolicy' and 'minReadySeconds' are forbidden") {
 		t.Fatalf("serviceName change: %v", errs)
 	}
-	st := NewStatusStrategy(scheme.New())
+	st := Kind.StatusStrategy(scheme.New())
 	withStatus := upd.DeepCopy()
 	withStatus.Status = appsv1.StatefulSetStatus{Replicas: 2, ReadyReplicas: 3}
 	if errs := st.ValidateUpdate(context.Background(), withStatus, upd); !strings.Contains(errs.ToAggregate().Error(), "status.readyReplicas: Invalid value: 3: cannot be greater than status.replicas") {
 		t.Fatalf("status: %v", errs)
 	}
 	upd.Status.ReadyReplicas = 2
-	out, err := Table.ConvertToTable(context.Background(), upd, nil)
+	out, err := Kind.Table.ConvertToTable(context.Background(), upd, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

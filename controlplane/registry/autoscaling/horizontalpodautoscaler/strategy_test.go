@@ -39,7 +39,7 @@ func TestDefaults(t *testing.T) {
 }
 
 func TestValidate(t *testing.T) {
-	s := NewStrategy(scheme.New())
+	s := Kind.Strategy(scheme.New())
 	for _, tc := range []struct {
 		name   string
 		mutate func(*autoscalingv2.HorizontalPodAutoscaler)
@@ -86,7 +86,7 @@ func TestTable(t *testing.T) {
 	u := int32(130)
 	h.Status = autoscalingv2.HorizontalPodAutoscalerStatus{CurrentReplicas: 3, CurrentMetrics: []autoscalingv2.MetricStatus{{Type: autoscalingv2.ResourceMetricSourceType,
 		Resource: &autoscalingv2.ResourceMetricStatus{Name: corev1.ResourceCPU, Current: autoscalingv2.MetricValueStatus{AverageUtilization: &u}}}}}
-	out, err := Table.ConvertToTable(context.Background(), h, nil)
+	out, err := Kind.Table.ConvertToTable(context.Background(), h, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-// Package job is the registry strategy for batch/v1 jobs: the selector and
+// Package job describes batch/v1 jobs to the registry: the selector and
 // the pod labels generated on create (unless manualSelector), status
 // cleared on create and kept apart, generation bumped on spec changes, the
 // template immutable (but for the scheduling directives of a suspended job
@@ -14,12 +14,8 @@ import (
 
 	batchv1 "k8s.io/api/batch/v1"
 	v1 "k8s.io/api/core/v1"
-	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/fields"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/duration"
-	utilvalidation "k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/apiserver/pkg/registry/rest"
 	"k8s.io/utils/ptr"
@@ -29,32 +25,34 @@ import (
 	"berth/internal/api/validation"
 )
 
-// Strategy is the jobs strategy.
-type Strategy struct{ base.Strategy }
+type job = batchv1.Job
 
-// NewStrategy returns the jobs strategy.
-func NewStrategy(typer runtime.ObjectTyper) Strategy {
-	s := Strategy{base.New(typer, true)}
-	s.Reset = base.Reset("batch/v1", "status")
-	return s
-}
+// podSpecWarnings are the pod template's warnings.
+var podSpecWarnings = base.PodSpecWarnings("spec.template.spec", func(j *job) *v1.PodSpec { return &j.Spec.Template.Spec })
 
-// DefaultGarbageCollectionPolicy orphans a job's pods unless the delete
-// asks otherwise, as upstream does for batch/v1 (kubectl asks for
-// background propagation).
-func (Strategy) DefaultGarbageCollectionPolicy(context.Context) rest.GarbageCollectionPolicy {
-	return rest.OrphanDependents
-}
-
-// PrepareForCreate generates the selector and pod labels, clears the
-// status and sets generation 1.
-func (Strategy) PrepareForCreate(_ context.Context, obj runtime.Object) {
-	j := obj.(*batchv1.Job)
-	if !ptr.Deref(j.Spec.ManualSelector, false) {
-		GenerateSelector(j)
-	}
-	j.Status = batchv1.JobStatus{}
-	j.Generation = 1
+// Kind describes jobs. A delete orphans the pods unless it asks otherwise,
+// as upstream does for batch/v1 (kubectl asks for background propagation);
+// the selector and pod labels are generated on create unless
+// manualSelector.
+var Kind = base.Kind[*job]{
+	APIVersion: "batch/v1", Namespaced: true,
+	Status:         true,
+	DefaultGC:      rest.OrphanDependents,
+	SpecGeneration: true,
+	PrepareCreate: func(_ context.Context, j *job) {
+		if !ptr.Deref(j.Spec.ManualSelector, false) {
+			GenerateSelector(j)
+		}
+	},
+	Validate: func(j *job) field.ErrorList { return validation.ValidateJob(j, validation.JobOptionsFor(nil)) },
+	ValidateUpdate: func(j, old *job) field.ErrorList {
+		return validation.ValidateJobUpdate(j, old, validation.JobOptionsFor(old))
+	},
+	ValidateStatusUpdate: validation.ValidateJobStatusUpdate,
+	Warnings:             base.WithPodNameWarning(podSpecWarnings),
+	UpdateWarnings:       base.WhenChanged(base.Generation, podSpecWarnings),
+	Fields:               fieldsets.Job,
+	Table:                table,
 }
 
 // GenerateSelector adds the job-name and controller-uid labels (legacy and
@@ -81,83 +79,8 @@ func GenerateSelector(j *batchv1.Job) {
 	}
 }
 
-// PrepareForUpdate keeps the status and bumps the generation when the spec
-// changed.
-func (Strategy) PrepareForUpdate(_ context.Context, obj, old runtime.Object) {
-	n, o := obj.(*batchv1.Job), old.(*batchv1.Job)
-	n.Status = o.Status
-	if !apiequality.Semantic.DeepEqual(n.Spec, o.Spec) {
-		n.Generation = o.Generation + 1
-	}
-}
-
-// templateSpecPath is where a job's pod spec sits.
-var templateSpecPath = field.NewPath("spec", "template", "spec")
-
-// WarningsOnCreate warns about a name that is not a DNS label (pod names
-// and hostnames derive from it) and about the pod template.
-func (Strategy) WarningsOnCreate(_ context.Context, obj runtime.Object) []string {
-	j := obj.(*batchv1.Job)
-	var warnings []string
-	if msgs := utilvalidation.IsDNS1123Label(j.Name); len(msgs) != 0 {
-		warnings = append(warnings, fmt.Sprintf("metadata.name: this is used in Pod names and hostnames, which can result in surprising behavior; a DNS label is recommended: %v", msgs))
-	}
-	return append(warnings, validation.WarningsForPodSpec(&j.Spec.Template.Spec, templateSpecPath)...)
-}
-
-// WarningsOnUpdate returns the pod template's warnings when the spec changed.
-func (Strategy) WarningsOnUpdate(_ context.Context, obj, old runtime.Object) []string {
-	j, o := obj.(*batchv1.Job), old.(*batchv1.Job)
-	if j.Generation == o.Generation {
-		return nil
-	}
-	return validation.WarningsForPodSpec(&j.Spec.Template.Spec, templateSpecPath)
-}
-
-// Validate validates a new job.
-func (Strategy) Validate(_ context.Context, obj runtime.Object) field.ErrorList {
-	return validation.ValidateJob(obj.(*batchv1.Job), validation.JobOptionsFor(nil))
-}
-
-// ValidateUpdate validates a job update.
-func (Strategy) ValidateUpdate(_ context.Context, obj, old runtime.Object) field.ErrorList {
-	o := old.(*batchv1.Job)
-	return validation.ValidateJobUpdate(obj.(*batchv1.Job), o, validation.JobOptionsFor(o))
-}
-
-// StatusStrategy is the jobs/status strategy.
-type StatusStrategy struct{ Strategy }
-
-// NewStatusStrategy returns the jobs/status strategy.
-func NewStatusStrategy(typer runtime.ObjectTyper) StatusStrategy {
-	s := StatusStrategy{NewStrategy(typer)}
-	s.Reset = base.Reset("batch/v1", "spec")
-	return s
-}
-
-// PrepareForUpdate keeps the spec.
-func (StatusStrategy) PrepareForUpdate(_ context.Context, obj, old runtime.Object) {
-	obj.(*batchv1.Job).Spec = old.(*batchv1.Job).Spec
-}
-
-// WarningsOnUpdate returns no warnings.
-func (StatusStrategy) WarningsOnUpdate(context.Context, runtime.Object, runtime.Object) []string {
-	return nil
-}
-
-// ValidateUpdate validates the new status.
-func (StatusStrategy) ValidateUpdate(_ context.Context, obj, old runtime.Object) field.ErrorList {
-	return validation.ValidateJobStatusUpdate(obj.(*batchv1.Job), old.(*batchv1.Job))
-}
-
-// GetAttrs returns a job's labels and its selectable fields.
-var GetAttrs = base.Attrs(func(o runtime.Object) fields.Set { return fieldsets.Job(o.(*batchv1.Job)) })
-
-// Predicate matches jobs against label and field selectors.
-var Predicate = base.Predicate(GetAttrs)
-
-// Table prints jobs as kubectl get jobs does.
-var Table = base.Table[*batchv1.Job]{
+// table prints jobs as kubectl get jobs does.
+var table = base.Table[*job]{
 	Columns: []metav1.TableColumnDefinition{
 		base.NameColumn,
 		base.Col("Status", "Status of the job."),
@@ -168,7 +91,7 @@ var Table = base.Table[*batchv1.Job]{
 		base.Wide(base.Col("Images", "Images referenced by each container in the template.")),
 		base.Wide(base.Col("Selector", batchv1.JobSpec{}.SwaggerDoc()["selector"])),
 	},
-	Row: func(j *batchv1.Job, now time.Time) ([]interface{}, []metav1.TableRowCondition) {
+	Row: func(j *job, now time.Time) ([]interface{}, []metav1.TableRowCondition) {
 		names, images := base.ContainerCells(j.Spec.Template.Spec.Containers)
 		return []interface{}{j.Name, Status(j), Completions(j), Duration(j, now), base.Age(j.CreationTimestamp, now),
 			names, images, metav1.FormatLabelSelector(j.Spec.Selector)}, nil

@@ -26,7 +26,7 @@ func newJob(t *testing.T) *batchv1.Job {
 			Containers: []v1.Container{{Name: "c", Image: "busybox:1"}}}}}}
 	s := scheme.New()
 	s.Default(j)
-	st := NewStrategy(s)
+	st := Kind.Strategy(s)
 	j.Status.Active = 3
 	st.PrepareForCreate(context.Background(), j)
 	if errs := st.Validate(context.Background(), j); len(errs) != 0 {
@@ -57,7 +57,7 @@ func TestCreateGeneratesSelectorAndDefaults(t *testing.T) {
 
 func TestUpdateRules(t *testing.T) {
 	ctx := context.Background()
-	st := NewStrategy(scheme.New())
+	st := Kind.Strategy(scheme.New())
 	for _, tc := range []struct {
 		name    string
 		prepare func(old *batchv1.Job)
@@ -116,7 +116,7 @@ func TestUpdateRules(t *testing.T) {
 
 func TestStatusUpdateRules(t *testing.T) {
 	ctx := context.Background()
-	st := NewStatusStrategy(scheme.New())
+	st := Kind.StatusStrategy(scheme.New())
 	now := metav1.Now()
 	cond := func(t batchv1.JobConditionType) batchv1.JobCondition {
 		return batchv1.JobCondition{Type: t, Status: v1.ConditionTrue}
@@ -171,7 +171,7 @@ func TestDecreasingSucceededRefused(t *testing.T) {
 	old.Status.Succeeded = 2
 	j := old.DeepCopy()
 	j.Status.Succeeded = 1
-	errs := NewStatusStrategy(scheme.New()).ValidateUpdate(context.Background(), j, old)
+	errs := Kind.StatusStrategy(scheme.New()).ValidateUpdate(context.Background(), j, old)
 	want := field.Invalid(field.NewPath("status", "succeeded"), int32(1), "cannot decrease the succeeded counter").Error()
 	if len(errs) != 1 || errs[0].Error() != want {
 		t.Fatalf("errors %v, want %q", errs, want)
@@ -184,7 +184,7 @@ func TestTableAndFieldSelector(t *testing.T) {
 	end := metav1.NewTime(start.Add(90 * time.Second))
 	j.Status = batchv1.JobStatus{Succeeded: 1, StartTime: &start, CompletionTime: &end,
 		Conditions: []batchv1.JobCondition{{Type: batchv1.JobSuccessCriteriaMet, Status: v1.ConditionTrue}, {Type: batchv1.JobComplete, Status: v1.ConditionTrue}}}
-	out, err := Table.ConvertToTable(context.Background(), j, nil)
+	out, err := Kind.Table.ConvertToTable(context.Background(), j, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -224,7 +224,7 @@ func TestTableAndFieldSelector(t *testing.T) {
 	if got := Completions(k); got != "1/1 of 3" {
 		t.Errorf("work-queue COMPLETIONS = %q", got)
 	}
-	pred := Predicate(labels.Everything(), fields.OneTermEqualSelector("status.successful", "1"))
+	pred := Kind.Predicate(labels.Everything(), fields.OneTermEqualSelector("status.successful", "1"))
 	if ok, _ := pred.Matches(j); !ok {
 		t.Error("status.successful=1 did not match")
 	}

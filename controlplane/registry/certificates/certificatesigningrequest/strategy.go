@@ -1,5 +1,5 @@
-// Package certificatesigningrequest is the registry strategy for
-// certificates.k8s.io/v1 certificate signing requests: the requester's
+// Package certificatesigningrequest describes certificates.k8s.io/v1
+// certificate signing requests to the registry: the requester's
 // identity recorded on create, the spec immutable, /status (the signer's
 // certificate and conditions) and /approval (Approved/Denied conditions)
 // kept apart, and the table (NAME AGE SIGNERNAME REQUESTOR
@@ -13,10 +13,7 @@ import (
 
 	certificatesv1 "k8s.io/api/certificates/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/fields"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/duration"
-	"k8s.io/apimachinery/pkg/util/validation/field"
 	genericapirequest "k8s.io/apiserver/pkg/endpoints/request"
 
 	"berth/controlplane/registry/base"
@@ -24,71 +21,55 @@ import (
 	"berth/internal/api/validation"
 )
 
-// Strategy is the certificatesigningrequests strategy.
-type Strategy struct{ base.Strategy }
+type csr = certificatesv1.CertificateSigningRequest
 
-// NewStrategy returns the certificatesigningrequests strategy.
-func NewStrategy(typer runtime.ObjectTyper) Strategy {
-	s := Strategy{base.New(typer, false)}
-	s.Reset = base.Reset("certificates.k8s.io/v1", "status")
-	return s
+// Kind describes certificatesigningrequests: /status is the signer's (it
+// sets status.certificate and conditions other than Approved and Denied).
+var Kind = base.Kind[*csr]{
+	APIVersion:    "certificates.k8s.io/v1",
+	Status:        true,
+	PrepareCreate: recordRequester,
+	PrepareUpdate: func(to, from *csr) { to.Spec = from.Spec }, // the spec is immutable
+	// the Approved/Denied conditions are kept, new conditions' times stamped
+	PrepareStatusUpdate: func(n, o *csr) {
+		n.Status.Conditions = stampConditions(keepApprovals(n.Status.Conditions, o.Status.Conditions), o.Status.Conditions)
+	},
+	StatusResets:         []string{"spec", "status.conditions"},
+	Validate:             validation.ValidateCertificateSigningRequest,
+	ValidateUpdate:       validation.ValidateCertificateSigningRequestUpdate,
+	ValidateStatusUpdate: validation.ValidateCertificateSigningRequestStatusUpdate,
+	Fields:               fieldsets.CertificateSigningRequest,
+	Table:                table,
 }
 
-// PrepareForCreate clears the status and records who asks: spec.username,
-// uid, groups and extra come from the authenticated requester, never
-// from the body.
-func (Strategy) PrepareForCreate(ctx context.Context, obj runtime.Object) {
-	csr := obj.(*certificatesv1.CertificateSigningRequest)
-	csr.Status = certificatesv1.CertificateSigningRequestStatus{}
-	csr.Spec.Username, csr.Spec.UID, csr.Spec.Groups, csr.Spec.Extra = "", "", nil, nil
+// ApprovalKind is Kind as /approval serves it, the approver's: it changes
+// the conditions only (the certificate is kept, new conditions' times
+// stamped).
+var ApprovalKind = func() base.Kind[*csr] {
+	k := Kind
+	k.PrepareStatusUpdate = func(n, o *csr) {
+		n.Status.Certificate = o.Status.Certificate
+		n.Status.Conditions = stampConditions(n.Status.Conditions, o.Status.Conditions)
+	}
+	k.StatusResets = []string{"spec", "status.certificate"}
+	return k
+}()
+
+// recordRequester records who asks: spec.username, uid, groups and extra
+// come from the authenticated requester, never from the body.
+func recordRequester(ctx context.Context, r *csr) {
+	r.Spec.Username, r.Spec.UID, r.Spec.Groups, r.Spec.Extra = "", "", nil, nil
 	if u, ok := genericapirequest.UserFrom(ctx); ok {
-		csr.Spec.Username = u.GetName()
-		csr.Spec.UID = u.GetUID()
-		csr.Spec.Groups = append([]string(nil), u.GetGroups()...)
+		r.Spec.Username = u.GetName()
+		r.Spec.UID = u.GetUID()
+		r.Spec.Groups = append([]string(nil), u.GetGroups()...)
 		if extra := u.GetExtra(); len(extra) > 0 {
-			csr.Spec.Extra = map[string]certificatesv1.ExtraValue{}
+			r.Spec.Extra = map[string]certificatesv1.ExtraValue{}
 			for k, v := range extra {
-				csr.Spec.Extra[k] = append(certificatesv1.ExtraValue(nil), v...)
+				r.Spec.Extra[k] = append(certificatesv1.ExtraValue(nil), v...)
 			}
 		}
 	}
-}
-
-// PrepareForUpdate keeps the stored spec and status: neither changes
-// through the main resource.
-func (Strategy) PrepareForUpdate(_ context.Context, obj, old runtime.Object) {
-	n, o := obj.(*certificatesv1.CertificateSigningRequest), old.(*certificatesv1.CertificateSigningRequest)
-	n.Spec, n.Status = o.Spec, o.Status
-}
-
-// Validate validates a new CSR.
-func (Strategy) Validate(_ context.Context, obj runtime.Object) field.ErrorList {
-	return validation.ValidateCertificateSigningRequest(obj.(*certificatesv1.CertificateSigningRequest))
-}
-
-// ValidateUpdate validates a CSR update.
-func (Strategy) ValidateUpdate(_ context.Context, obj, old runtime.Object) field.ErrorList {
-	return validation.ValidateCertificateSigningRequestUpdate(obj.(*certificatesv1.CertificateSigningRequest), old.(*certificatesv1.CertificateSigningRequest))
-}
-
-// StatusStrategy is the certificatesigningrequests/status strategy, the
-// signer's: it sets status.certificate and conditions other than Approved
-// and Denied.
-type StatusStrategy struct{ Strategy }
-
-// NewStatusStrategy returns the certificatesigningrequests/status strategy.
-func NewStatusStrategy(typer runtime.ObjectTyper) StatusStrategy {
-	s := StatusStrategy{NewStrategy(typer)}
-	s.Reset = base.Reset("certificates.k8s.io/v1", "spec", "status.conditions")
-	return s
-}
-
-// PrepareForUpdate keeps the spec and the Approved/Denied conditions, and
-// stamps new conditions' times.
-func (StatusStrategy) PrepareForUpdate(_ context.Context, obj, old runtime.Object) {
-	n, o := obj.(*certificatesv1.CertificateSigningRequest), old.(*certificatesv1.CertificateSigningRequest)
-	n.Spec = o.Spec
-	n.Status.Conditions = stampConditions(keepApprovals(n.Status.Conditions, o.Status.Conditions), o.Status.Conditions)
 }
 
 // keepApprovals returns conds with the old Approved and Denied conditions:
@@ -134,36 +115,6 @@ func keepApprovals(conds, old []certificatesv1.CertificateSigningRequestConditio
 	return out
 }
 
-// ValidateUpdate validates the new status.
-func (StatusStrategy) ValidateUpdate(_ context.Context, obj, old runtime.Object) field.ErrorList {
-	return validation.ValidateCertificateSigningRequestStatusUpdate(obj.(*certificatesv1.CertificateSigningRequest), old.(*certificatesv1.CertificateSigningRequest))
-}
-
-// ApprovalStrategy is the certificatesigningrequests/approval strategy,
-// the approver's: it changes the conditions only.
-type ApprovalStrategy struct{ Strategy }
-
-// NewApprovalStrategy returns the certificatesigningrequests/approval strategy.
-func NewApprovalStrategy(typer runtime.ObjectTyper) ApprovalStrategy {
-	s := ApprovalStrategy{NewStrategy(typer)}
-	s.Reset = base.Reset("certificates.k8s.io/v1", "spec", "status.certificate")
-	return s
-}
-
-// PrepareForUpdate keeps the spec and the certificate, and stamps new
-// conditions' times.
-func (ApprovalStrategy) PrepareForUpdate(_ context.Context, obj, old runtime.Object) {
-	n, o := obj.(*certificatesv1.CertificateSigningRequest), old.(*certificatesv1.CertificateSigningRequest)
-	n.Spec = o.Spec
-	n.Status.Certificate = o.Status.Certificate
-	n.Status.Conditions = stampConditions(n.Status.Conditions, o.Status.Conditions)
-}
-
-// ValidateUpdate validates the new conditions.
-func (ApprovalStrategy) ValidateUpdate(_ context.Context, obj, old runtime.Object) field.ErrorList {
-	return validation.ValidateCertificateSigningRequestStatusUpdate(obj.(*certificatesv1.CertificateSigningRequest), old.(*certificatesv1.CertificateSigningRequest))
-}
-
 func isApproval(t certificatesv1.RequestConditionType) bool {
 	return t == certificatesv1.CertificateApproved || t == certificatesv1.CertificateDenied
 }
@@ -189,16 +140,8 @@ func stampConditions(conds, old []certificatesv1.CertificateSigningRequestCondit
 	return conds
 }
 
-// GetAttrs returns a CSR's labels and fields (metadata.name, spec.signerName).
-var GetAttrs = base.Attrs(func(o runtime.Object) fields.Set {
-	return fieldsets.CertificateSigningRequest(o.(*certificatesv1.CertificateSigningRequest))
-})
-
-// Predicate matches CSRs against label and field selectors.
-var Predicate = base.Predicate(GetAttrs)
-
-// Table prints CSRs as kubectl get csr does.
-var Table = base.Table[*certificatesv1.CertificateSigningRequest]{
+// table prints CSRs as kubectl get csr does.
+var table = base.Table[*csr]{
 	Columns: []metav1.TableColumnDefinition{
 		base.NameColumn,
 		base.AgeColumn,
@@ -207,12 +150,12 @@ var Table = base.Table[*certificatesv1.CertificateSigningRequest]{
 		base.Col("RequestedDuration", certificatesv1.CertificateSigningRequestSpec{}.SwaggerDoc()["expirationSeconds"]),
 		base.Col("Condition", certificatesv1.CertificateSigningRequestStatus{}.SwaggerDoc()["conditions"]),
 	},
-	Row: func(csr *certificatesv1.CertificateSigningRequest, now time.Time) ([]interface{}, []metav1.TableRowCondition) {
+	Row: func(r *csr, now time.Time) ([]interface{}, []metav1.TableRowCondition) {
 		requested := "<none>"
-		if csr.Spec.ExpirationSeconds != nil {
-			requested = duration.HumanDuration(time.Duration(*csr.Spec.ExpirationSeconds) * time.Second)
+		if r.Spec.ExpirationSeconds != nil {
+			requested = duration.HumanDuration(time.Duration(*r.Spec.ExpirationSeconds) * time.Second)
 		}
-		return []interface{}{csr.Name, base.Age(csr.CreationTimestamp, now), csr.Spec.SignerName, csr.Spec.Username, requested, Condition(csr)}, nil
+		return []interface{}{r.Name, base.Age(r.CreationTimestamp, now), r.Spec.SignerName, r.Spec.Username, requested, Condition(r)}, nil
 	},
 }
 

@@ -19,7 +19,7 @@ func TestCreateRecordsTheRequester(t *testing.T) {
 		Groups: []string{"system:nodes"}, Extra: map[string][]string{"k": {"v"}}})
 	csr := &certificatesv1.CertificateSigningRequest{Spec: certificatesv1.CertificateSigningRequestSpec{Username: "forged", Groups: []string{"system:masters"}},
 		Status: certificatesv1.CertificateSigningRequestStatus{Certificate: []byte("x")}}
-	NewStrategy(scheme.New()).PrepareForCreate(ctx, csr)
+	Kind.Strategy(scheme.New()).PrepareForCreate(ctx, csr)
 	if csr.Spec.Username != "system:node:n1" || csr.Spec.UID != "u1" || len(csr.Spec.Groups) != 1 || csr.Spec.Groups[0] != "system:nodes" || csr.Spec.Extra["k"][0] != "v" {
 		t.Errorf("spec identity = %+v", csr.Spec)
 	}
@@ -40,7 +40,7 @@ func TestSubresourcesKeepTheirFieldsApart(t *testing.T) {
 	n.Spec.SignerName = "x/y"
 	n.Status.Conditions = nil
 	n.Status.Certificate = []byte("cert")
-	NewStatusStrategy(s).PrepareForUpdate(context.Background(), n, old)
+	Kind.StatusStrategy(s).PrepareForUpdate(context.Background(), n, old)
 	if n.Spec.SignerName != "a/b" || len(n.Status.Conditions) != 1 || n.Status.Conditions[0].Type != certificatesv1.CertificateApproved || string(n.Status.Certificate) != "cert" {
 		t.Errorf("status update = %+v %+v", n.Spec, n.Status)
 	}
@@ -50,7 +50,7 @@ func TestSubresourcesKeepTheirFieldsApart(t *testing.T) {
 	n = pending.DeepCopy()
 	n.Status.Conditions = []certificatesv1.CertificateSigningRequestCondition{approved}
 	n.Status.Certificate = []byte("cert")
-	NewApprovalStrategy(s).PrepareForUpdate(context.Background(), n, pending)
+	ApprovalKind.StatusStrategy(s).PrepareForUpdate(context.Background(), n, pending)
 	if len(n.Status.Certificate) != 0 || len(n.Status.Conditions) != 1 || n.Status.Conditions[0].LastUpdateTime.IsZero() || n.Status.Conditions[0].LastTransitionTime.IsZero() {
 		t.Errorf("approval update = %+v", n.Status)
 	}
@@ -58,7 +58,7 @@ func TestSubresourcesKeepTheirFieldsApart(t *testing.T) {
 	// The main resource changes neither.
 	n = old.DeepCopy()
 	n.Status.Certificate = []byte("cert")
-	NewStrategy(s).PrepareForUpdate(context.Background(), n, old)
+	Kind.Strategy(s).PrepareForUpdate(context.Background(), n, old)
 	if len(n.Status.Certificate) != 0 {
 		t.Error("main resource update changed the status")
 	}
@@ -76,7 +76,7 @@ func TestConditionCell(t *testing.T) {
 	if got := Condition(csr); got != "Approved,Issued" {
 		t.Errorf("issued: %q", got)
 	}
-	cells, _ := Table.Row(csr, time.Now())
+	cells, _ := Kind.Table.Row(csr, time.Now())
 	if cells[2] != "kubernetes.io/kubelet-serving" || cells[3] != "system:node:n1" || cells[4] != "60m" || cells[5] != "Approved,Issued" {
 		t.Errorf("row = %v", cells)
 	}
@@ -86,7 +86,7 @@ func TestConditionCell(t *testing.T) {
 // condition after Approved keeps the order sent (the CSR conformance
 // spec reads the last one), with Approved as stored.
 func TestStatusUpdateKeepsTheConditionOrder(t *testing.T) {
-	s := NewStatusStrategy(scheme.New())
+	s := Kind.StatusStrategy(scheme.New())
 	approved := certificatesv1.CertificateSigningRequestCondition{Type: certificatesv1.CertificateApproved, Status: corev1.ConditionTrue, Reason: "E2E"}
 	old := &certificatesv1.CertificateSigningRequest{Status: certificatesv1.CertificateSigningRequestStatus{Conditions: []certificatesv1.CertificateSigningRequestCondition{
 		{Type: "ApprovalPatch", Status: corev1.ConditionTrue}, approved}}}

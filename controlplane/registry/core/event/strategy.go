@@ -1,57 +1,30 @@
-// Package event is the registry strategy for core/v1 events: validation,
+// Package event describes core/v1 events to the registry: validation,
 // create-on-update (as upstream), the involvedObject/reason/type/source
 // field selectors, and the table (LAST SEEN TYPE REASON OBJECT MESSAGE,
 // wide: SUBOBJECT SOURCE FIRST SEEN COUNT NAME).
 package event
 
 import (
-	"context"
 	"fmt"
 	"strings"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/fields"
-	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"berth/controlplane/registry/base"
 	"berth/internal/api/fieldsets"
 	"berth/internal/api/validation"
 )
 
-// Strategy is the events strategy.
-type Strategy struct{ base.Strategy }
-
-// NewStrategy returns the events strategy; a PUT may create an event.
-func NewStrategy(typer runtime.ObjectTyper) Strategy {
-	s := Strategy{base.New(typer, true)}
-	s.CreateOnUpdate = true
-	return s
+// Kind describes core/v1 events.
+var Kind = base.Kind[*v1.Event]{
+	Namespaced: true, CreateOnUpdate: true,
+	Validate:       validation.ValidateEvent,
+	ValidateUpdate: validation.ValidateEventUpdate,
+	Fields:         fieldsets.Event,
+	Table:          table,
 }
-
-// PrepareForCreate does nothing: an event has no status.
-func (Strategy) PrepareForCreate(context.Context, runtime.Object) {}
-
-// PrepareForUpdate does nothing: an event has no status.
-func (Strategy) PrepareForUpdate(context.Context, runtime.Object, runtime.Object) {}
-
-// Validate validates a new event.
-func (Strategy) Validate(_ context.Context, obj runtime.Object) field.ErrorList {
-	return validation.ValidateEvent(obj.(*v1.Event))
-}
-
-// ValidateUpdate validates an event update.
-func (Strategy) ValidateUpdate(_ context.Context, obj, old runtime.Object) field.ErrorList {
-	return validation.ValidateEventUpdate(obj.(*v1.Event), old.(*v1.Event))
-}
-
-// GetAttrs returns an event's labels and selectable fields.
-var GetAttrs = base.Attrs(func(o runtime.Object) fields.Set { return fieldsets.Event(o.(*v1.Event)) })
-
-// Predicate matches events against label and field selectors.
-var Predicate = base.Predicate(GetAttrs)
 
 // Columns are the event table's columns (shared with events.k8s.io).
 var Columns = []metav1.TableColumnDefinition{
@@ -67,8 +40,8 @@ var Columns = []metav1.TableColumnDefinition{
 	base.Wide(metav1.TableColumnDefinition{Name: "Name", Type: "string", Format: "name", Description: metav1.ObjectMeta{}.SwaggerDoc()["name"]}),
 }
 
-// Table prints events as kubectl get events does.
-var Table = base.Table[*v1.Event]{Columns: Columns, Row: func(e *v1.Event, now time.Time) ([]interface{}, []metav1.TableRowCondition) {
+// table prints events as kubectl get events does.
+var table = base.Table[*v1.Event]{Columns: Columns, Row: func(e *v1.Event, now time.Time) ([]interface{}, []metav1.TableRowCondition) {
 	return Row(e, now), nil
 }}
 

@@ -22,7 +22,7 @@ func TestEventTableAndSelectors(t *testing.T) {
 		Source:         v1.EventSource{Component: "kubelet", Host: "n1"},
 		FirstTimestamp: metav1.Time{Time: now.Add(-10 * time.Minute)}, LastTimestamp: metav1.Time{Time: now.Add(-30 * time.Second)}, Count: 7,
 	}
-	tbl := Table
+	tbl := Kind.Table
 	tbl.Now = func() time.Time { return now }
 	out, err := tbl.ConvertToTable(context.Background(), e, nil)
 	if err != nil {
@@ -39,11 +39,11 @@ func TestEventTableAndSelectors(t *testing.T) {
 	if cells[0] != "60s" || cells[3] != "node" || cells[5] != "berth.dev/agent" || cells[8] != int64(1) {
 		t.Errorf("new-style singleton event cells = %v", cells)
 	}
-	pred := Predicate(labels.Everything(), fields.ParseSelectorOrDie("involvedObject.kind=Pod,involvedObject.name=web,reason=BackOff,type=Warning,source=kubelet"))
+	pred := Kind.Predicate(labels.Everything(), fields.ParseSelectorOrDie("involvedObject.kind=Pod,involvedObject.name=web,reason=BackOff,type=Warning,source=kubelet"))
 	if ok, err := pred.Matches(e); !ok || err != nil {
 		t.Errorf("event selector did not match: %v %v", ok, err)
 	}
-	if !NewStrategy(scheme.New()).AllowCreateOnUpdate(context.Background()) {
+	if !Kind.Strategy(scheme.New()).AllowCreateOnUpdate(context.Background()) {
 		t.Error("events allow create on update upstream")
 	}
 }

@@ -11,7 +11,7 @@ import (
 )
 
 func TestNamespaceStrategy(t *testing.T) {
-	s := NewStrategy(scheme.New())
+	s := Kind.Strategy(scheme.New())
 	ns := &v1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "team"}, Status: v1.NamespaceStatus{Phase: v1.NamespaceTerminating}}
 	s.PrepareForCreate(context.Background(), ns)
 	if ns.Status.Phase != v1.NamespaceActive || len(ns.Spec.Finalizers) != 1 || ns.Spec.Finalizers[0] != v1.FinalizerKubernetes {
@@ -32,14 +32,7 @@ func TestNamespaceStrategy(t *testing.T) {
 	if len(upd.Spec.Finalizers) != 1 || upd.Status.Phase != v1.NamespaceActive {
 		t.Errorf("plain update changed finalizers or status: %+v", upd)
 	}
-	fin := ns.DeepCopy()
-	fin.Spec.Finalizers = nil
-	fin.Status.Phase = v1.NamespaceTerminating
-	NewFinalizeStrategy(scheme.New()).PrepareForUpdate(context.Background(), fin, ns)
-	if len(fin.Spec.Finalizers) != 0 || fin.Status.Phase != v1.NamespaceActive {
-		t.Errorf("finalize: %+v", fin)
-	}
-	out, _ := Table.ConvertToTable(context.Background(), ns, nil)
+	out, _ := Kind.Table.ConvertToTable(context.Background(), ns, nil)
 	if out.Rows[0].Cells[1] != "Active" {
 		t.Errorf("STATUS = %v", out.Rows[0].Cells[1])
 	}

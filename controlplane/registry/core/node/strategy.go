@@ -1,4 +1,4 @@
-// Package node is the registry strategy for core/v1 nodes: spec and status
+// Package node describes core/v1 nodes to the registry: spec and status
 // kept apart, podCIDR/podCIDRs kept consistent, field selectors and the
 // table (NAME STATUS ROLES AGE VERSION, wide: INTERNAL-IP EXTERNAL-IP
 // OS-IMAGE KERNEL-VERSION CONTAINER-RUNTIME).
@@ -11,36 +11,24 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/fields"
-	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"berth/controlplane/registry/base"
 	"berth/internal/api/fieldsets"
 	"berth/internal/api/validation"
 )
 
-// Strategy is the nodes strategy.
-type Strategy struct{ base.Strategy }
-
-// NewStrategy returns the nodes strategy.
-func NewStrategy(typer runtime.ObjectTyper) Strategy {
-	s := Strategy{base.New(typer, false)}
-	s.Reset = base.Reset("v1", "status")
-	return s
-}
-
-// PrepareForCreate keeps podCIDR and podCIDRs consistent (a node registers
-// with its status, as the kubelet does).
-func (Strategy) PrepareForCreate(_ context.Context, obj runtime.Object) {
-	syncPodCIDRs(obj.(*v1.Node))
-}
-
-// PrepareForUpdate keeps the stored status.
-func (Strategy) PrepareForUpdate(_ context.Context, obj, old runtime.Object) {
-	n := obj.(*v1.Node)
-	n.Status = old.(*v1.Node).Status
-	syncPodCIDRs(n)
+// Kind describes nodes: a node registers with its status, as the kubelet
+// does; a /status write is validated as a whole update.
+var Kind = base.Kind[*v1.Node]{
+	APIVersion:     "v1",
+	Status:         true,
+	NewStatus:      base.AsSent[*v1.Node],
+	PrepareCreate:  func(_ context.Context, n *v1.Node) { syncPodCIDRs(n) },
+	PrepareUpdate:  func(n, _ *v1.Node) { syncPodCIDRs(n) },
+	Validate:       validation.ValidateNode,
+	ValidateUpdate: validation.ValidateNodeUpdate,
+	Fields:         fieldsets.Node,
+	Table:          table,
 }
 
 // syncPodCIDRs fills podCIDRs from podCIDR or podCIDR from podCIDRs[0], as
@@ -54,50 +42,14 @@ func syncPodCIDRs(n *v1.Node) {
 	}
 }
 
-// Validate validates a new node.
-func (Strategy) Validate(_ context.Context, obj runtime.Object) field.ErrorList {
-	return validation.ValidateNode(obj.(*v1.Node))
-}
-
-// ValidateUpdate validates a node update.
-func (Strategy) ValidateUpdate(_ context.Context, obj, old runtime.Object) field.ErrorList {
-	return validation.ValidateNodeUpdate(obj.(*v1.Node), old.(*v1.Node))
-}
-
-// StatusStrategy is the nodes/status strategy.
-type StatusStrategy struct{ Strategy }
-
-// NewStatusStrategy returns the nodes/status strategy.
-func NewStatusStrategy(typer runtime.ObjectTyper) StatusStrategy {
-	s := StatusStrategy{NewStrategy(typer)}
-	s.Reset = base.Reset("v1", "spec")
-	return s
-}
-
-// PrepareForUpdate keeps the spec.
-func (StatusStrategy) PrepareForUpdate(_ context.Context, obj, old runtime.Object) {
-	obj.(*v1.Node).Spec = old.(*v1.Node).Spec
-}
-
-// ValidateUpdate validates the node with its new status.
-func (StatusStrategy) ValidateUpdate(_ context.Context, obj, old runtime.Object) field.ErrorList {
-	return validation.ValidateNodeUpdate(obj.(*v1.Node), old.(*v1.Node))
-}
-
-// GetAttrs returns a node's labels and selectable fields.
-var GetAttrs = base.Attrs(func(o runtime.Object) fields.Set { return fieldsets.Node(o.(*v1.Node)) })
-
-// Predicate matches nodes against label and field selectors.
-var Predicate = base.Predicate(GetAttrs)
-
 // Role label conventions kubectl reads node roles from.
 const (
 	roleLabelPrefix = "node-role.kubernetes.io/"
 	roleLabel       = "kubernetes.io/role"
 )
 
-// Table prints nodes as kubectl get nodes does.
-var Table = base.Table[*v1.Node]{
+// table prints nodes as kubectl get nodes does.
+var table = base.Table[*v1.Node]{
 	Columns: []metav1.TableColumnDefinition{
 		base.NameColumn,
 		base.Col("Status", "The status of the node"),

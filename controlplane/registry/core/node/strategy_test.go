@@ -23,7 +23,7 @@ func TestNodeTable(t *testing.T) {
 			NodeInfo:   v1.NodeSystemInfo{KubeletVersion: "v1.37.2-berth", OSImage: "Debian GNU/Linux 12", KernelVersion: "6.1.0", ContainerRuntimeVersion: "containerd://1.6.20"},
 		},
 	}
-	tbl := Table
+	tbl := Kind.Table
 	tbl.Now = func() time.Time { return now }
 	out, err := tbl.ConvertToTable(context.Background(), n, nil)
 	if err != nil {
@@ -53,7 +53,7 @@ func TestNodeTable(t *testing.T) {
 }
 
 func TestNodeStrategies(t *testing.T) {
-	s := NewStrategy(scheme.New())
+	s := Kind.Strategy(scheme.New())
 	n := &v1.Node{Spec: v1.NodeSpec{PodCIDR: "10.1.0.0/24"}}
 	s.PrepareForCreate(context.Background(), n)
 	if len(n.Spec.PodCIDRs) != 1 || n.Spec.PodCIDRs[0] != "10.1.0.0/24" {
@@ -67,5 +67,13 @@ func TestNodeStrategies(t *testing.T) {
 	}
 	if s.NamespaceScoped() {
 		t.Error("nodes are cluster-scoped")
+	}
+}
+
+func TestNodeRegistersWithItsStatus(t *testing.T) {
+	n := &v1.Node{Status: v1.NodeStatus{Phase: v1.NodeRunning}}
+	Kind.Strategy(scheme.New()).PrepareForCreate(context.Background(), n)
+	if n.Status.Phase != v1.NodeRunning {
+		t.Errorf("create cleared the status: %+v", n.Status)
 	}
 }

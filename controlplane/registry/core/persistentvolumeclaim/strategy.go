@@ -1,82 +1,34 @@
-// Package persistentvolumeclaim is the registry strategy for core/v1
-// persistent volume claims: phase Pending on create, spec and status kept
+// Package persistentvolumeclaim describes core/v1 persistent volume
+// claims to the registry: phase Pending on create, spec and status kept
 // apart, and the table (NAME STATUS VOLUME CAPACITY ACCESS MODES
 // STORAGECLASS VOLUMEATTRIBUTESCLASS AGE, wide: VOLUMEMODE).
 package persistentvolumeclaim
 
 import (
-	"context"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/fields"
-	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"berth/controlplane/registry/base"
-	"berth/internal/api/fieldsets"
 	"berth/internal/api/validation"
 )
 
-// Strategy is the persistentvolumeclaims strategy.
-type Strategy struct{ base.Strategy }
-
-// NewStrategy returns the persistentvolumeclaims strategy.
-func NewStrategy(typer runtime.ObjectTyper) Strategy {
-	s := Strategy{base.New(typer, true)}
-	s.Reset = base.Reset("v1", "status")
-	return s
+// Kind describes persistentvolumeclaims.
+var Kind = base.Kind[*v1.PersistentVolumeClaim]{
+	APIVersion: "v1", Namespaced: true,
+	Status: true,
+	NewStatus: func(pvc *v1.PersistentVolumeClaim) {
+		pvc.Status = v1.PersistentVolumeClaimStatus{Phase: v1.ClaimPending}
+	},
+	Validate:             validation.ValidatePersistentVolumeClaim,
+	ValidateUpdate:       validation.ValidatePersistentVolumeClaimUpdate,
+	ValidateStatusUpdate: validation.ValidatePersistentVolumeClaimStatusUpdate,
+	Table:                table,
 }
 
-// PrepareForCreate sets the status to phase Pending.
-func (Strategy) PrepareForCreate(_ context.Context, obj runtime.Object) {
-	obj.(*v1.PersistentVolumeClaim).Status = v1.PersistentVolumeClaimStatus{Phase: v1.ClaimPending}
-}
-
-// PrepareForUpdate keeps the stored status.
-func (Strategy) PrepareForUpdate(_ context.Context, obj, old runtime.Object) {
-	obj.(*v1.PersistentVolumeClaim).Status = old.(*v1.PersistentVolumeClaim).Status
-}
-
-// Validate validates a new claim.
-func (Strategy) Validate(_ context.Context, obj runtime.Object) field.ErrorList {
-	return validation.ValidatePersistentVolumeClaim(obj.(*v1.PersistentVolumeClaim))
-}
-
-// ValidateUpdate validates a claim update.
-func (Strategy) ValidateUpdate(_ context.Context, obj, old runtime.Object) field.ErrorList {
-	return validation.ValidatePersistentVolumeClaimUpdate(obj.(*v1.PersistentVolumeClaim), old.(*v1.PersistentVolumeClaim))
-}
-
-// StatusStrategy is the persistentvolumeclaims/status strategy.
-type StatusStrategy struct{ Strategy }
-
-// NewStatusStrategy returns the persistentvolumeclaims/status strategy.
-func NewStatusStrategy(typer runtime.ObjectTyper) StatusStrategy {
-	s := StatusStrategy{NewStrategy(typer)}
-	s.Reset = base.Reset("v1", "spec")
-	return s
-}
-
-// PrepareForUpdate keeps the spec.
-func (StatusStrategy) PrepareForUpdate(_ context.Context, obj, old runtime.Object) {
-	obj.(*v1.PersistentVolumeClaim).Spec = old.(*v1.PersistentVolumeClaim).Spec
-}
-
-// ValidateUpdate validates the new status.
-func (StatusStrategy) ValidateUpdate(_ context.Context, obj, old runtime.Object) field.ErrorList {
-	return validation.ValidatePersistentVolumeClaimStatusUpdate(obj.(*v1.PersistentVolumeClaim), old.(*v1.PersistentVolumeClaim))
-}
-
-// GetAttrs returns a claim's labels and metadata fields.
-var GetAttrs = base.Attrs(func(o runtime.Object) fields.Set { return fieldsets.Meta(o, true) })
-
-// Predicate matches claims against label and field selectors.
-var Predicate = base.Predicate(GetAttrs)
-
-// Table prints claims as kubectl get pvc does.
-var Table = base.Table[*v1.PersistentVolumeClaim]{
+// table prints claims as kubectl get pvc does.
+var table = base.Table[*v1.PersistentVolumeClaim]{
 	Columns: []metav1.TableColumnDefinition{
 		base.NameColumn,
 		base.Col("Status", v1.PersistentVolumeClaimStatus{}.SwaggerDoc()["phase"]),

@@ -1,4 +1,4 @@
-// Package pod is the registry strategy for core/v1 pods: create, update and
+// Package pod describes core/v1 pods to the registry: create, update and
 // graceful-delete semantics, the pods/status strategy, field selectors with
 // the spec.nodeName index, and the server-side table (kubectl get pods).
 package pod
@@ -7,12 +7,8 @@ import (
 	"context"
 
 	v1 "k8s.io/api/core/v1"
-	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/fields"
-	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/apiserver/pkg/registry/rest"
 	"k8s.io/apiserver/pkg/storage"
 	"k8s.io/client-go/tools/cache"
@@ -22,28 +18,37 @@ import (
 	"berth/internal/api/validation"
 )
 
-// Strategy is the pods strategy.
-type Strategy struct{ base.Strategy }
-
-var (
-	_ rest.RESTCreateStrategy         = Strategy{}
-	_ rest.RESTUpdateStrategy         = Strategy{}
-	_ rest.RESTDeleteStrategy         = Strategy{}
-	_ rest.RESTGracefulDeleteStrategy = Strategy{}
-)
-
-// NewStrategy returns the pods strategy; typer is berth's scheme.
-func NewStrategy(typer runtime.ObjectTyper) Strategy {
-	s := Strategy{base.New(typer, true)}
-	s.Reset = base.Reset("v1", "status")
-	return s
+// Kind describes pods: status changes go through pods/status; updates get
+// no warnings, as upstream (pods are rewritten often and rarely by hand).
+var Kind = base.Kind[*v1.Pod]{
+	APIVersion: "v1", Namespaced: true,
+	Status:              true,
+	SpecGeneration:      true,
+	NewStatus:           newStatus,
+	PrepareStatusUpdate: prepareStatusUpdate,
+	StatusResets:        []string{"spec", "metadata.deletionTimestamp", "metadata.ownerReferences"},
+	Validate:            validation.ValidatePod,
+	ValidateUpdate:      validation.ValidatePodUpdate, // only images, tolerations, activeDeadlineSeconds… may change
+	// negative grace period, deprecated node labels, duplicate ports
+	Warnings:             validation.WarningsForPod,
+	ValidateStatusUpdate: validation.ValidatePodStatusUpdate,
+	Fields:               fieldsets.Pod,
+	IndexFields:          []string{"spec.nodeName"},
+	Table:                Table,
 }
 
-// PrepareForCreate clears the status (phase Pending, QoS class computed from
-// the spec, PodScheduled=False/SchedulingGated when the pod has scheduling
-// gates) and sets metadata.generation to 1.
-func (Strategy) PrepareForCreate(_ context.Context, obj runtime.Object) {
-	pod := obj.(*v1.Pod)
+// Strategy is the pods strategy: Kind's, with graceful deletion.
+type Strategy struct{ base.Typed[*v1.Pod] }
+
+var _ rest.RESTGracefulDeleteStrategy = Strategy{}
+
+// NewStrategy returns the pods strategy; typer is berth's scheme.
+func NewStrategy(typer runtime.ObjectTyper) Strategy { return Strategy{Kind.Strategy(typer)} }
+
+// newStatus is a new pod's status: phase Pending, the QoS class computed
+// from the spec, PodScheduled=False/SchedulingGated when the pod has
+// scheduling gates.
+func newStatus(pod *v1.Pod) {
 	pod.Status = v1.PodStatus{Phase: v1.PodPending, QOSClass: QOSClass(pod)}
 	if len(pod.Spec.SchedulingGates) > 0 {
 		pod.Status.Conditions = []v1.PodCondition{{
@@ -51,35 +56,6 @@ func (Strategy) PrepareForCreate(_ context.Context, obj runtime.Object) {
 			Message: "Scheduling is blocked due to non-empty scheduling gates",
 		}}
 	}
-	pod.Generation = 1
-}
-
-// PrepareForUpdate keeps the stored status (status changes go through
-// pods/status) and bumps metadata.generation when the spec changed.
-func (Strategy) PrepareForUpdate(_ context.Context, obj, old runtime.Object) {
-	newPod, oldPod := obj.(*v1.Pod), old.(*v1.Pod)
-	newPod.Status = oldPod.Status
-	if !apiequality.Semantic.DeepEqual(newPod.Spec, oldPod.Spec) {
-		newPod.Generation = oldPod.Generation + 1
-	}
-}
-
-// WarningsOnCreate returns upstream's warnings for a new pod (negative
-// grace period, deprecated node labels, duplicate ports). Updates get none,
-// as upstream: pods are rewritten often and rarely by hand.
-func (Strategy) WarningsOnCreate(_ context.Context, obj runtime.Object) []string {
-	return validation.WarningsForPod(obj.(*v1.Pod))
-}
-
-// Validate validates a new pod.
-func (Strategy) Validate(_ context.Context, obj runtime.Object) field.ErrorList {
-	return validation.ValidatePod(obj.(*v1.Pod))
-}
-
-// ValidateUpdate validates a pod update (only images, tolerations,
-// activeDeadlineSeconds… may change).
-func (Strategy) ValidateUpdate(_ context.Context, obj, old runtime.Object) field.ErrorList {
-	return validation.ValidatePodUpdate(obj.(*v1.Pod), old.(*v1.Pod))
 }
 
 // CheckGracefulDelete sets the grace period of a pod deletion as upstream:
@@ -110,22 +86,11 @@ func (Strategy) CheckGracefulDelete(_ context.Context, obj runtime.Object, optio
 	return true
 }
 
-// StatusStrategy is the pods/status strategy: only status (and metadata) may
-// change.
-type StatusStrategy struct{ Strategy }
-
-// NewStatusStrategy returns the pods/status strategy.
-func NewStatusStrategy(typer runtime.ObjectTyper) StatusStrategy {
-	s := StatusStrategy{NewStrategy(typer)}
-	s.Reset = base.Reset("v1", "spec", "metadata.deletionTimestamp", "metadata.ownerReferences")
-	return s
-}
-
-// PrepareForUpdate keeps the stored spec, deletion timestamp and owner
-// references, and backfills the immutable QoS class.
-func (StatusStrategy) PrepareForUpdate(_ context.Context, obj, old runtime.Object) {
-	newPod, oldPod := obj.(*v1.Pod), old.(*v1.Pod)
-	newPod.Spec = oldPod.Spec
+// prepareStatusUpdate drops, on a pods/status write, a deletion timestamp
+// the writer sent (the store keeps the stored one), keeps the stored owner
+// references, and backfills the immutable QoS class, the observed
+// generations and the single or list form of the IPs.
+func prepareStatusUpdate(newPod, oldPod *v1.Pod) {
 	newPod.DeletionTimestamp = nil
 	newPod.OwnerReferences = oldPod.OwnerReferences
 	if newPod.Status.QOSClass == "" {
@@ -175,20 +140,6 @@ func SyncIPs(s *v1.PodStatus) {
 	if s.HostIP == "" && len(s.HostIPs) > 0 {
 		s.HostIP = s.HostIPs[0].IP
 	}
-}
-
-// ValidateUpdate validates a status update.
-func (StatusStrategy) ValidateUpdate(_ context.Context, obj, old runtime.Object) field.ErrorList {
-	return validation.ValidatePodStatusUpdate(obj.(*v1.Pod), old.(*v1.Pod))
-}
-
-// GetAttrs returns a pod's labels and selectable fields.
-var GetAttrs = base.Attrs(func(obj runtime.Object) fields.Set { return fieldsets.Pod(obj.(*v1.Pod)) })
-
-// Predicate matches pods against label and field selectors; the watch cache
-// indexes spec.nodeName.
-func Predicate(label labels.Selector, field fields.Selector) storage.SelectionPredicate {
-	return base.Predicate(GetAttrs, "spec.nodeName")(label, field)
 }
 
 // NodeNameIndexFunc is the spec.nodeName value of a pod, for the watch

@@ -68,7 +68,7 @@ func TestPrepareForUpdateKeepsStatusAndBumpsGeneration(t *testing.T) {
 }
 
 func TestStatusStrategyKeepsSpec(t *testing.T) {
-	s := NewStatusStrategy(scheme.New())
+	s := Kind.StatusStrategy(scheme.New())
 	old := newPod()
 	old.Spec.NodeName = "n1"
 	old.Status.QOSClass = v1.PodQOSBurstable
@@ -126,13 +126,13 @@ func TestGetAttrsAndPredicate(t *testing.T) {
 	p.Status.Phase = v1.PodRunning
 	p.Status.PodIPs = []v1.PodIP{{IP: "10.1.0.4"}}
 	for _, sel := range []string{"spec.nodeName=n1", "status.phase=Running", "metadata.name=p,metadata.namespace=default", "status.podIP=10.1.0.4", "spec.restartPolicy=Always", "spec.schedulerName=default-scheduler"} {
-		pred := Predicate(labels.SelectorFromSet(labels.Set{"app": "web"}), fields.ParseSelectorOrDie(sel))
+		pred := Kind.Predicate(labels.SelectorFromSet(labels.Set{"app": "web"}), fields.ParseSelectorOrDie(sel))
 		ok, err := pred.Matches(p)
 		if err != nil || !ok {
 			t.Errorf("selector %q: match=%v err=%v", sel, ok, err)
 		}
 	}
-	pred := Predicate(labels.Everything(), fields.ParseSelectorOrDie("spec.nodeName=n2"))
+	pred := Kind.Predicate(labels.Everything(), fields.ParseSelectorOrDie("spec.nodeName=n2"))
 	if ok, _ := pred.Matches(p); ok {
 		t.Error("spec.nodeName=n2 matched a pod on n1")
 	}
@@ -175,7 +175,7 @@ func TestQOSClass(t *testing.T) {
 }
 
 func TestStatusStrategySyncsPodIPs(t *testing.T) {
-	s := NewStatusStrategy(scheme.New())
+	s := Kind.StatusStrategy(scheme.New())
 	old := newPod()
 	upd := old.DeepCopy()
 	upd.Status.PodIP = "10.1.0.7"
@@ -187,7 +187,7 @@ func TestStatusStrategySyncsPodIPs(t *testing.T) {
 }
 
 func TestStatusStrategyKeepsObservedGenerations(t *testing.T) {
-	s := NewStatusStrategy(scheme.New())
+	s := Kind.StatusStrategy(scheme.New())
 	old := newPod()
 	old.Status.ObservedGeneration = 4
 	old.Status.Conditions = []v1.PodCondition{{Type: v1.PodReady, ObservedGeneration: 3}, {Type: v1.PodScheduled, ObservedGeneration: 2}}

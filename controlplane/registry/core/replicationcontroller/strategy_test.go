@@ -38,7 +38,7 @@ func TestDefaultsCopyTemplateLabels(t *testing.T) {
 }
 
 func TestValidateFieldPathsAndMessages(t *testing.T) {
-	s := NewStrategy(scheme.New())
+	s := Kind.Strategy(scheme.New())
 	for _, tc := range []struct {
 		name   string
 		mutate func(*v1.ReplicationController)
@@ -74,7 +74,7 @@ func TestValidateFieldPathsAndMessages(t *testing.T) {
 }
 
 func TestSelectorMayChangeOnUpdate(t *testing.T) {
-	s := NewStrategy(scheme.New())
+	s := Kind.Strategy(scheme.New())
 	old := validRC()
 	old.ResourceVersion = "1"
 	upd := old.DeepCopy()
@@ -86,7 +86,7 @@ func TestSelectorMayChangeOnUpdate(t *testing.T) {
 }
 
 func TestStrategyStatusTableAndFields(t *testing.T) {
-	s := NewStrategy(scheme.New())
+	s := Kind.Strategy(scheme.New())
 	rc := validRC()
 	rc.Status.Replicas = 7
 	s.PrepareForCreate(context.Background(), rc)
@@ -104,13 +104,13 @@ func TestStrategyStatusTableAndFields(t *testing.T) {
 	if upd.Generation != 2 || upd.Status.Replicas != 2 {
 		t.Errorf("after update: generation %d status %+v", upd.Generation, upd.Status)
 	}
-	st := NewStatusStrategy(scheme.New())
+	st := Kind.StatusStrategy(scheme.New())
 	bad := upd.DeepCopy()
 	bad.Status.ReadyReplicas = 3
 	if errs := st.ValidateUpdate(context.Background(), bad, upd); !strings.Contains(errs.ToAggregate().Error(), "status.readyReplicas: Invalid value: 3: cannot be greater than status.replicas") {
 		t.Errorf("status errors %v", errs)
 	}
-	out, err := Table.ConvertToTable(context.Background(), upd, nil)
+	out, err := Kind.Table.ConvertToTable(context.Background(), upd, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -118,7 +118,7 @@ func TestStrategyStatusTableAndFields(t *testing.T) {
 	if c[0] != "web" || c[1] != int64(4) || c[2] != int64(2) || c[3] != int64(1) || c[5] != "c" || c[6] != "img:v1" || c[7] != "app=web" {
 		t.Errorf("row %v", c)
 	}
-	pred := Predicate(labels.Everything(), fields.OneTermEqualSelector("status.replicas", "2"))
+	pred := Kind.Predicate(labels.Everything(), fields.OneTermEqualSelector("status.replicas", "2"))
 	if ok, _ := pred.Matches(upd); !ok {
 		t.Error("status.replicas=2 did not match")
 	}

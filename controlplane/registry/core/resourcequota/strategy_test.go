@@ -27,19 +27,19 @@ func TestSpecAndStatusApart(t *testing.T) {
 		Status: v1.ResourceQuotaStatus{Used: v1.ResourceList{"pods": resource.MustParse("1")}}}
 	n := old.DeepCopy()
 	n.Status.Used = nil
-	NewStrategy(s).PrepareForUpdate(context.Background(), n, old)
+	Kind.Strategy(s).PrepareForUpdate(context.Background(), n, old)
 	if len(n.Status.Used) != 1 {
 		t.Error("main resource update changed the status")
 	}
 	n = old.DeepCopy()
 	n.Spec.Hard = nil
 	n.Status.Used = v1.ResourceList{"pods": resource.MustParse("2")}
-	NewStatusStrategy(s).PrepareForUpdate(context.Background(), n, old)
+	Kind.StatusStrategy(s).PrepareForUpdate(context.Background(), n, old)
 	if len(n.Spec.Hard) != 1 || n.Status.Used.Pods().Value() != 2 {
 		t.Errorf("status update = %+v", n)
 	}
 	created := old.DeepCopy()
-	NewStrategy(s).PrepareForCreate(context.Background(), created)
+	Kind.Strategy(s).PrepareForCreate(context.Background(), created)
 	if len(created.Status.Used) != 0 {
 		t.Error("status not cleared on create")
 	}

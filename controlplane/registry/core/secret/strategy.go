@@ -1,4 +1,4 @@
-// Package secret is the registry strategy for core/v1 secrets: validation
+// Package secret describes core/v1 secrets to the registry: validation
 // (keys, size, per-type keys, immutable type and data), the type field
 // selector, and the table (NAME TYPE DATA AGE).
 package secret
@@ -9,29 +9,21 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/fields"
-	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"berth/controlplane/registry/base"
 	"berth/internal/api/fieldsets"
 	"berth/internal/api/validation"
 )
 
-// Strategy is the secrets strategy.
-type Strategy struct{ base.Strategy }
-
-// NewStrategy returns the secrets strategy.
-func NewStrategy(typer runtime.ObjectTyper) Strategy { return Strategy{base.New(typer, true)} }
-
-// PrepareForCreate merges stringData into data (a secret has no status).
-func (Strategy) PrepareForCreate(_ context.Context, obj runtime.Object) {
-	mergeStringData(obj.(*v1.Secret))
-}
-
-// PrepareForUpdate merges stringData into data (a secret has no status).
-func (Strategy) PrepareForUpdate(_ context.Context, obj, _ runtime.Object) {
-	mergeStringData(obj.(*v1.Secret))
+// Kind describes secrets.
+var Kind = base.Kind[*v1.Secret]{
+	Namespaced:     true,
+	PrepareCreate:  func(_ context.Context, s *v1.Secret) { mergeStringData(s) },
+	PrepareUpdate:  func(s, _ *v1.Secret) { mergeStringData(s) },
+	Validate:       validation.ValidateSecret,
+	ValidateUpdate: validation.ValidateSecretUpdate,
+	Fields:         fieldsets.Secret,
+	Table:          table,
 }
 
 // mergeStringData moves stringData into data, a key of stringData taking
@@ -51,24 +43,8 @@ func mergeStringData(s *v1.Secret) {
 	s.StringData = nil
 }
 
-// Validate validates a new secret.
-func (Strategy) Validate(_ context.Context, obj runtime.Object) field.ErrorList {
-	return validation.ValidateSecret(obj.(*v1.Secret))
-}
-
-// ValidateUpdate validates a secret update.
-func (Strategy) ValidateUpdate(_ context.Context, obj, old runtime.Object) field.ErrorList {
-	return validation.ValidateSecretUpdate(obj.(*v1.Secret), old.(*v1.Secret))
-}
-
-// GetAttrs returns a secret's labels and selectable fields (type).
-var GetAttrs = base.Attrs(func(o runtime.Object) fields.Set { return fieldsets.Secret(o.(*v1.Secret)) })
-
-// Predicate matches secrets against label and field selectors.
-var Predicate = base.Predicate(GetAttrs)
-
-// Table prints NAME TYPE DATA AGE.
-var Table = base.Table[*v1.Secret]{
+// table prints NAME TYPE DATA AGE.
+var table = base.Table[*v1.Secret]{
 	Columns: []metav1.TableColumnDefinition{base.NameColumn,
 		base.Col("Type", v1.Secret{}.SwaggerDoc()["type"]),
 		base.IntCol("Data", v1.Secret{}.SwaggerDoc()["data"]), base.AgeColumn},

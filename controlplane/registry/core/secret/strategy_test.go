@@ -11,7 +11,7 @@ import (
 )
 
 func TestStringDataIsMergedIntoData(t *testing.T) {
-	s := NewStrategy(scheme.New())
+	s := Kind.Strategy(scheme.New())
 	for name, prepare := range map[string]func(*v1.Secret){
 		"create": func(sec *v1.Secret) { s.PrepareForCreate(context.Background(), sec) },
 		"update": func(sec *v1.Secret) { s.PrepareForUpdate(context.Background(), sec, &v1.Secret{}) },

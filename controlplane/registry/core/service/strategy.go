@@ -1,4 +1,4 @@
-// Package service is the registry strategy for core/v1 services: status
+// Package service describes core/v1 services to the registry: status
 // cleared on create and kept apart, clusterIP/clusterIPs kept consistent,
 // create-on-update (as upstream), field selectors and the table (NAME TYPE
 // CLUSTER-IP EXTERNAL-IP PORT(S) AGE, wide: SELECTOR).
@@ -13,36 +13,29 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"berth/controlplane/registry/base"
 	"berth/internal/api/fieldsets"
 	"berth/internal/api/validation"
 )
 
-// Strategy is the services strategy.
-type Strategy struct{ base.Strategy }
-
-// NewStrategy returns the services strategy; a PUT may create a service.
-func NewStrategy(typer runtime.ObjectTyper) Strategy {
-	s := Strategy{base.New(typer, true)}
-	s.CreateOnUpdate = true
-	s.Reset = base.Reset("v1", "status")
-	return s
-}
-
-// PrepareForCreate clears the status, aligns clusterIP with clusterIPs and
-// fills ipFamilyPolicy and ipFamilies as upstream's single-stack defaults.
-// Allocating a cluster IP (and node ports) is the REST layer's job, as
-// upstream (the generic Store calls BeginCreate before this).
-func (Strategy) PrepareForCreate(_ context.Context, obj runtime.Object) {
-	svc := obj.(*v1.Service)
-	svc.Status = v1.ServiceStatus{}
-	SyncClusterIPs(svc)
-	DefaultIPFamilies(svc)
+// Kind describes services; a PUT may create one, as upstream. Allocating
+// a cluster IP (and node ports) is the REST layer's job, as upstream (the
+// generic Store calls BeginCreate before the strategy).
+var Kind = base.Kind[*v1.Service]{
+	APIVersion: "v1", Namespaced: true, CreateOnUpdate: true,
+	Status: true,
+	PrepareCreate: func(_ context.Context, svc *v1.Service) {
+		SyncClusterIPs(svc)
+		DefaultIPFamilies(svc)
+	},
+	PrepareUpdate:        prepareUpdate,
+	Validate:             validation.ValidateService,
+	ValidateUpdate:       validation.ValidateServiceUpdate, // clusterIP immutable
+	ValidateStatusUpdate: validation.ValidateServiceStatusUpdate,
+	Fields:               fieldsets.Service,
+	Table:                table,
 }
 
 // DefaultIPFamilies sets ipFamilyPolicy (SingleStack; RequireDualStack for
@@ -70,14 +63,12 @@ func DefaultIPFamilies(svc *v1.Service) {
 	}
 }
 
-// PrepareForUpdate keeps the stored status and, when the type changes,
-// drops the fields the new type cannot have that the client left as they
-// were (node ports, health check port, load balancer fields, cluster IPs
-// for ExternalName), as upstream does, so kubectl apply can change a
-// service's type.
-func (Strategy) PrepareForUpdate(_ context.Context, obj, old runtime.Object) {
-	svc, oldSvc := obj.(*v1.Service), old.(*v1.Service)
-	svc.Status = oldSvc.Status
+// prepareUpdate aligns clusterIP with clusterIPs and, when the type
+// changes, drops the fields the new type cannot have that the client left
+// as they were (node ports, health check port, load balancer fields,
+// cluster IPs for ExternalName), as upstream does, so kubectl apply can
+// change a service's type.
+func prepareUpdate(svc, oldSvc *v1.Service) {
 	SyncClusterIPs(svc)
 	keepAllocatedValues(svc, oldSvc)
 	dropTypeDependentFields(svc, oldSvc)
@@ -201,44 +192,8 @@ func SyncClusterIPs(svc *v1.Service) {
 	}
 }
 
-// Validate validates a new service.
-func (Strategy) Validate(_ context.Context, obj runtime.Object) field.ErrorList {
-	return validation.ValidateService(obj.(*v1.Service))
-}
-
-// ValidateUpdate validates a service update (clusterIP immutable).
-func (Strategy) ValidateUpdate(_ context.Context, obj, old runtime.Object) field.ErrorList {
-	return validation.ValidateServiceUpdate(obj.(*v1.Service), old.(*v1.Service))
-}
-
-// StatusStrategy is the services/status strategy.
-type StatusStrategy struct{ Strategy }
-
-// NewStatusStrategy returns the services/status strategy.
-func NewStatusStrategy(typer runtime.ObjectTyper) StatusStrategy {
-	s := StatusStrategy{NewStrategy(typer)}
-	s.Reset = base.Reset("v1", "spec")
-	return s
-}
-
-// PrepareForUpdate keeps the spec.
-func (StatusStrategy) PrepareForUpdate(_ context.Context, obj, old runtime.Object) {
-	obj.(*v1.Service).Spec = old.(*v1.Service).Spec
-}
-
-// ValidateUpdate validates the new status.
-func (StatusStrategy) ValidateUpdate(_ context.Context, obj, old runtime.Object) field.ErrorList {
-	return validation.ValidateServiceStatusUpdate(obj.(*v1.Service), old.(*v1.Service))
-}
-
-// GetAttrs returns a service's labels and selectable fields.
-var GetAttrs = base.Attrs(func(o runtime.Object) fields.Set { return fieldsets.Service(o.(*v1.Service)) })
-
-// Predicate matches services against label and field selectors.
-var Predicate = base.Predicate(GetAttrs)
-
-// Table prints services as kubectl get services does.
-var Table = base.Table[*v1.Service]{
+// table prints services as kubectl get services does.
+var table = base.Table[*v1.Service]{
 	Columns: []metav1.TableColumnDefinition{
 		base.NameColumn,
 		base.Col("Type", v1.ServiceSpec{}.SwaggerDoc()["type"]),

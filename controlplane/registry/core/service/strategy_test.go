@@ -27,7 +27,7 @@ func TestServiceTable(t *testing.T) {
 		"external name": {v1.Service{ObjectMeta: metav1.ObjectMeta{Name: "ext"}, Spec: v1.ServiceSpec{Type: v1.ServiceTypeExternalName, ExternalName: "db.example.com"}}, []interface{}{"ext", "ExternalName", "<none>", "db.example.com", "<none>"}},
 	} {
 		t.Run(name, func(t *testing.T) {
-			out, err := Table.ConvertToTable(context.Background(), &tc.svc, nil)
+			out, err := Kind.Table.ConvertToTable(context.Background(), &tc.svc, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -41,7 +41,7 @@ func TestServiceTable(t *testing.T) {
 }
 
 func TestServiceStrategy(t *testing.T) {
-	s := NewStrategy(scheme.New())
+	s := Kind.Strategy(scheme.New())
 	svc := &v1.Service{Spec: v1.ServiceSpec{ClusterIP: "10.96.0.1"}, Status: v1.ServiceStatus{LoadBalancer: v1.LoadBalancerStatus{Ingress: []v1.LoadBalancerIngress{{IP: "1.2.3.4"}}}}}
 	s.PrepareForCreate(context.Background(), svc)
 	if len(svc.Status.LoadBalancer.Ingress) != 0 || len(svc.Spec.ClusterIPs) != 1 || svc.Spec.ClusterIPs[0] != "10.96.0.1" {
@@ -80,7 +80,7 @@ func TestDefaultIPFamilies(t *testing.T) {
 
 func TestTypeChangeDropsNodePorts(t *testing.T) {
 	sc := scheme.New()
-	s := NewStrategy(sc)
+	s := Kind.Strategy(sc)
 	old := &v1.Service{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "default", ResourceVersion: "1"},
 		Spec: v1.ServiceSpec{Type: v1.ServiceTypeNodePort, ClusterIP: "10.96.0.5", Ports: []v1.ServicePort{{Port: 80, NodePort: 30080}}, Selector: map[string]string{"app": "web"}}}
 	sc.Default(old)
@@ -108,7 +108,7 @@ func TestTypeChangeDropsNodePorts(t *testing.T) {
 
 func TestUpdateKeepsAllocatedValues(t *testing.T) {
 	sc := scheme.New()
-	s := NewStrategy(sc)
+	s := Kind.Strategy(sc)
 	old := &v1.Service{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "default", ResourceVersion: "1"},
 		Spec: v1.ServiceSpec{Type: v1.ServiceTypeNodePort, ClusterIP: "10.96.0.5", Ports: []v1.ServicePort{{Name: "http", Port: 80, NodePort: 30080}}}}
 	sc.Default(old)

@@ -1,17 +1,13 @@
-// Package event is the registry strategy for events.k8s.io/v1 events:
+// Package event describes events.k8s.io/v1 events to the registry:
 // validation with that API's field names, create-on-update, the same field
 // selectors and table as core/v1 events.
 package event
 
 import (
-	"context"
 	"time"
 
 	eventsv1 "k8s.io/api/events/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/fields"
-	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"berth/controlplane/registry/base"
 	coreevent "berth/controlplane/registry/core/event"
@@ -20,39 +16,16 @@ import (
 	"berth/internal/api/validation"
 )
 
-// Strategy is the events.k8s.io events strategy.
-type Strategy struct{ base.Strategy }
-
-// NewStrategy returns the events.k8s.io events strategy; a PUT may create.
-func NewStrategy(typer runtime.ObjectTyper) Strategy {
-	s := Strategy{base.New(typer, true)}
-	s.CreateOnUpdate = true
-	return s
+// Kind describes events.k8s.io events.
+var Kind = base.Kind[*eventsv1.Event]{
+	Namespaced: true, CreateOnUpdate: true,
+	Validate:       validation.ValidateEventsV1Event,
+	ValidateUpdate: validation.ValidateEventsV1EventUpdate,
+	Fields:         fieldsets.EventsV1Event,
+	Table:          table,
 }
 
-// PrepareForCreate does nothing: an event has no status.
-func (Strategy) PrepareForCreate(context.Context, runtime.Object) {}
-
-// PrepareForUpdate does nothing: an event has no status.
-func (Strategy) PrepareForUpdate(context.Context, runtime.Object, runtime.Object) {}
-
-// Validate validates a new event.
-func (Strategy) Validate(_ context.Context, obj runtime.Object) field.ErrorList {
-	return validation.ValidateEventsV1Event(obj.(*eventsv1.Event))
-}
-
-// ValidateUpdate validates an event update.
-func (Strategy) ValidateUpdate(_ context.Context, obj, old runtime.Object) field.ErrorList {
-	return validation.ValidateEventsV1EventUpdate(obj.(*eventsv1.Event), old.(*eventsv1.Event))
-}
-
-// GetAttrs returns an event's labels and selectable fields.
-var GetAttrs = base.Attrs(func(o runtime.Object) fields.Set { return fieldsets.EventsV1Event(o.(*eventsv1.Event)) })
-
-// Predicate matches events against label and field selectors.
-var Predicate = base.Predicate(GetAttrs)
-
-// Table prints events.k8s.io events with the core/v1 event columns.
-var Table = base.Table[*eventsv1.Event]{Columns: coreevent.Columns, Row: func(e *eventsv1.Event, now time.Time) ([]interface{}, []metav1.TableRowCondition) {
+// table prints events.k8s.io events with the core/v1 event columns.
+var table = base.Table[*eventsv1.Event]{Columns: coreevent.Columns, Row: func(e *eventsv1.Event, now time.Time) ([]interface{}, []metav1.TableRowCondition) {
 	return coreevent.Row(convert.EventToCore(e), now), nil
 }}

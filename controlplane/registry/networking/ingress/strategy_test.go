@@ -18,14 +18,14 @@ func sample() *networkingv1.Ingress {
 
 func TestCreateClearsStatusAndSetsGeneration(t *testing.T) {
 	ing := sample()
-	NewStrategy(scheme.New()).PrepareForCreate(context.Background(), ing)
+	Kind.Strategy(scheme.New()).PrepareForCreate(context.Background(), ing)
 	if len(ing.Status.LoadBalancer.Ingress) != 0 || ing.Generation != 1 {
 		t.Fatalf("status %+v, generation %d", ing.Status, ing.Generation)
 	}
 }
 
 func TestUpdateKeepsStatusAndBumpsGenerationOnSpecChange(t *testing.T) {
-	s := NewStrategy(scheme.New())
+	s := Kind.Strategy(scheme.New())
 	old := sample()
 	old.Generation = 3
 	upd := old.DeepCopy()
@@ -47,7 +47,7 @@ func TestUpdateKeepsStatusAndBumpsGenerationOnSpecChange(t *testing.T) {
 // through /status and expects both kept, as upstream's status strategy
 // resets only the spec.
 func TestStatusUpdateKeepsSpecButNotMetadata(t *testing.T) {
-	s := NewStatusStrategy(scheme.New())
+	s := Kind.StatusStrategy(scheme.New())
 	old := sample()
 	upd := old.DeepCopy()
 	upd.Spec.DefaultBackend = nil
