@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/workqueue"
 )
@@ -117,4 +118,20 @@ func Object[T any](obj any) (T, bool) {
 	}
 	t, ok := obj.(T)
 	return t, ok
+}
+
+// Lookup returns the cached object a namespace/name key names, through a
+// client-go lister's per-namespace accessor (as
+// corelisters.PodLister.Pods); found is false when the key is malformed
+// or the object is gone, and err is set only for other failures.
+func Lookup[T any, L interface{ Get(name string) (T, error) }](key string, byNamespace func(namespace string) L) (obj T, found bool, err error) {
+	ns, name, err := cache.SplitMetaNamespaceKey(key)
+	if err != nil {
+		return obj, false, nil
+	}
+	obj, err = byNamespace(ns).Get(name)
+	if apierrors.IsNotFound(err) {
+		return obj, false, nil
+	}
+	return obj, err == nil, err
 }

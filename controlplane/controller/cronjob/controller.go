@@ -12,7 +12,6 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	batchlisters "k8s.io/client-go/listers/batch/v1"
-	"k8s.io/client-go/tools/cache"
 
 	"berth/controlplane/controller"
 )
@@ -64,17 +63,11 @@ func (c *Controller) Run(ctx context.Context) error {
 }
 
 func (c *Controller) sync(ctx context.Context, key string) error {
-	ns, name, err := cache.SplitMetaNamespaceKey(key)
-	if err != nil {
-		return nil
-	}
-	cj, err := c.cjLister.CronJobs(ns).Get(name)
-	if apierrors.IsNotFound(err) {
-		return nil
-	}
-	if err != nil {
+	cj, found, err := controller.Lookup[*batchv1.CronJob](key, c.cjLister.CronJobs)
+	if !found {
 		return err
 	}
+	ns := cj.Namespace
 	all, err := c.jobLister.Jobs(ns).List(labels.Everything())
 	if err != nil {
 		return err

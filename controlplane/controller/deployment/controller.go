@@ -96,15 +96,8 @@ func (c *Controller) podDeleted(p *corev1.Pod) {
 }
 
 func (c *Controller) sync(ctx context.Context, key string) error {
-	ns, name, err := cache.SplitMetaNamespaceKey(key)
-	if err != nil {
-		return nil
-	}
-	cached, err := c.dLister.Deployments(ns).Get(name)
-	if apierrors.IsNotFound(err) {
-		return nil
-	}
-	if err != nil {
+	cached, found, err := controller.Lookup[*appsv1.Deployment](key, c.dLister.Deployments)
+	if !found {
 		return err
 	}
 	d := cached.DeepCopy()

@@ -94,17 +94,11 @@ func (c *Controller) Run(ctx context.Context) error {
 }
 
 func (c *Controller) sync(ctx context.Context, key string) error {
-	ns, name, err := cache.SplitMetaNamespaceKey(key)
-	if err != nil {
-		return nil
-	}
-	pdb, err := c.pdbs.PodDisruptionBudgets(ns).Get(name)
-	if apierrors.IsNotFound(err) {
-		return nil
-	}
-	if err != nil {
+	pdb, found, err := controller.Lookup[*policyv1.PodDisruptionBudget](key, c.pdbs.PodDisruptionBudgets)
+	if !found {
 		return err
 	}
+	ns := pdb.Namespace
 	pods, err := c.podsOf(pdb)
 	if err != nil {
 		return err

@@ -208,17 +208,11 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 	if podKey, ok := strings.CutPrefix(key, orphanPrefix); ok {
 		return c.syncOrphan(ctx, podKey)
 	}
-	ns, name, err := cache.SplitMetaNamespaceKey(key)
-	if err != nil {
-		return nil
-	}
-	job, err := c.jobLister.Jobs(ns).Get(name)
-	if apierrors.IsNotFound(err) {
-		return nil
-	}
-	if err != nil {
+	job, found, err := controller.Lookup[*batchv1.Job](key, c.jobLister.Jobs)
+	if !found {
 		return err
 	}
+	ns := job.Namespace
 	if job.Spec.ManagedBy != nil && *job.Spec.ManagedBy != batchv1.JobControllerName {
 		return nil
 	}

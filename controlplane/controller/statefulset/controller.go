@@ -101,17 +101,11 @@ func (c *Controller) Run(ctx context.Context) error {
 }
 
 func (c *Controller) sync(ctx context.Context, key string) error {
-	ns, name, err := cache.SplitMetaNamespaceKey(key)
-	if err != nil {
-		return nil
-	}
-	set, err := c.setLister.StatefulSets(ns).Get(name)
-	if apierrors.IsNotFound(err) {
-		return nil
-	}
-	if err != nil {
+	set, found, err := controller.Lookup[*appsv1.StatefulSet](key, c.setLister.StatefulSets)
+	if !found {
 		return err
 	}
+	ns := set.Namespace
 	set = set.DeepCopy()
 	sel, err := metav1.LabelSelectorAsSelector(set.Spec.Selector)
 	if err != nil {

@@ -18,7 +18,6 @@ import (
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/client-go/informers"
 	corelisters "k8s.io/client-go/listers/core/v1"
-	"k8s.io/client-go/tools/cache"
 
 	"berth/controlplane/authentication"
 	"berth/controlplane/controller"
@@ -79,17 +78,11 @@ func (c *Controller) Run(ctx context.Context) error {
 }
 
 func (c *Controller) sync(ctx context.Context, key string) error {
-	ns, name, err := cache.SplitMetaNamespaceKey(key)
-	if err != nil {
-		return nil
-	}
-	s, err := c.lister.Secrets(ns).Get(name)
-	if apierrors.IsNotFound(err) {
-		return nil
-	}
-	if err != nil {
+	s, found, err := controller.Lookup[*corev1.Secret](key, c.lister.Secrets)
+	if !found {
 		return err
 	}
+	ns, name := s.Namespace, s.Name
 	expired, wait := Expiry(s, c.cfg.Clock.Now())
 	if !expired {
 		if wait > 0 {

@@ -16,7 +16,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	batchlisters "k8s.io/client-go/listers/batch/v1"
-	"k8s.io/client-go/tools/cache"
 
 	"berth/controlplane/controller"
 	"berth/controlplane/controller/job"
@@ -82,17 +81,11 @@ func (c *Controller) Run(ctx context.Context) error {
 }
 
 func (c *Controller) sync(ctx context.Context, key string) error {
-	ns, name, err := cache.SplitMetaNamespaceKey(key)
-	if err != nil {
-		return nil
-	}
-	j, err := c.lister.Jobs(ns).Get(name)
-	if apierrors.IsNotFound(err) {
-		return nil
-	}
-	if err != nil {
+	j, found, err := controller.Lookup[*batchv1.Job](key, c.lister.Jobs)
+	if !found {
 		return err
 	}
+	ns, name := j.Namespace, j.Name
 	if due, wait := Expiry(j, c.cfg.Clock.Now()); !due {
 		if wait > 0 {
 			c.queue.AddAfter(key, wait)

@@ -137,15 +137,8 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 }
 
 func (c *Controller) syncClaim(ctx context.Context, key string) error {
-	ns, name, err := cache.SplitMetaNamespaceKey(key)
-	if err != nil {
-		return nil
-	}
-	claim, err := c.claims.PersistentVolumeClaims(ns).Get(name)
-	if apierrors.IsNotFound(err) {
-		return nil
-	}
-	if err != nil {
+	claim, found, err := controller.Lookup[*corev1.PersistentVolumeClaim](key, c.claims.PersistentVolumeClaims)
+	if !found {
 		return err
 	}
 	if claim.DeletionTimestamp != nil {

@@ -15,7 +15,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	corelisters "k8s.io/client-go/listers/core/v1"
-	"k8s.io/client-go/tools/cache"
 	storageephemeral "k8s.io/component-helpers/storage/ephemeral"
 
 	"berth/controlplane/controller"
@@ -104,15 +103,8 @@ func ClaimFor(pod *corev1.Pod, vol *corev1.Volume) *corev1.PersistentVolumeClaim
 }
 
 func (c *Controller) sync(ctx context.Context, key string) error {
-	ns, name, err := cache.SplitMetaNamespaceKey(key)
-	if err != nil {
-		return nil
-	}
-	pod, err := c.pods.Pods(ns).Get(name)
-	if apierrors.IsNotFound(err) {
-		return nil
-	}
-	if err != nil {
+	pod, found, err := controller.Lookup[*corev1.Pod](key, c.pods.Pods)
+	if !found {
 		return err
 	}
 	if pod.DeletionTimestamp != nil {
