@@ -26,7 +26,6 @@ import (
 	discoverylisters "k8s.io/client-go/listers/discovery/v1"
 	networkinglisters "k8s.io/client-go/listers/networking/v1"
 	"k8s.io/client-go/tools/cache"
-	"k8s.io/client-go/util/workqueue"
 
 	"berth/controlplane/controller"
 	"berth/ingress/routes"
@@ -43,7 +42,6 @@ const shutdownTimeout = 5 * time.Second
 // Run serves them and keeps the route table and the status current.
 type Controller struct {
 	cfg        Config
-	ctrl       controller.Config
 	factory    informers.SharedInformerFactory
 	secrets    informers.SharedInformerFactory
 	classes    networkinglisters.IngressClassLister
@@ -51,8 +49,7 @@ type Controller struct {
 	services   corelisters.ServiceLister
 	slices     discoverylisters.EndpointSliceLister
 	tlsSecrets corelisters.SecretLister
-	synced     []cache.InformerSynced
-	queue      workqueue.TypedRateLimitingInterface[string]
+	queue      *controller.Queue
 	table      atomic.Pointer[routes.Table]
 	problems   []string // the last table's, to log changes only
 
@@ -77,11 +74,11 @@ func New(cfg Config) (*Controller, error) {
 	c.secrets = informers.NewSharedInformerFactoryWithOptions(cfg.Client, 0, informers.WithTweakListOptions(func(o *metav1.ListOptions) {
 		o.FieldSelector = fields.OneTermEqualSelector("type", string(corev1.SecretTypeTLS)).String()
 	}))
-	c.ctrl = controller.Config{Client: cfg.Client, Informers: c.factory, Logger: cfg.Logger, Workers: 1}
-	if err := c.ctrl.Validate("ingress", 1); err != nil {
+	ctrl := controller.Config{Client: cfg.Client, Informers: c.factory, Logger: cfg.Logger, Workers: 1}
+	if err := ctrl.Validate("ingress", 1); err != nil {
 		return nil, err
 	}
-	c.queue = controller.NewQueue("ingress", c.ctrl.Clock)
+	c.queue = controller.NewQueue("ingress", &ctrl)
 	c.table.Store(routes.Build(routes.Input{}))
 
 	net1 := c.factory.Networking().V1()
@@ -89,25 +86,17 @@ func New(cfg Config) (*Controller, error) {
 	svcInf, sliceInf := c.factory.Core().V1().Services(), c.factory.Discovery().V1().EndpointSlices()
 	secretInf := c.secrets.Core().V1().Secrets()
 	c.classes, c.ingresses, c.services, c.slices, c.tlsSecrets = classInf.Lister(), ingInf.Lister(), svcInf.Lister(), sliceInf.Lister(), secretInf.Lister()
-	rebuild := cache.ResourceEventHandlerFuncs{
-		AddFunc:    func(any) { c.queue.Add(tableKey) },
-		UpdateFunc: func(any, any) { c.queue.Add(tableKey) },
-		DeleteFunc: func(any) { c.queue.Add(tableKey) },
-	}
+	rebuild := func(any) { c.queue.Add(tableKey) }
 	for _, inf := range []cache.SharedIndexInformer{classInf.Informer(), svcInf.Informer(), sliceInf.Informer(), secretInf.Informer()} {
-		if _, err := inf.AddEventHandler(rebuild); err != nil {
-			return nil, fmt.Errorf("ingress: %w", err)
+		if err := c.queue.Watch(inf, controller.On(controller.AllEvents, rebuild)); err != nil {
+			return nil, err
 		}
-		c.synced = append(c.synced, inf.HasSynced)
 	}
-	if _, err := ingInf.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    func(any) { c.queue.Add(tableKey) },
-		UpdateFunc: c.ingressUpdated,
-		DeleteFunc: func(any) { c.queue.Add(tableKey) },
+	if err := c.queue.Watch(ingInf.Informer(), cache.ResourceEventHandlerFuncs{
+		AddFunc: rebuild, UpdateFunc: c.ingressUpdated, DeleteFunc: rebuild,
 	}); err != nil {
-		return nil, fmt.Errorf("ingress: %w", err)
+		return nil, err
 	}
-	c.synced = append(c.synced, ingInf.Informer().HasSynced)
 
 	if c.httpLn, err = net.Listen("tcp", cfg.HTTPAddress); err != nil {
 		return nil, fmt.Errorf("ingress: HTTP listener: %w", err)
@@ -160,7 +149,7 @@ func (c *Controller) Run(ctx context.Context) error {
 	var loopErr error
 	go func() {
 		defer wg.Done()
-		loopErr = controller.Loop(ctx, &c.ctrl, c.queue, c.synced, c.sync)
+		loopErr = c.queue.Run(ctx, c.sync)
 	}()
 	c.cfg.Logger.Info("ingress controller serving", "http", c.HTTPAddr().String(), "https", c.HTTPSAddr().String(),
 		"controller", c.cfg.ControllerName, "statusAddress", c.cfg.StatusAddress)

@@ -25,7 +25,7 @@ import (
 	"k8s.io/client-go/util/keyutil"
 	clocktesting "k8s.io/utils/clock/testing"
 
-	"berth/controlplane/certificates"
+	"berth/controlplane/controller/certificates"
 )
 
 func TestRotationDeadlineIsBetween70And84PercentOfTheLifetime(t *testing.T) {
@@ -48,7 +48,7 @@ func TestRotationDeadlineIsBetween70And84PercentOfTheLifetime(t *testing.T) {
 
 // csrServer is an apiserver over TLS serving the CSR API the way berth's
 // does for node certificates: a created CSR is approved and signed at once
-// by the cluster CA (controlplane/certificates.Signer, honouring
+// by the cluster CA (controlplane/controller/certificates.Signer, honouring
 // spec.expirationSeconds) at the fake clock's time. It records, for each
 // CSR, the serial of the client certificate that created it ("" for none)
 // and, for every request, the client certificate's serial.

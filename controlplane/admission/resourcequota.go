@@ -45,7 +45,7 @@ type ResourceQuotaConfig struct {
 // exceeded. A charge is a compare-and-swap on the quota's status (its
 // resourceVersion), retried after conflicts, so concurrent creates — in this
 // server or another — can never both take the last unit. Usage freed by
-// deletions is given back by quota.Controller, which recomputes status.used.
+// deletions is given back by the resourcequota controller, which recomputes status.used.
 type ResourceQuota struct {
 	*admission.Handler
 	cfg ResourceQuotaConfig

@@ -1,11 +1,12 @@
 // Package controller holds what every berth controller shares: the Config
-// each controller's constructor validates, and the work-queue loop that runs
-// a controller's sync function over keys with rate-limited retries.
+// each controller's constructor validates, the work-queue loop that runs a
+// controller's sync function over keys with rate-limited retries (Loop),
+// the Queue a controller registers its informers' handlers with, and the
+// owner lookups of controllers whose objects own others (Owners,
+// Dependents).
 //
-// The controllers themselves live in subpackages (replicaset, deployment,
-// garbagecollector, serviceaccount, rootcacertpublisher, nodeipam,
-// nodelifecycle, volume, volume/ephemeral, storageprotection); each exposes
-// a constructor taking its Config and Run(ctx) error, and manager starts a
+// The controllers themselves live in subpackages; each exposes a
+// constructor taking its Config and Run(ctx) error, and manager starts a
 // set of them under leader election.
 package controller
 
@@ -75,13 +76,13 @@ func (c *Config) Validate(name string, defaultWorkers int) error {
 	return nil
 }
 
-// NewQueue returns the rate-limited work queue of keys a controller uses
+// RateLimited returns a rate-limited work queue of keys of type K
 // (upstream's default controller rate limiter: per-item exponential
 // back-off 5ms..1000s combined with an overall 10 qps/100 burst bucket).
-func NewQueue(name string, clk clock.WithTicker) workqueue.TypedRateLimitingInterface[string] {
+func RateLimited[K comparable](name string, clk clock.WithTicker) workqueue.TypedRateLimitingInterface[K] {
 	return workqueue.NewTypedRateLimitingQueueWithConfig(
-		workqueue.DefaultTypedControllerRateLimiter[string](),
-		workqueue.TypedRateLimitingQueueConfig[string]{Name: name, Clock: clk},
+		workqueue.DefaultTypedControllerRateLimiter[K](),
+		workqueue.TypedRateLimitingQueueConfig[K]{Name: name, Clock: clk},
 	)
 }
 
@@ -97,7 +98,7 @@ func KeyFunc(obj any) (string, bool) {
 // and so is one whose sync failed because its namespace is terminating
 // (the apiserver refuses new objects there until the namespace is gone,
 // so retrying only spins; upstream's controllers drop such keys too).
-func Loop(ctx context.Context, cfg *Config, queue workqueue.TypedRateLimitingInterface[string], synced []cache.InformerSynced, syncFn func(ctx context.Context, key string) error) error {
+func Loop[K comparable](ctx context.Context, cfg *Config, queue workqueue.TypedRateLimitingInterface[K], synced []cache.InformerSynced, syncFn func(ctx context.Context, key K) error) error {
 	defer queue.ShutDown()
 	if !cache.WaitForCacheSync(ctx.Done(), synced...) {
 		if ctx.Err() != nil {
@@ -121,7 +122,7 @@ func Loop(ctx context.Context, cfg *Config, queue workqueue.TypedRateLimitingInt
 	return nil
 }
 
-func processNext(ctx context.Context, log *slog.Logger, queue workqueue.TypedRateLimitingInterface[string], syncFn func(context.Context, string) error) bool {
+func processNext[K comparable](ctx context.Context, log *slog.Logger, queue workqueue.TypedRateLimitingInterface[K], syncFn func(context.Context, K) error) bool {
 	key, quit := queue.Get()
 	if quit {
 		return false

@@ -39,7 +39,7 @@ func TestProcessNextDropsKeysOfTerminatingNamespaces(t *testing.T) {
 		{"forbidden without the cause", apierrors.NewForbidden(schema.GroupResource{Resource: "pods"}, "web-x", errors.New("denied")), 1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			q := NewQueue("test", clock.RealClock{})
+			q := NewQueue("test", &Config{Clock: clock.RealClock{}})
 			defer q.ShutDown()
 			q.Add("t/web")
 			calls := 0

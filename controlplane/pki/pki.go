@@ -122,7 +122,7 @@ type Bundle struct {
 	CA    *x509.Certificate
 	CAPEM []byte
 	// CAKey is the cluster CA's private key, for signing certificates
-	// (controlplane/certificates signs approved CSRs with it).
+	// (controlplane/controller/certificates signs approved CSRs with it).
 	CAKey crypto.Signer
 	// EtcdCA is the embedded etcd's CA (EtcdCAFile).
 	EtcdCA *x509.Certificate

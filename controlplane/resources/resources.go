@@ -310,7 +310,7 @@ func Build(cfg Config) (_ *Set, err error) {
 			res := &apiserver.Resource{
 				GroupVersion: d.gv, Resource: d.resource, Kind: d.kind, SingularName: d.singular,
 				Namespaced: d.namespaced, ShortNames: d.short, Categories: d.categories,
-				Store:        &eventsView{core: coreEvents, strategy: st.main, table: st.table},
+				Store:        newEventsView(coreEvents, st.main, st.table),
 				Subresources: map[string]apiserver.Subresource{},
 			}
 			set.Resources = append(set.Resources, res)

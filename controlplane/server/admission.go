@@ -24,7 +24,8 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	berthadmission "berth/controlplane/admission"
-	"berth/controlplane/admission/quota"
+	"berth/controlplane/controller"
+	"berth/controlplane/controller/resourcequota"
 )
 
 // AdmissionPlugins are the admission plugins the server knows, by their
@@ -172,10 +173,9 @@ func (s *Server) newAdmission(rc *rest.Config, namespaces *genericregistry.Store
 		case berthadmission.ResourceQuotaName:
 			p, err = berthadmission.NewResourceQuota(cfg.ResourceQuota)
 			if err == nil {
-				ctrl, cerr := quota.NewController(quota.ControllerConfig{
-					Client: client, Quotas: factory.Core().V1().ResourceQuotas(), Pods: factory.Core().V1().Pods(),
-					Logger: s.cfg.Logger.With("component", "resourcequota"),
-				})
+				ctrl, cerr := resourcequota.New(resourcequota.Config{Config: controller.Config{
+					Client: client, Informers: factory, Logger: s.cfg.Logger.With("component", "resourcequota"),
+				}})
 				if cerr != nil {
 					return nil, cerr
 				}

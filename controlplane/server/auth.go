@@ -23,6 +23,8 @@ import (
 	"berth/controlplane/authorization/rbac"
 	"berth/controlplane/authorization/rbac/bootstrap"
 	"berth/controlplane/authorization/union"
+	"berth/controlplane/controller"
+	"berth/controlplane/controller/clusterroleaggregation"
 	"berth/controlplane/pki"
 	"berth/controlplane/resources"
 	"berth/internal/errdefs"
@@ -65,7 +67,7 @@ type serverAuth struct {
 	node        *node.Authorizer
 	client      kubernetes.Interface
 	informers   informers.SharedInformerFactory
-	aggregation *rbac.AggregationController
+	aggregation *clusterroleaggregation.Controller
 	agentToken  string
 	// agentTokenExpires is the new join token's expiry (zero: never);
 	// nil: the token is not new, its secret is left as it is.
@@ -136,9 +138,9 @@ func (s *Server) newAuth(rc *rest.Config, creds *pki.Bundle, set *resources.Set,
 	if err != nil {
 		return nil, err
 	}
-	aggregation, err := rbac.NewAggregationController(rbac.AggregationConfig{
-		Client: client, ClusterRoles: rbacInf.ClusterRoles(), Logger: cfg.Logger.With("component", "clusterrole-aggregation"),
-	})
+	aggregation, err := clusterroleaggregation.New(clusterroleaggregation.Config{Config: controller.Config{
+		Client: client, Informers: factory, Logger: cfg.Logger.With("component", "clusterrole-aggregation"),
+	}})
 	if err != nil {
 		return nil, err
 	}

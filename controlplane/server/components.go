@@ -26,7 +26,7 @@ import (
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
 
 	"berth/controlplane/apiserver"
-	"berth/controlplane/certificates"
+	"berth/controlplane/controller/certificates"
 	"berth/controlplane/controller/manager"
 	"berth/controlplane/pki"
 	"berth/controlplane/scheduler"

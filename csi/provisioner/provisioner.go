@@ -55,9 +55,9 @@ import (
 	storagelisters "k8s.io/client-go/listers/storage/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
-	"k8s.io/client-go/util/workqueue"
 	storagehelpers "k8s.io/component-helpers/storage/volume"
 
+	"berth/controlplane/controller"
 	"berth/internal/errdefs"
 )
 
@@ -143,8 +143,7 @@ type Provisioner struct {
 	classes  storagelisters.StorageClassLister
 	nodes    corelisters.NodeLister
 	csiNodes storagelisters.CSINodeLister
-	synced   []cache.InformerSynced
-	queue    workqueue.TypedRateLimitingInterface[string]
+	queue    *controller.Queue
 }
 
 // Queue key prefixes.
@@ -166,34 +165,27 @@ func New(cfg Config) (*Provisioner, error) {
 		claims: f.Core().V1().PersistentVolumeClaims().Lister(), volumes: f.Core().V1().PersistentVolumes().Lister(),
 		classes: f.Storage().V1().StorageClasses().Lister(), nodes: f.Core().V1().Nodes().Lister(),
 		csiNodes: f.Storage().V1().CSINodes().Lister(),
-		queue: workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[string](),
-			workqueue.TypedRateLimitingQueueConfig[string]{Name: "csi-provisioner"}),
 	}
-	for _, inf := range []cache.SharedIndexInformer{
-		f.Core().V1().PersistentVolumeClaims().Informer(), f.Core().V1().PersistentVolumes().Informer(),
-		f.Storage().V1().StorageClasses().Informer(), f.Core().V1().Nodes().Informer(), f.Storage().V1().CSINodes().Informer(),
+	loop := controller.Config{Client: cfg.Client, Informers: f, Logger: p.log, Workers: cfg.Workers}
+	if err := loop.Validate("csi-provisioner", DefaultWorkers); err != nil {
+		return nil, err
+	}
+	p.queue = controller.NewQueue("csi-provisioner", &loop)
+	onClaim := func(c *corev1.PersistentVolumeClaim) { p.queue.Add(claimPrefix + c.Namespace + "/" + c.Name) }
+	onVolume := func(v *corev1.PersistentVolume) { p.queue.Add(volumePrefix + v.Name) }
+	for _, w := range []struct {
+		inf cache.SharedIndexInformer
+		h   cache.ResourceEventHandler
+	}{
+		{f.Core().V1().PersistentVolumeClaims().Informer(), controller.On(controller.Added|controller.Updated, onClaim)},
+		{f.Core().V1().PersistentVolumes().Informer(), controller.On(controller.Added|controller.Updated, onVolume)},
+		{f.Storage().V1().StorageClasses().Informer(), nil},
+		{f.Core().V1().Nodes().Informer(), nil},
+		{f.Storage().V1().CSINodes().Informer(), nil},
 	} {
-		p.synced = append(p.synced, inf.HasSynced)
-	}
-	onClaim := func(obj any) {
-		if key, err := cache.MetaNamespaceKeyFunc(obj); err == nil {
-			p.queue.Add(claimPrefix + key)
+		if err := p.queue.Watch(w.inf, w.h); err != nil {
+			return nil, err
 		}
-	}
-	if _, err := f.Core().V1().PersistentVolumeClaims().Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc: onClaim, UpdateFunc: func(_, cur any) { onClaim(cur) },
-	}); err != nil {
-		return nil, fmt.Errorf("provisioner: %w", err)
-	}
-	onVolume := func(obj any) {
-		if v, ok := obj.(*corev1.PersistentVolume); ok {
-			p.queue.Add(volumePrefix + v.Name)
-		}
-	}
-	if _, err := f.Core().V1().PersistentVolumes().Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc: onVolume, UpdateFunc: func(_, cur any) { onVolume(cur) },
-	}); err != nil {
-		return nil, fmt.Errorf("provisioner: %w", err)
 	}
 	return p, nil
 }
@@ -220,30 +212,10 @@ func (p *Provisioner) Run(ctx context.Context) error {
 		}
 		p.recorder = b.NewRecorder(scheme.Scheme, corev1.EventSource{Component: component})
 	}
-	defer p.queue.ShutDown()
 	p.factory.Start(ctx.Done())
 	defer p.factory.Shutdown()
-	if !cache.WaitForCacheSync(ctx.Done(), p.synced...) {
-		if ctx.Err() != nil {
-			return nil
-		}
-		return fmt.Errorf("provisioner: informer caches did not sync: %w", errdefs.ErrUnavailable)
-	}
 	log.Info("provisioner started")
-	done := make(chan struct{})
-	for range p.cfg.Workers {
-		go func() {
-			defer func() { done <- struct{}{} }()
-			for p.processNext(ctx) {
-			}
-		}()
-	}
-	<-ctx.Done()
-	p.queue.ShutDown()
-	for range p.cfg.Workers {
-		<-done
-	}
-	return nil
+	return p.queue.Run(ctx, p.sync)
 }
 
 // probe asks the driver for its name and capabilities (and its node's
@@ -282,25 +254,15 @@ func (p *Provisioner) probe(ctx context.Context) error {
 	return nil
 }
 
-func (p *Provisioner) processNext(ctx context.Context) bool {
-	key, quit := p.queue.Get()
-	if quit {
-		return false
-	}
-	defer p.queue.Done(key)
-	var err error
+// sync handles one queue key: a claim's or a volume's.
+func (p *Provisioner) sync(ctx context.Context, key string) error {
 	if k, ok := strings.CutPrefix(key, claimPrefix); ok {
-		err = p.syncClaim(ctx, k)
-	} else if name, ok := strings.CutPrefix(key, volumePrefix); ok {
-		err = p.syncVolume(ctx, name)
+		return p.syncClaim(ctx, k)
 	}
-	if err == nil || ctx.Err() != nil {
-		p.queue.Forget(key)
-		return true
+	if name, ok := strings.CutPrefix(key, volumePrefix); ok {
+		return p.syncVolume(ctx, name)
 	}
-	p.log.Info("sync failed; retrying", "key", key, "err", err)
-	p.queue.AddRateLimited(key)
-	return true
+	return nil
 }
 
 // errSkip marks a claim this instance leaves to another.

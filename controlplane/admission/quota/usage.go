@@ -258,3 +258,20 @@ func PrettyPrint(list corev1.ResourceList) string {
 	}
 	return strings.Join(parts, ",")
 }
+
+// Producible lists the usage names objects of gr can produce.
+func Producible(gr schema.GroupResource) []corev1.ResourceName {
+	out := []corev1.ResourceName{ObjectCountName(gr)}
+	if gr.Group == "" {
+		if n, ok := legacyCounts[gr.Resource]; ok {
+			out = append(out, n)
+		}
+		switch gr.Resource {
+		case "persistentvolumeclaims":
+			out = append(out, corev1.ResourceRequestsStorage)
+		case "services":
+			out = append(out, corev1.ResourceServicesLoadBalancers, corev1.ResourceServicesNodePorts)
+		}
+	}
+	return out
+}

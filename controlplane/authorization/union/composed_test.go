@@ -17,6 +17,8 @@ import (
 	"berth/controlplane/authorization/rbac"
 	"berth/controlplane/authorization/rbac/bootstrap"
 	"berth/controlplane/authorization/union"
+	"berth/controlplane/controller"
+	"berth/controlplane/controller/clusterroleaggregation"
 )
 
 // The authorizer the apiserver runs: system:masters, Node, RBAC over the
@@ -38,7 +40,7 @@ func TestComposed(t *testing.T) {
 	}
 	factory := informers.NewSharedInformerFactory(client, 0)
 	rbacInf := factory.Rbac().V1()
-	agg, err := rbac.NewAggregationController(rbac.AggregationConfig{Client: client, ClusterRoles: rbacInf.ClusterRoles()})
+	agg, err := clusterroleaggregation.New(clusterroleaggregation.Config{Config: controller.Config{Client: client, Informers: factory}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,8 +12,6 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	batchlisters "k8s.io/client-go/listers/batch/v1"
-	"k8s.io/client-go/tools/cache"
-	"k8s.io/client-go/util/workqueue"
 
 	"berth/controlplane/controller"
 )
@@ -34,8 +32,7 @@ type Controller struct {
 	cfg       Config
 	cjLister  batchlisters.CronJobLister
 	jobLister batchlisters.JobLister
-	synced    []cache.InformerSynced
-	queue     workqueue.TypedRateLimitingInterface[string]
+	queue     *controller.Queue
 }
 
 // New validates cfg and registers the CronJobs and Jobs informers.
@@ -45,62 +42,32 @@ func New(cfg Config) (*Controller, error) {
 	}
 	cjInf := cfg.Informers.Batch().V1().CronJobs()
 	jobInf := cfg.Informers.Batch().V1().Jobs()
-	c := &Controller{cfg: cfg, cjLister: cjInf.Lister(), jobLister: jobInf.Lister(),
-		synced: []cache.InformerSynced{cjInf.Informer().HasSynced, jobInf.Informer().HasSynced},
-		queue:  controller.NewQueue(Name, cfg.Clock)}
-	enqueue := func(obj any) {
-		if key, ok := controller.KeyFunc(obj); ok {
-			c.queue.Add(key)
-		}
+	c := &Controller{cfg: cfg, cjLister: cjInf.Lister(), jobLister: jobInf.Lister(), queue: controller.NewQueue(Name, &cfg.Config)}
+	if err := c.queue.Watch(cjInf.Informer(), controller.On(controller.Added|controller.Updated, c.queue.Enqueue)); err != nil {
+		return nil, err
 	}
-	if _, err := cjInf.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    enqueue,
-		UpdateFunc: func(_, cur any) { enqueue(cur) },
-	}); err != nil {
-		return nil, fmt.Errorf("cronjob controller: %w", err)
-	}
-	owner := func(obj any) {
-		j, ok := obj.(*batchv1.Job)
-		if !ok {
-			tomb, ok := obj.(cache.DeletedFinalStateUnknown)
-			if !ok {
-				return
-			}
-			if j, ok = tomb.Obj.(*batchv1.Job); !ok {
-				return
-			}
-		}
+	owner := func(j *batchv1.Job) {
 		if ref := metav1.GetControllerOfNoCopy(j); ref != nil && ref.Kind == cronJobKind.Kind {
 			c.queue.Add(j.Namespace + "/" + ref.Name)
 		}
 	}
-	if _, err := jobInf.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    owner,
-		UpdateFunc: func(_, cur any) { owner(cur) },
-		DeleteFunc: owner,
-	}); err != nil {
-		return nil, fmt.Errorf("cronjob controller: %w", err)
+	if err := c.queue.Watch(jobInf.Informer(), controller.On(controller.AllEvents, owner)); err != nil {
+		return nil, err
 	}
 	return c, nil
 }
 
 // Run syncs CronJobs until ctx ends.
 func (c *Controller) Run(ctx context.Context) error {
-	return controller.Loop(ctx, &c.cfg.Config, c.queue, c.synced, c.sync)
+	return c.queue.Run(ctx, c.sync)
 }
 
 func (c *Controller) sync(ctx context.Context, key string) error {
-	ns, name, err := cache.SplitMetaNamespaceKey(key)
-	if err != nil {
-		return nil
-	}
-	cj, err := c.cjLister.CronJobs(ns).Get(name)
-	if apierrors.IsNotFound(err) {
-		return nil
-	}
-	if err != nil {
+	cj, found, err := controller.Lookup[*batchv1.CronJob](key, c.cjLister.CronJobs)
+	if !found {
 		return err
 	}
+	ns := cj.Namespace
 	all, err := c.jobLister.Jobs(ns).List(labels.Everything())
 	if err != nil {
 		return err

@@ -30,7 +30,6 @@ import (
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/flowcontrol"
-	"k8s.io/client-go/util/workqueue"
 
 	"berth/controlplane/controller"
 	"berth/controlplane/controller/controllerref"
@@ -65,8 +64,8 @@ type Controller struct {
 	podLister    corelisters.PodLister
 	nodeLister   corelisters.NodeLister
 	revLister    appslisters.ControllerRevisionLister
-	synced       []cache.InformerSynced
-	queue        workqueue.TypedRateLimitingInterface[string]
+	owners       controller.Owners[*appsv1.DaemonSet]
+	queue        *controller.Queue
 	expectations *replicaset.Expectations
 	failed       *flowcontrol.Backoff
 }
@@ -83,25 +82,27 @@ func New(cfg Config) (*Controller, error) {
 	revInf := cfg.Informers.Apps().V1().ControllerRevisions()
 	c := &Controller{
 		cfg: cfg, dsLister: dsInf.Lister(), podLister: podInf.Lister(), nodeLister: nodeInf.Lister(), revLister: revInf.Lister(),
-		synced:       []cache.InformerSynced{dsInf.Informer().HasSynced, podInf.Informer().HasSynced, nodeInf.Informer().HasSynced, revInf.Informer().HasSynced},
-		queue:        controller.NewQueue(Name, cfg.Clock),
+		owners: controller.OwnersFromLister(Kind, dsInf.Lister().DaemonSets,
+			func(ds *appsv1.DaemonSet) *metav1.LabelSelector { return ds.Spec.Selector }),
+		queue:        controller.NewQueue(Name, &cfg.Config),
 		expectations: replicaset.NewExpectations(cfg.Clock),
 		failed:       flowcontrol.NewBackOff(failedPodBackoffInitial, failedPodBackoffMax),
 	}
-	for _, reg := range []struct {
+	pods := &controller.Dependents[*appsv1.DaemonSet, *corev1.Pod]{Owners: c.owners, Queue: c.queue, Observer: c.expectations,
+		Ready: isReady, MinReadySeconds: func(ds *appsv1.DaemonSet) int32 { return ds.Spec.MinReadySeconds }}
+	for _, w := range []struct {
 		inf cache.SharedIndexInformer
 		h   cache.ResourceEventHandler
 	}{
 		{dsInf.Informer(), cache.ResourceEventHandlerFuncs{
-			AddFunc: c.enqueue, UpdateFunc: func(_, cur any) { c.enqueue(cur) }, DeleteFunc: c.deleteDS}},
-		{podInf.Informer(), cache.ResourceEventHandlerFuncs{AddFunc: c.addPod, UpdateFunc: c.updatePod, DeleteFunc: c.deletePod}},
+			AddFunc: c.queue.Enqueue, UpdateFunc: func(_, cur any) { c.queue.Enqueue(cur) }, DeleteFunc: c.deleteDS}},
+		{podInf.Informer(), pods.Handler()},
 		{nodeInf.Informer(), cache.ResourceEventHandlerFuncs{
 			AddFunc: func(any) { c.enqueueAll() }, UpdateFunc: c.updateNode, DeleteFunc: func(any) { c.enqueueAll() }}},
-		{revInf.Informer(), cache.ResourceEventHandlerFuncs{
-			AddFunc: c.revisionChanged, UpdateFunc: func(_, cur any) { c.revisionChanged(cur) }, DeleteFunc: c.revisionChanged}},
+		{revInf.Informer(), controller.On(controller.AllEvents, c.revisionChanged)},
 	} {
-		if _, err := reg.inf.AddEventHandler(reg.h); err != nil {
-			return nil, fmt.Errorf("daemonset controller: %w", err)
+		if err := c.queue.Watch(w.inf, w.h); err != nil {
+			return nil, err
 		}
 	}
 	return c, nil
@@ -109,13 +110,7 @@ func New(cfg Config) (*Controller, error) {
 
 // Run syncs DaemonSets until ctx ends.
 func (c *Controller) Run(ctx context.Context) error {
-	return controller.Loop(ctx, &c.cfg.Config, c.queue, c.synced, c.sync)
-}
-
-func (c *Controller) enqueue(obj any) {
-	if key, ok := controller.KeyFunc(obj); ok {
-		c.queue.Add(key)
-	}
+	return c.queue.Run(ctx, c.sync)
 }
 
 func (c *Controller) deleteDS(obj any) {
@@ -131,7 +126,7 @@ func (c *Controller) enqueueAll() {
 		return
 	}
 	for _, ds := range all {
-		c.enqueue(ds)
+		c.queue.Enqueue(ds)
 	}
 }
 
@@ -144,112 +139,10 @@ func (c *Controller) updateNode(oldObj, curObj any) {
 	c.enqueueAll()
 }
 
-// owner resolves an object's controllerRef to a DaemonSet in the cache.
-func (c *Controller) owner(ns string, ref *metav1.OwnerReference) *appsv1.DaemonSet {
-	if ref == nil || ref.Kind != Kind.Kind || ref.APIVersion != Kind.GroupVersion().String() {
-		return nil
+func (c *Controller) revisionChanged(r *appsv1.ControllerRevision) {
+	if ds, ok := c.owners.Of(r); ok {
+		c.queue.Enqueue(ds)
 	}
-	ds, err := c.dsLister.DaemonSets(ns).Get(ref.Name)
-	if err != nil || ds.UID != ref.UID {
-		return nil
-	}
-	return ds
-}
-
-func (c *Controller) revisionChanged(obj any) {
-	if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-		obj = tomb.Obj
-	}
-	r, ok := obj.(*appsv1.ControllerRevision)
-	if !ok {
-		return
-	}
-	if ds := c.owner(r.Namespace, metav1.GetControllerOfNoCopy(r)); ds != nil {
-		c.enqueue(ds)
-	}
-}
-
-// enqueueMatching enqueues every DaemonSet whose selector matches orphan p.
-func (c *Controller) enqueueMatching(p *corev1.Pod) {
-	all, err := c.dsLister.DaemonSets(p.Namespace).List(labels.Everything())
-	if err != nil {
-		return
-	}
-	for _, ds := range all {
-		sel, err := metav1.LabelSelectorAsSelector(ds.Spec.Selector)
-		if err == nil && !sel.Empty() && sel.Matches(labels.Set(p.Labels)) {
-			c.enqueue(ds)
-		}
-	}
-}
-
-func (c *Controller) addPod(obj any) {
-	p := obj.(*corev1.Pod)
-	if p.DeletionTimestamp != nil {
-		c.deletePod(p)
-		return
-	}
-	if ref := metav1.GetControllerOfNoCopy(p); ref != nil {
-		if ds := c.owner(p.Namespace, ref); ds != nil {
-			key, _ := controller.KeyFunc(ds)
-			c.expectations.CreationObserved(key)
-			c.queue.Add(key)
-		}
-		return
-	}
-	c.enqueueMatching(p)
-}
-
-func (c *Controller) updatePod(oldObj, curObj any) {
-	old, cur := oldObj.(*corev1.Pod), curObj.(*corev1.Pod)
-	if old.ResourceVersion == cur.ResourceVersion {
-		return
-	}
-	if cur.DeletionTimestamp != nil {
-		c.deletePod(cur)
-		return
-	}
-	oldRef, curRef := metav1.GetControllerOfNoCopy(old), metav1.GetControllerOfNoCopy(cur)
-	if oldRef != nil && (curRef == nil || *oldRef != *curRef) {
-		if ds := c.owner(old.Namespace, oldRef); ds != nil {
-			c.enqueue(ds)
-		}
-	}
-	if curRef == nil {
-		c.enqueueMatching(cur)
-		return
-	}
-	ds := c.owner(cur.Namespace, curRef)
-	if ds == nil {
-		return
-	}
-	c.enqueue(ds)
-	// A pod that just became ready becomes available minReadySeconds later.
-	if !isReady(old) && isReady(cur) && ds.Spec.MinReadySeconds > 0 {
-		key, _ := controller.KeyFunc(ds)
-		c.queue.AddAfter(key, time.Duration(ds.Spec.MinReadySeconds)*time.Second+time.Second)
-	}
-}
-
-func (c *Controller) deletePod(obj any) {
-	p, ok := obj.(*corev1.Pod)
-	if !ok {
-		tomb, ok := obj.(cache.DeletedFinalStateUnknown)
-		if !ok {
-			return
-		}
-		if p, ok = tomb.Obj.(*corev1.Pod); !ok {
-			return
-		}
-	}
-	ds := c.owner(p.Namespace, metav1.GetControllerOfNoCopy(p))
-	if ds == nil {
-		return
-	}
-	key, _ := controller.KeyFunc(ds)
-	podKey, _ := controller.KeyFunc(p)
-	c.expectations.DeletionObserved(key, podKey)
-	c.queue.Add(key)
 }
 
 func (c *Controller) sync(ctx context.Context, key string) error {
@@ -316,30 +209,7 @@ func (c *Controller) claimPods(ctx context.Context, ds *appsv1.DaemonSet, sel la
 	if err != nil {
 		return nil, err
 	}
-	cl := controllerref.Plan(ds, sel, all)
-	owned := cl.Owned
-	var errs []error
-	if len(cl.Adopt) > 0 {
-		if fresh, err := c.cfg.Client.AppsV1().DaemonSets(ds.Namespace).Get(ctx, ds.Name, metav1.GetOptions{}); err != nil || fresh.UID != ds.UID || fresh.DeletionTimestamp != nil {
-			return nil, fmt.Errorf("daemon set %s/%s changed or is going; not adopting (%v)", ds.Namespace, ds.Name, err)
-		}
-		for _, p := range cl.Adopt {
-			_, err := c.cfg.Client.CoreV1().Pods(p.Namespace).Patch(ctx, p.Name, types.StrategicMergePatchType, controllerref.AdoptPatch(ds, Kind, p.UID), metav1.PatchOptions{})
-			switch {
-			case err == nil:
-				owned = append(owned, p)
-			case !apierrors.IsNotFound(err):
-				errs = append(errs, fmt.Errorf("adopt pod %s: %w", p.Name, err))
-			}
-		}
-	}
-	for _, p := range cl.Release {
-		_, err := c.cfg.Client.CoreV1().Pods(p.Namespace).Patch(ctx, p.Name, types.StrategicMergePatchType, controllerref.ReleasePatch(ds.UID, p.UID), metav1.PatchOptions{})
-		if err != nil && !apierrors.IsNotFound(err) {
-			errs = append(errs, fmt.Errorf("release pod %s: %w", p.Name, err))
-		}
-	}
-	return owned, errors.Join(errs...)
+	return controllerref.PodAdopter(c.cfg.Client, Kind, controllerref.Fetch[*appsv1.DaemonSet](c.cfg.Client.AppsV1().DaemonSets)).Execute(ctx, ds, controllerref.Plan(ds, sel, all))
 }
 
 // history makes sure ds's current template has its ControllerRevision (the
@@ -350,16 +220,8 @@ func (c *Controller) history(ctx context.Context, ds *appsv1.DaemonSet, sel labe
 		return "", nil, err
 	}
 	client := c.cfg.Client.AppsV1().ControllerRevisions(ds.Namespace)
-	cl := controllerref.Plan(ds, sel, all)
-	owned := cl.Owned
-	for _, r := range cl.Adopt {
-		if _, err := client.Patch(ctx, r.Name, types.StrategicMergePatchType, controllerref.AdoptPatch(ds, Kind, r.UID), metav1.PatchOptions{}); err == nil {
-			owned = append(owned, r)
-		}
-	}
-	for _, r := range cl.Release {
-		_, _ = client.Patch(ctx, r.Name, types.StrategicMergePatchType, controllerref.ReleasePatch(ds.UID, r.UID), metav1.PatchOptions{})
-	}
+	// Revisions that fail to be adopted or released are tried again next sync.
+	owned, _ := controllerref.RevisionAdopter[*appsv1.DaemonSet](c.cfg.Client, Kind, nil).Execute(ctx, ds, controllerref.Plan(ds, sel, all))
 	h, err := SortHistory(ds, owned)
 	if err != nil {
 		return "", nil, err

@@ -2,7 +2,6 @@ package deployment
 
 import (
 	"context"
-	"errors"
 	"fmt"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -15,7 +14,6 @@ import (
 	appslisters "k8s.io/client-go/listers/apps/v1"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
-	"k8s.io/client-go/util/workqueue"
 
 	"berth/controlplane/controller"
 	"berth/controlplane/controller/controllerref"
@@ -40,8 +38,9 @@ type Controller struct {
 	dLister   appslisters.DeploymentLister
 	rsLister  appslisters.ReplicaSetLister
 	podLister corelisters.PodLister
-	synced    []cache.InformerSynced
-	queue     workqueue.TypedRateLimitingInterface[string]
+	owners    controller.Owners[*appsv1.Deployment]
+	rsOwners  controller.Owners[*appsv1.ReplicaSet]
+	queue     *controller.Queue
 }
 
 // New validates cfg and registers the controller's informers (Deployments,
@@ -58,20 +57,23 @@ func New(cfg Config) (*Controller, error) {
 		dLister:   dInf.Lister(),
 		rsLister:  rsInf.Lister(),
 		podLister: podInf.Lister(),
-		synced:    []cache.InformerSynced{dInf.Informer().HasSynced, rsInf.Informer().HasSynced, podInf.Informer().HasSynced},
-		queue:     controller.NewQueue(Name, cfg.Clock),
+		owners: controller.OwnersFromLister(deploymentKind, dInf.Lister().Deployments,
+			func(d *appsv1.Deployment) *metav1.LabelSelector { return d.Spec.Selector }),
+		rsOwners: controller.OwnersFromLister(rsKind, rsInf.Lister().ReplicaSets,
+			func(rs *appsv1.ReplicaSet) *metav1.LabelSelector { return rs.Spec.Selector }),
+		queue: controller.NewQueue(Name, &cfg.Config),
 	}
-	handlers := []struct {
+	replicaSets := &controller.Dependents[*appsv1.Deployment, *appsv1.ReplicaSet]{Owners: c.owners, Queue: c.queue}
+	for _, w := range []struct {
 		inf cache.SharedIndexInformer
 		h   cache.ResourceEventHandler
 	}{
-		{dInf.Informer(), cache.ResourceEventHandlerFuncs{AddFunc: c.enqueue, UpdateFunc: func(_, cur any) { c.enqueue(cur) }, DeleteFunc: c.enqueue}},
-		{rsInf.Informer(), cache.ResourceEventHandlerFuncs{AddFunc: c.rsChanged, UpdateFunc: c.rsUpdated, DeleteFunc: c.rsChanged}},
-		{podInf.Informer(), cache.ResourceEventHandlerFuncs{DeleteFunc: c.podDeleted}},
-	}
-	for _, x := range handlers {
-		if _, err := x.inf.AddEventHandler(x.h); err != nil {
-			return nil, fmt.Errorf("deployment controller: %w", err)
+		{dInf.Informer(), controller.On(controller.AllEvents, c.queue.Enqueue)},
+		{rsInf.Informer(), replicaSets.Handler()},
+		{podInf.Informer(), controller.On(controller.Deleted, c.podDeleted)},
+	} {
+		if err := c.queue.Watch(w.inf, w.h); err != nil {
+			return nil, err
 		}
 	}
 	return c, nil
@@ -79,103 +81,23 @@ func New(cfg Config) (*Controller, error) {
 
 // Run syncs Deployments until ctx ends.
 func (c *Controller) Run(ctx context.Context) error {
-	return controller.Loop(ctx, &c.cfg.Config, c.queue, c.synced, c.sync)
-}
-
-func (c *Controller) enqueue(obj any) {
-	if key, ok := controller.KeyFunc(obj); ok {
-		c.queue.Add(key)
-	}
-}
-
-func unwrap[T any](obj any) (T, bool) {
-	if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-		obj = tomb.Obj
-	}
-	t, ok := obj.(T)
-	return t, ok
-}
-
-// ownerOf resolves a ReplicaSet's controllerRef to a cached Deployment.
-func (c *Controller) ownerOf(rs *appsv1.ReplicaSet) *appsv1.Deployment {
-	ref := metav1.GetControllerOfNoCopy(rs)
-	if ref == nil || ref.Kind != deploymentKind.Kind {
-		return nil
-	}
-	d, err := c.dLister.Deployments(rs.Namespace).Get(ref.Name)
-	if err != nil || d.UID != ref.UID {
-		return nil
-	}
-	return d
-}
-
-func (c *Controller) enqueueMatching(rs *appsv1.ReplicaSet) {
-	ds, err := c.dLister.Deployments(rs.Namespace).List(labels.Everything())
-	if err != nil {
-		return
-	}
-	for _, d := range ds {
-		sel, err := metav1.LabelSelectorAsSelector(d.Spec.Selector)
-		if err == nil && !sel.Empty() && sel.Matches(labels.Set(rs.Labels)) {
-			c.enqueue(d)
-		}
-	}
-}
-
-func (c *Controller) rsChanged(obj any) {
-	rs, ok := unwrap[*appsv1.ReplicaSet](obj)
-	if !ok {
-		return
-	}
-	if d := c.ownerOf(rs); d != nil {
-		c.enqueue(d)
-		return
-	}
-	if metav1.GetControllerOfNoCopy(rs) == nil {
-		c.enqueueMatching(rs)
-	}
-}
-
-func (c *Controller) rsUpdated(oldObj, curObj any) {
-	old, cur := oldObj.(*appsv1.ReplicaSet), curObj.(*appsv1.ReplicaSet)
-	if old.ResourceVersion == cur.ResourceVersion {
-		return
-	}
-	if d := c.ownerOf(old); d != nil {
-		c.enqueue(d)
-	}
-	c.rsChanged(cur)
+	return c.queue.Run(ctx, c.sync)
 }
 
 // podDeleted wakes a Recreate Deployment waiting for its old pods to go.
-func (c *Controller) podDeleted(obj any) {
-	p, ok := unwrap[*corev1.Pod](obj)
+func (c *Controller) podDeleted(p *corev1.Pod) {
+	rs, ok := c.rsOwners.Of(p)
 	if !ok {
 		return
 	}
-	ref := metav1.GetControllerOfNoCopy(p)
-	if ref == nil || ref.Kind != rsKind.Kind {
-		return
-	}
-	rs, err := c.rsLister.ReplicaSets(p.Namespace).Get(ref.Name)
-	if err != nil || rs.UID != ref.UID {
-		return
-	}
-	if d := c.ownerOf(rs); d != nil && d.Spec.Strategy.Type == appsv1.RecreateDeploymentStrategyType {
-		c.enqueue(d)
+	if d, ok := c.owners.Of(rs); ok && d.Spec.Strategy.Type == appsv1.RecreateDeploymentStrategyType {
+		c.queue.Enqueue(d)
 	}
 }
 
 func (c *Controller) sync(ctx context.Context, key string) error {
-	ns, name, err := cache.SplitMetaNamespaceKey(key)
-	if err != nil {
-		return nil
-	}
-	cached, err := c.dLister.Deployments(ns).Get(name)
-	if apierrors.IsNotFound(err) {
-		return nil
-	}
-	if err != nil {
+	cached, found, err := controller.Lookup[*appsv1.Deployment](key, c.dLister.Deployments)
+	if !found {
 		return err
 	}
 	d := cached.DeepCopy()
@@ -238,36 +160,12 @@ func (c *Controller) claim(ctx context.Context, d *appsv1.Deployment, sel labels
 	if err != nil {
 		return nil, err
 	}
-	cl := controllerref.Plan(d, sel, all)
-	owned := cl.Owned
-	var errs []error
-	if len(cl.Adopt) > 0 {
-		fresh, err := c.cfg.Client.AppsV1().Deployments(d.Namespace).Get(ctx, d.Name, metav1.GetOptions{})
-		switch {
-		case err != nil:
-			errs = append(errs, err)
-		case fresh.UID != d.UID || fresh.DeletionTimestamp != nil:
-			errs = append(errs, fmt.Errorf("deployment %s/%s changed; not adopting", d.Namespace, d.Name))
-		default:
-			for _, rs := range cl.Adopt {
-				out, err := c.cfg.Client.AppsV1().ReplicaSets(rs.Namespace).Patch(ctx, rs.Name, types.StrategicMergePatchType, controllerref.AdoptPatch(d, deploymentKind, rs.UID), metav1.PatchOptions{})
-				if err != nil {
-					if !apierrors.IsNotFound(err) {
-						errs = append(errs, fmt.Errorf("adopt replicaset %s: %w", rs.Name, err))
-					}
-					continue
-				}
-				owned = append(owned, out)
-			}
-		}
-	}
-	for _, rs := range cl.Release {
-		_, err := c.cfg.Client.AppsV1().ReplicaSets(rs.Namespace).Patch(ctx, rs.Name, types.StrategicMergePatchType, controllerref.ReleasePatch(d.UID, rs.UID), metav1.PatchOptions{})
-		if err != nil && !apierrors.IsNotFound(err) {
-			errs = append(errs, fmt.Errorf("release replicaset %s: %w", rs.Name, err))
-		}
-	}
-	return owned, errors.Join(errs...)
+	adopter := controllerref.Adopter[*appsv1.Deployment, *appsv1.ReplicaSet]{Kind: deploymentKind, Resource: "replicaset",
+		Fresh: controllerref.Fetch[*appsv1.Deployment](c.cfg.Client.AppsV1().Deployments),
+		Patch: func(ctx context.Context, ns, name string, patch []byte) (*appsv1.ReplicaSet, error) {
+			return c.cfg.Client.AppsV1().ReplicaSets(ns).Patch(ctx, name, types.StrategicMergePatchType, patch, metav1.PatchOptions{})
+		}}
+	return adopter.Execute(ctx, d, controllerref.Plan(d, sel, all))
 }
 
 // oldPodsRunning: any old ReplicaSet still reports pods, or a pod of one is

@@ -15,7 +15,6 @@ import (
 	corelisters "k8s.io/client-go/listers/core/v1"
 	policylisters "k8s.io/client-go/listers/policy/v1"
 	"k8s.io/client-go/tools/cache"
-	"k8s.io/client-go/util/workqueue"
 
 	"berth/controlplane/controller"
 )
@@ -39,8 +38,7 @@ type Controller struct {
 	replicasets appslisters.ReplicaSetLister
 	deployments appslisters.DeploymentLister
 	rcs         corelisters.ReplicationControllerLister
-	synced      []cache.InformerSynced
-	queue       workqueue.TypedRateLimitingInterface[string]
+	queue       *controller.Queue
 }
 
 // New validates cfg and registers the informers: budgets, pods, and the
@@ -54,33 +52,19 @@ func New(cfg Config) (*Controller, error) {
 	pdbInf, podInf := f.Policy().V1().PodDisruptionBudgets(), f.Core().V1().Pods()
 	rsInf, dInf, rcInf := f.Apps().V1().ReplicaSets(), f.Apps().V1().Deployments(), f.Core().V1().ReplicationControllers()
 	c := &Controller{cfg: cfg, pdbs: pdbInf.Lister(), pods: podInf.Lister(), replicasets: rsInf.Lister(),
-		deployments: dInf.Lister(), rcs: rcInf.Lister(), queue: controller.NewQueue(Name, cfg.Clock)}
-	for _, inf := range []cache.SharedIndexInformer{pdbInf.Informer(), podInf.Informer(), rsInf.Informer(), dInf.Informer(), rcInf.Informer()} {
-		c.synced = append(c.synced, inf.HasSynced)
-	}
-	enqueue := func(obj any) {
-		if key, ok := controller.KeyFunc(obj); ok {
-			c.queue.Add(key)
-		}
-	}
-	if _, err := pdbInf.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc: enqueue, UpdateFunc: func(_, cur any) { enqueue(cur) }, DeleteFunc: enqueue,
-	}); err != nil {
-		return nil, fmt.Errorf("disruption controller: %w", err)
-	}
-	podChanged := func(obj any) { c.enqueueBudgetsOf(obj, true) }
-	if _, err := podInf.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc: podChanged, UpdateFunc: func(_, cur any) { podChanged(cur) }, DeleteFunc: podChanged,
-	}); err != nil {
-		return nil, fmt.Errorf("disruption controller: %w", err)
-	}
+		deployments: dInf.Lister(), rcs: rcInf.Lister(), queue: controller.NewQueue(Name, &cfg.Config)}
 	// A scale change changes the expected count of the namespace's budgets.
-	ownerChanged := func(obj any) { c.enqueueBudgetsOf(obj, false) }
-	for _, inf := range []cache.SharedIndexInformer{rsInf.Informer(), dInf.Informer(), rcInf.Informer()} {
-		if _, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
-			AddFunc: ownerChanged, UpdateFunc: func(_, cur any) { ownerChanged(cur) }, DeleteFunc: ownerChanged,
-		}); err != nil {
-			return nil, fmt.Errorf("disruption controller: %w", err)
+	ownerChanged := controller.On(controller.AllEvents, func(o metav1.Object) { c.enqueueBudgetsOf(o, false) })
+	for _, w := range []struct {
+		inf cache.SharedIndexInformer
+		h   cache.ResourceEventHandler
+	}{
+		{pdbInf.Informer(), controller.On(controller.AllEvents, c.queue.Enqueue)},
+		{podInf.Informer(), controller.On(controller.AllEvents, func(o metav1.Object) { c.enqueueBudgetsOf(o, true) })},
+		{rsInf.Informer(), ownerChanged}, {dInf.Informer(), ownerChanged}, {rcInf.Informer(), ownerChanged},
+	} {
+		if err := c.queue.Watch(w.inf, w.h); err != nil {
+			return nil, err
 		}
 	}
 	return c, nil
@@ -88,14 +72,7 @@ func New(cfg Config) (*Controller, error) {
 
 // enqueueBudgetsOf queues the budgets of obj's namespace: those whose
 // selector matches it (matchPod), or all of them.
-func (c *Controller) enqueueBudgetsOf(obj any, matchPod bool) {
-	if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-		obj = t.Obj
-	}
-	m, ok := obj.(metav1.Object)
-	if !ok {
-		return
-	}
+func (c *Controller) enqueueBudgetsOf(m metav1.Object, matchPod bool) {
 	budgets, err := c.pdbs.PodDisruptionBudgets(m.GetNamespace()).List(labels.Everything())
 	if err != nil {
 		return
@@ -107,29 +84,21 @@ func (c *Controller) enqueueBudgetsOf(obj any, matchPod bool) {
 				continue
 			}
 		}
-		if key, ok := controller.KeyFunc(pdb); ok {
-			c.queue.Add(key)
-		}
+		c.queue.Enqueue(pdb)
 	}
 }
 
 // Run keeps budgets' status until ctx ends.
 func (c *Controller) Run(ctx context.Context) error {
-	return controller.Loop(ctx, &c.cfg.Config, c.queue, c.synced, c.sync)
+	return c.queue.Run(ctx, c.sync)
 }
 
 func (c *Controller) sync(ctx context.Context, key string) error {
-	ns, name, err := cache.SplitMetaNamespaceKey(key)
-	if err != nil {
-		return nil
-	}
-	pdb, err := c.pdbs.PodDisruptionBudgets(ns).Get(name)
-	if apierrors.IsNotFound(err) {
-		return nil
-	}
-	if err != nil {
+	pdb, found, err := controller.Lookup[*policyv1.PodDisruptionBudget](key, c.pdbs.PodDisruptionBudgets)
+	if !found {
 		return err
 	}
+	ns := pdb.Namespace
 	pods, err := c.podsOf(pdb)
 	if err != nil {
 		return err

@@ -2,7 +2,6 @@ package endpoints
 
 import (
 	"context"
-	"fmt"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -12,7 +11,6 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
-	"k8s.io/client-go/util/workqueue"
 
 	"berth/controlplane/controller"
 	"berth/controlplane/controller/endpointslice"
@@ -32,8 +30,7 @@ type Controller struct {
 	services  corelisters.ServiceLister
 	pods      corelisters.PodLister
 	endpoints corelisters.EndpointsLister
-	synced    []cache.InformerSynced
-	queue     workqueue.TypedRateLimitingInterface[string]
+	queue     *controller.Queue
 	triggers  *endpointslice.TriggerTimes
 }
 
@@ -46,26 +43,15 @@ func New(cfg Config) (*Controller, error) {
 	svcInf, podInf, epInf := core.Services(), core.Pods(), core.Endpoints()
 	c := &Controller{
 		cfg: cfg, services: svcInf.Lister(), pods: podInf.Lister(), endpoints: epInf.Lister(),
-		synced: []cache.InformerSynced{svcInf.Informer().HasSynced, podInf.Informer().HasSynced, epInf.Informer().HasSynced},
-		queue:  controller.NewQueue(Name, cfg.Clock), triggers: endpointslice.NewTriggerTimes(),
+		queue: controller.NewQueue(Name, &cfg.Config), triggers: endpointslice.NewTriggerTimes(),
 	}
-	enqueue := func(obj any) {
-		if key, ok := controller.KeyFunc(obj); ok {
-			c.queue.Add(key)
-		}
-	}
-	enqueueOfService := func(obj any) {
-		if ep, ok := obj.(*corev1.Endpoints); ok {
-			if _, err := svcInf.Lister().Services(ep.Namespace).Get(ep.Name); err == nil {
-				enqueue(obj)
-			}
+	enqueueOfService := func(ep *corev1.Endpoints) {
+		if _, err := svcInf.Lister().Services(ep.Namespace).Get(ep.Name); err == nil {
+			c.queue.Enqueue(ep)
 		}
 	}
 	podChanged := func(obj any) {
-		if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-			obj = tomb.Obj
-		}
-		pod, ok := obj.(*corev1.Pod)
+		pod, ok := controller.Object[*corev1.Pod](obj)
 		if !ok {
 			return
 		}
@@ -77,15 +63,15 @@ func New(cfg Config) (*Controller, error) {
 		}
 	}
 	for inf, h := range map[cache.SharedIndexInformer]cache.ResourceEventHandler{
-		svcInf.Informer(): cache.ResourceEventHandlerFuncs{AddFunc: enqueue, UpdateFunc: func(_, cur any) { enqueue(cur) }, DeleteFunc: enqueue},
+		svcInf.Informer(): controller.On(controller.AllEvents, c.queue.Enqueue),
 		podInf.Informer(): cache.ResourceEventHandlerFuncs{AddFunc: podChanged, UpdateFunc: func(old, cur any) { podChanged(old); podChanged(cur) }, DeleteFunc: podChanged},
 		// An edited or deleted Endpoints object of a Service is put back;
 		// one without a Service is the user's (the mirroring controller
 		// copies it into EndpointSlices when its Service comes).
-		epInf.Informer(): cache.ResourceEventHandlerFuncs{UpdateFunc: func(_, cur any) { enqueueOfService(cur) }, DeleteFunc: enqueue},
+		epInf.Informer(): cache.ResourceEventHandlerFuncs{UpdateFunc: func(_, cur any) { enqueueOfService(cur.(*corev1.Endpoints)) }, DeleteFunc: c.queue.Enqueue},
 	} {
-		if _, err := inf.AddEventHandler(h); err != nil {
-			return nil, fmt.Errorf("%s controller: %w", Name, err)
+		if err := c.queue.Watch(inf, h); err != nil {
+			return nil, err
 		}
 	}
 	return c, nil
@@ -96,7 +82,7 @@ const staleRetry = 100 * time.Millisecond
 
 // Run syncs until ctx ends.
 func (c *Controller) Run(ctx context.Context) error {
-	return controller.Loop(ctx, &c.cfg.Config, c.queue, c.synced, c.sync)
+	return c.queue.Run(ctx, c.sync)
 }
 
 func (c *Controller) sync(ctx context.Context, key string) error {

@@ -3,7 +3,6 @@ package endpointslice
 import (
 	"context"
 	"errors"
-	"fmt"
 	"sync"
 	"time"
 
@@ -16,7 +15,6 @@ import (
 	corelisters "k8s.io/client-go/listers/core/v1"
 	discoverylisters "k8s.io/client-go/listers/discovery/v1"
 	"k8s.io/client-go/tools/cache"
-	"k8s.io/client-go/util/workqueue"
 
 	"berth/controlplane/controller"
 )
@@ -36,8 +34,7 @@ type Controller struct {
 	pods     corelisters.PodLister
 	nodes    corelisters.NodeLister
 	slices   discoverylisters.EndpointSliceLister
-	synced   []cache.InformerSynced
-	queue    workqueue.TypedRateLimitingInterface[string]
+	queue    *controller.Queue
 	// written tracks, per Service key, the slices this controller created
 	// and deleted that its informer may not have seen yet.
 	written tracker
@@ -109,29 +106,19 @@ func New(cfg Config) (*Controller, error) {
 	svcInf, podInf, nodeInf, sliceInf := inf.Core().V1().Services(), inf.Core().V1().Pods(), inf.Core().V1().Nodes(), inf.Discovery().V1().EndpointSlices()
 	c := &Controller{
 		cfg: cfg, services: svcInf.Lister(), pods: podInf.Lister(), nodes: nodeInf.Lister(), slices: sliceInf.Lister(),
-		synced: []cache.InformerSynced{svcInf.Informer().HasSynced, podInf.Informer().HasSynced, nodeInf.Informer().HasSynced, sliceInf.Informer().HasSynced},
-		queue:  controller.NewQueue(Name, cfg.Clock), triggers: NewTriggerTimes(),
-	}
-	enqueue := func(obj any) {
-		if key, ok := controller.KeyFunc(obj); ok {
-			c.queue.Add(key)
-		}
+		queue: controller.NewQueue(Name, &cfg.Config), triggers: NewTriggerTimes(),
 	}
 	handlers := []struct {
 		inf cache.SharedIndexInformer
 		h   cache.ResourceEventHandler
 	}{
-		{svcInf.Informer(), cache.ResourceEventHandlerFuncs{AddFunc: enqueue, UpdateFunc: func(_, cur any) { enqueue(cur) }, DeleteFunc: enqueue}},
+		{svcInf.Informer(), controller.On(controller.AllEvents, c.queue.Enqueue)},
 		{podInf.Informer(), cache.ResourceEventHandlerFuncs{
 			AddFunc:    func(obj any) { c.enqueuePodServices(obj) },
 			UpdateFunc: func(old, cur any) { c.enqueuePodServices(old); c.enqueuePodServices(cur) },
 			DeleteFunc: func(obj any) { c.enqueuePodServices(obj) },
 		}},
-		{sliceInf.Informer(), cache.ResourceEventHandlerFuncs{
-			AddFunc:    func(obj any) { c.enqueueSliceService(obj) },
-			UpdateFunc: func(_, cur any) { c.enqueueSliceService(cur) },
-			DeleteFunc: func(obj any) { c.enqueueSliceService(obj) },
-		}},
+		{sliceInf.Informer(), controller.On(controller.AllEvents, c.enqueueSliceService)},
 		{nodeInf.Informer(), cache.ResourceEventHandlerFuncs{
 			// A node's zone appears in its pods' endpoints.
 			UpdateFunc: func(old, cur any) {
@@ -142,8 +129,8 @@ func New(cfg Config) (*Controller, error) {
 		}},
 	}
 	for _, h := range handlers {
-		if _, err := h.inf.AddEventHandler(h.h); err != nil {
-			return nil, fmt.Errorf("%s controller: %w", Name, err)
+		if err := c.queue.Watch(h.inf, h.h); err != nil {
+			return nil, err
 		}
 	}
 	return c, nil
@@ -151,20 +138,13 @@ func New(cfg Config) (*Controller, error) {
 
 // Run syncs until ctx ends.
 func (c *Controller) Run(ctx context.Context) error {
-	return controller.Loop(ctx, &c.cfg.Config, c.queue, c.synced, c.sync)
-}
-
-func unwrap(obj any) any {
-	if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-		return tomb.Obj
-	}
-	return obj
+	return c.queue.Run(ctx, c.sync)
 }
 
 // enqueuePodServices queues the Services in the pod's namespace whose
 // selector matches the pod.
 func (c *Controller) enqueuePodServices(obj any) {
-	pod, ok := unwrap(obj).(*corev1.Pod)
+	pod, ok := controller.Object[*corev1.Pod](obj)
 	if !ok {
 		return
 	}
@@ -179,9 +159,8 @@ func (c *Controller) enqueuePodServices(obj any) {
 	}
 }
 
-func (c *Controller) enqueueSliceService(obj any) {
-	s, ok := unwrap(obj).(*discoveryv1.EndpointSlice)
-	if !ok || s.Labels[discoveryv1.LabelManagedBy] != ManagedBy || s.Labels[discoveryv1.LabelServiceName] == "" {
+func (c *Controller) enqueueSliceService(s *discoveryv1.EndpointSlice) {
+	if s.Labels[discoveryv1.LabelManagedBy] != ManagedBy || s.Labels[discoveryv1.LabelServiceName] == "" {
 		return
 	}
 	c.queue.Add(s.Namespace + "/" + s.Labels[discoveryv1.LabelServiceName])

@@ -3,7 +3,6 @@ package endpointslicemirroring
 import (
 	"context"
 	"errors"
-	"fmt"
 
 	discoveryv1 "k8s.io/api/discovery/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -12,7 +11,6 @@ import (
 	corelisters "k8s.io/client-go/listers/core/v1"
 	discoverylisters "k8s.io/client-go/listers/discovery/v1"
 	"k8s.io/client-go/tools/cache"
-	"k8s.io/client-go/util/workqueue"
 
 	"berth/controlplane/controller"
 )
@@ -31,8 +29,7 @@ type Controller struct {
 	services  corelisters.ServiceLister
 	endpoints corelisters.EndpointsLister
 	slices    discoverylisters.EndpointSliceLister
-	synced    []cache.InformerSynced
-	queue     workqueue.TypedRateLimitingInterface[string]
+	queue     *controller.Queue
 }
 
 // New validates cfg and registers the Service, Endpoints and EndpointSlice
@@ -45,29 +42,20 @@ func New(cfg Config) (*Controller, error) {
 	svcInf, epInf, sliceInf := inf.Core().V1().Services(), inf.Core().V1().Endpoints(), inf.Discovery().V1().EndpointSlices()
 	c := &Controller{
 		cfg: cfg, services: svcInf.Lister(), endpoints: epInf.Lister(), slices: sliceInf.Lister(),
-		synced: []cache.InformerSynced{svcInf.Informer().HasSynced, epInf.Informer().HasSynced, sliceInf.Informer().HasSynced},
-		queue:  controller.NewQueue(Name, cfg.Clock),
+		queue: controller.NewQueue(Name, &cfg.Config),
 	}
-	enqueue := func(obj any) {
-		if key, ok := controller.KeyFunc(obj); ok {
-			c.queue.Add(key)
-		}
-	}
-	enqueueSlice := func(obj any) {
-		if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-			obj = tomb.Obj
-		}
-		if s, ok := obj.(*discoveryv1.EndpointSlice); ok && s.Labels[discoveryv1.LabelManagedBy] == ManagedBy && s.Labels[discoveryv1.LabelServiceName] != "" {
+	enqueueSlice := func(s *discoveryv1.EndpointSlice) {
+		if s.Labels[discoveryv1.LabelManagedBy] == ManagedBy && s.Labels[discoveryv1.LabelServiceName] != "" {
 			c.queue.Add(s.Namespace + "/" + s.Labels[discoveryv1.LabelServiceName])
 		}
 	}
 	for inf, h := range map[cache.SharedIndexInformer]cache.ResourceEventHandler{
-		svcInf.Informer():   cache.ResourceEventHandlerFuncs{AddFunc: enqueue, UpdateFunc: func(_, cur any) { enqueue(cur) }, DeleteFunc: enqueue},
-		epInf.Informer():    cache.ResourceEventHandlerFuncs{AddFunc: enqueue, UpdateFunc: func(_, cur any) { enqueue(cur) }, DeleteFunc: enqueue},
-		sliceInf.Informer(): cache.ResourceEventHandlerFuncs{AddFunc: enqueueSlice, UpdateFunc: func(_, cur any) { enqueueSlice(cur) }, DeleteFunc: enqueueSlice},
+		svcInf.Informer():   controller.On(controller.AllEvents, c.queue.Enqueue),
+		epInf.Informer():    controller.On(controller.AllEvents, c.queue.Enqueue),
+		sliceInf.Informer(): controller.On(controller.AllEvents, enqueueSlice),
 	} {
-		if _, err := inf.AddEventHandler(h); err != nil {
-			return nil, fmt.Errorf("%s controller: %w", Name, err)
+		if err := c.queue.Watch(inf, h); err != nil {
+			return nil, err
 		}
 	}
 	return c, nil
@@ -75,7 +63,7 @@ func New(cfg Config) (*Controller, error) {
 
 // Run syncs until ctx ends.
 func (c *Controller) Run(ctx context.Context) error {
-	return controller.Loop(ctx, &c.cfg.Config, c.queue, c.synced, c.sync)
+	return c.queue.Run(ctx, c.sync)
 }
 
 // sync mirrors the Endpoints of the Service key into its slices: creates,

@@ -131,9 +131,8 @@ func New(cfg Config) (*Collector, error) {
 		return nil, err
 	}
 	return &Collector{
-		cfg: cfg,
-		queue: workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[types.UID](),
-			workqueue.TypedRateLimitingQueueConfig[types.UID]{Name: Name, Clock: cfg.Clock}),
+		cfg:        cfg,
+		queue:      controller.RateLimited[types.UID](Name, cfg.Clock),
 		factory:    dynamicinformer.NewDynamicSharedInformerFactory(cfg.Dynamic, 0),
 		nodes:      map[types.UID]*node{},
 		dependents: map[types.UID]map[types.UID]bool{},
@@ -169,23 +168,8 @@ func (c *Collector) Run(ctx context.Context) error {
 		synced = append(synced, s)
 	}
 	c.mu.RUnlock()
-	if !cache.WaitForCacheSync(ctx.Done(), synced...) {
-		return nil
-	}
-	c.cfg.Logger.Debug("garbage collector started", "resources", len(synced))
-	var wg sync.WaitGroup
-	for range c.cfg.Workers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for c.processNext(ctx) {
-			}
-		}()
-	}
-	<-ctx.Done()
-	c.queue.ShutDown()
-	wg.Wait()
-	return nil
+	c.cfg.Logger.Debug("garbage collector watching", "resources", len(synced))
+	return controller.Loop(ctx, &c.cfg.Config, c.queue, synced, c.sync)
 }
 
 // discover finds the served resources that can be listed, watched and
@@ -330,21 +314,6 @@ func (c *Collector) remove(obj any) {
 	for _, u := range wake {
 		c.queue.Add(u)
 	}
-}
-
-func (c *Collector) processNext(ctx context.Context) bool {
-	uid, quit := c.queue.Get()
-	if quit {
-		return false
-	}
-	defer c.queue.Done(uid)
-	if err := c.sync(ctx, uid); err != nil && ctx.Err() == nil {
-		c.cfg.Logger.Info("garbage collection failed; requeued", "uid", uid, "err", err)
-		c.queue.AddRateLimited(uid)
-		return true
-	}
-	c.queue.Forget(uid)
-	return true
 }
 
 func (c *Collector) snapshot(uid types.UID) (*node, []*node) {

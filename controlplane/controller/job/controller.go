@@ -20,7 +20,6 @@ import (
 	batchlisters "k8s.io/client-go/listers/batch/v1"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
-	"k8s.io/client-go/util/workqueue"
 	"k8s.io/utils/ptr"
 
 	"berth/controlplane/controller"
@@ -50,9 +49,10 @@ type Controller struct {
 	cfg          Config
 	jobLister    batchlisters.JobLister
 	podLister    corelisters.PodLister
-	synced       []cache.InformerSynced
-	queue        workqueue.TypedRateLimitingInterface[string]
+	owners       controller.Owners[*batchv1.Job]
+	queue        *controller.Queue
 	expectations *replicaset.Expectations
+	pods         controllerref.Adopter[*batchv1.Job, *corev1.Pod]
 
 	mu sync.Mutex
 	// removed holds, per job key, the pods whose finalizer this controller
@@ -70,54 +70,45 @@ func New(cfg Config) (*Controller, error) {
 	jobInf := cfg.Informers.Batch().V1().Jobs()
 	podInf := cfg.Informers.Core().V1().Pods()
 	c := &Controller{
-		cfg:          cfg,
-		jobLister:    jobInf.Lister(),
-		podLister:    podInf.Lister(),
-		synced:       []cache.InformerSynced{jobInf.Informer().HasSynced, podInf.Informer().HasSynced},
-		queue:        controller.NewQueue(Name, cfg.Clock),
+		cfg:       cfg,
+		jobLister: jobInf.Lister(),
+		podLister: podInf.Lister(),
+		owners: controller.OwnersFromLister(jobKind, jobInf.Lister().Jobs,
+			func(j *batchv1.Job) *metav1.LabelSelector { return j.Spec.Selector }),
+		queue:        controller.NewQueue(Name, &cfg.Config),
 		expectations: replicaset.NewExpectations(cfg.Clock),
+		pods:         controllerref.PodAdopter(cfg.Client, jobKind, controllerref.Fetch[*batchv1.Job](cfg.Client.BatchV1().Jobs)),
 		removed:      map[string]sets.Set[types.UID]{},
 		backoff:      map[string]Backoff{},
 	}
-	if _, err := jobInf.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    c.enqueue,
-		UpdateFunc: func(_, cur any) { c.enqueue(cur) },
+	c.pods.AdoptPatch = adoptPatch
+	if err := c.queue.Watch(jobInf.Informer(), cache.ResourceEventHandlerFuncs{
+		AddFunc:    c.queue.Enqueue,
+		UpdateFunc: func(_, cur any) { c.queue.Enqueue(cur) },
 		DeleteFunc: c.deleteJob,
 	}); err != nil {
-		return nil, fmt.Errorf("job controller: %w", err)
+		return nil, err
 	}
-	if _, err := podInf.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+	if err := c.queue.Watch(podInf.Informer(), cache.ResourceEventHandlerFuncs{
 		AddFunc:    func(obj any) { c.podChanged(nil, obj.(*corev1.Pod)) },
 		UpdateFunc: func(old, cur any) { c.podChanged(old.(*corev1.Pod), cur.(*corev1.Pod)) },
 		DeleteFunc: c.deletePod,
 	}); err != nil {
-		return nil, fmt.Errorf("job controller: %w", err)
+		return nil, err
 	}
 	return c, nil
 }
 
 // Run syncs Jobs until ctx ends.
 func (c *Controller) Run(ctx context.Context) error {
-	return controller.Loop(ctx, &c.cfg.Config, c.queue, c.synced, c.sync)
-}
-
-func (c *Controller) enqueue(obj any) {
-	if key, ok := controller.KeyFunc(obj); ok {
-		c.queue.Add(key)
-	}
+	return c.queue.Run(ctx, c.sync)
 }
 
 // deleteJob forgets the job and frees the pods it leaves with a finalizer.
 func (c *Controller) deleteJob(obj any) {
-	j, ok := obj.(*batchv1.Job)
+	j, ok := controller.Object[*batchv1.Job](obj)
 	if !ok {
-		tomb, ok := obj.(cache.DeletedFinalStateUnknown)
-		if !ok {
-			return
-		}
-		if j, ok = tomb.Obj.(*batchv1.Job); !ok {
-			return
-		}
+		return
 	}
 	key, _ := controller.KeyFunc(j)
 	c.expectations.Delete(key)
@@ -140,17 +131,12 @@ func (c *Controller) enqueueOrphan(p *corev1.Pod) {
 	c.queue.Add(orphanPrefix + p.Namespace + "/" + p.Name)
 }
 
-// owner resolves a pod's controllerRef to a Job in the cache.
-func (c *Controller) owner(p *corev1.Pod) (*batchv1.Job, bool) {
+// owner resolves a pod's controllerRef to a Job in the cache; controlled
+// reports whether the pod has a controller at all.
+func (c *Controller) owner(p *corev1.Pod) (j *batchv1.Job, controlled bool) {
 	ref := metav1.GetControllerOfNoCopy(p)
-	if ref == nil || ref.Kind != jobKind.Kind || ref.APIVersion != jobKind.GroupVersion().String() {
-		return nil, ref != nil
-	}
-	j, err := c.jobLister.Jobs(p.Namespace).Get(ref.Name)
-	if err != nil || j.UID != ref.UID {
-		return nil, true
-	}
-	return j, true
+	j, _ = c.owners.Resolve(p.Namespace, ref)
+	return j, ref != nil
 }
 
 func (c *Controller) podChanged(old, cur *corev1.Pod) {
@@ -184,15 +170,9 @@ func (c *Controller) podChanged(old, cur *corev1.Pod) {
 }
 
 func (c *Controller) deletePod(obj any) {
-	p, ok := obj.(*corev1.Pod)
+	p, ok := controller.Object[*corev1.Pod](obj)
 	if !ok {
-		tomb, ok := obj.(cache.DeletedFinalStateUnknown)
-		if !ok {
-			return
-		}
-		if p, ok = tomb.Obj.(*corev1.Pod); !ok {
-			return
-		}
+		return
 	}
 	j, _ := c.owner(p)
 	if j == nil {
@@ -211,15 +191,8 @@ func (c *Controller) deletePod(obj any) {
 
 // enqueueMatching enqueues the jobs whose selector matches orphan p.
 func (c *Controller) enqueueMatching(p *corev1.Pod) {
-	jobs, err := c.jobLister.Jobs(p.Namespace).List(labels.Everything())
-	if err != nil {
-		return
-	}
-	for _, j := range jobs {
-		sel, err := metav1.LabelSelectorAsSelector(j.Spec.Selector)
-		if err == nil && !sel.Empty() && sel.Matches(labels.Set(p.Labels)) {
-			c.enqueue(j)
-		}
+	for _, j := range c.owners.Matching(p.Namespace, p.Labels) {
+		c.queue.Enqueue(j)
 	}
 }
 
@@ -235,17 +208,11 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 	if podKey, ok := strings.CutPrefix(key, orphanPrefix); ok {
 		return c.syncOrphan(ctx, podKey)
 	}
-	ns, name, err := cache.SplitMetaNamespaceKey(key)
-	if err != nil {
-		return nil
-	}
-	job, err := c.jobLister.Jobs(ns).Get(name)
-	if apierrors.IsNotFound(err) {
-		return nil
-	}
-	if err != nil {
+	job, found, err := controller.Lookup[*batchv1.Job](key, c.jobLister.Jobs)
+	if !found {
 		return err
 	}
+	ns := job.Namespace
 	if job.Spec.ManagedBy != nil && *job.Spec.ManagedBy != batchv1.JobControllerName {
 		return nil
 	}
@@ -259,7 +226,7 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 	if err != nil {
 		return err
 	}
-	pods, err := c.claim(ctx, job, controllerref.Plan(job, sel, all))
+	pods, err := c.pods.Execute(ctx, job, controllerref.Plan(job, sel, all))
 	if err != nil {
 		return err
 	}
@@ -282,44 +249,6 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 	plan := Compute(Input{Job: job, Pods: pods, FinalizersRemoved: removed, ExpectationsSatisfied: satisfied,
 		Backoff: backoff, Now: c.cfg.Clock.Now()})
 	return c.execute(ctx, key, job, plan)
-}
-
-// claim adopts matching orphans (adding the tracking finalizer, as
-// upstream) and releases pods that stopped matching; it returns the job's
-// pods afterwards.
-func (c *Controller) claim(ctx context.Context, job *batchv1.Job, cl controllerref.Claim[*corev1.Pod]) ([]*corev1.Pod, error) {
-	owned := cl.Owned
-	var errs []error
-	if len(cl.Adopt) > 0 {
-		fresh, err := c.cfg.Client.BatchV1().Jobs(job.Namespace).Get(ctx, job.Name, metav1.GetOptions{})
-		switch {
-		case err != nil:
-			return nil, fmt.Errorf("re-read %s/%s before adopting: %w", job.Namespace, job.Name, err)
-		case fresh.UID != job.UID || fresh.DeletionTimestamp != nil:
-			return nil, fmt.Errorf("%s/%s changed (uid %s, deleting %v); not adopting", job.Namespace, job.Name, fresh.UID, fresh.DeletionTimestamp != nil)
-		}
-		for _, p := range cl.Adopt {
-			patch, err := adoptPatch(job, p)
-			if err != nil {
-				return nil, err
-			}
-			out, err := c.cfg.Client.CoreV1().Pods(p.Namespace).Patch(ctx, p.Name, types.StrategicMergePatchType, patch, metav1.PatchOptions{})
-			if err != nil {
-				if !apierrors.IsNotFound(err) {
-					errs = append(errs, fmt.Errorf("adopt pod %s: %w", p.Name, err))
-				}
-				continue
-			}
-			owned = append(owned, out)
-		}
-	}
-	for _, p := range cl.Release {
-		_, err := c.cfg.Client.CoreV1().Pods(p.Namespace).Patch(ctx, p.Name, types.StrategicMergePatchType, controllerref.ReleasePatch(job.UID, p.UID), metav1.PatchOptions{})
-		if err != nil && !apierrors.IsNotFound(err) {
-			errs = append(errs, fmt.Errorf("release pod %s: %w", p.Name, err))
-		}
-	}
-	return owned, errors.Join(errs...)
 }
 
 // adoptPatch makes job the controller of p and adds the tracking finalizer.

@@ -18,8 +18,6 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	corelisters "k8s.io/client-go/listers/core/v1"
-	"k8s.io/client-go/tools/cache"
-	"k8s.io/client-go/util/workqueue"
 
 	"berth/controlplane/controller"
 	"berth/internal/errdefs"
@@ -72,8 +70,7 @@ type Config struct {
 type Controller struct {
 	cfg    Config
 	lister corelisters.NodeLister
-	synced []cache.InformerSynced
-	queue  workqueue.TypedRateLimitingInterface[string]
+	queue  *controller.Queue
 
 	mu        sync.Mutex
 	set       *CIDRSet
@@ -92,27 +89,18 @@ func New(cfg Config) (*Controller, error) {
 	_, cidr, _ := net.ParseCIDR(cfg.ClusterCIDR)
 	set, _ := NewCIDRSet(cidr, cfg.NodeCIDRMaskSize)
 	inf := cfg.Informers.Core().V1().Nodes()
-	c := &Controller{cfg: cfg, lister: inf.Lister(), synced: []cache.InformerSynced{inf.Informer().HasSynced},
-		queue: controller.NewQueue(Name, cfg.Clock), set: set, byNode: map[string]*net.IPNet{}}
-	key := func(obj any) {
-		if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-			obj = tomb.Obj
-		}
-		if n, ok := obj.(*corev1.Node); ok {
-			c.queue.Add(n.Name)
-		}
-	}
-	if _, err := inf.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{AddFunc: key, UpdateFunc: func(_, cur any) { key(cur) }, DeleteFunc: key}); err != nil {
-		return nil, fmt.Errorf("nodeipam controller: %w", err)
+	cfg.Workers = 1 // the allocator is a single ordered state
+	c := &Controller{cfg: cfg, lister: inf.Lister(), queue: controller.NewQueue(Name, &cfg.Config), set: set, byNode: map[string]*net.IPNet{}}
+	if err := c.queue.Watch(inf.Informer(), controller.On(controller.AllEvents, c.queue.Enqueue)); err != nil {
+		return nil, err
 	}
 	return c, nil
 }
 
-// Run allocates until ctx ends. Worker count is forced to one: the
-// allocator is a single ordered state.
+// Run allocates until ctx ends, with one worker whatever Config.Workers
+// says: the allocator is a single ordered state.
 func (c *Controller) Run(ctx context.Context) error {
-	c.cfg.Workers = 1
-	return controller.Loop(ctx, &c.cfg.Config, c.queue, c.synced, c.sync)
+	return c.queue.Run(ctx, c.sync)
 }
 
 // occupyExisting records the subnets nodes already have, before the first

@@ -30,7 +30,6 @@ import (
 	coordinationlisters "k8s.io/client-go/listers/coordination/v1"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
-	"k8s.io/client-go/util/workqueue"
 
 	"berth/controlplane/controller"
 	"berth/internal/errdefs"
@@ -91,8 +90,7 @@ type Controller struct {
 	nodeLister  corelisters.NodeLister
 	leaseLister coordinationlisters.LeaseLister
 	podIndexer  cache.Indexer
-	synced      []cache.InformerSynced
-	queue       workqueue.TypedRateLimitingInterface[string]
+	queue       *controller.Queue
 
 	mu     sync.Mutex
 	health map[string]*Health
@@ -120,29 +118,24 @@ func New(cfg Config) (*Controller, error) {
 	}
 	c := &Controller{
 		cfg: cfg, nodeLister: nodeInf.Lister(), leaseLister: leaseInf.Lister(), podIndexer: podInf.Informer().GetIndexer(),
-		synced: []cache.InformerSynced{nodeInf.Informer().HasSynced, leaseInf.Informer().HasSynced, podInf.Informer().HasSynced},
-		queue:  controller.NewQueue(Name, cfg.Clock), health: map[string]*Health{},
+		queue: controller.NewQueue(Name, &cfg.Config), health: map[string]*Health{},
 	}
-	nodeKey := func(obj any) {
-		if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-			obj = tomb.Obj
-		}
-		if n, ok := obj.(*corev1.Node); ok {
-			c.queue.Add(n.Name)
-		}
+	if err := c.queue.Watch(nodeInf.Informer(), controller.On(controller.AllEvents, c.queue.Enqueue)); err != nil {
+		return nil, err
 	}
-	if _, err := nodeInf.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{AddFunc: nodeKey, UpdateFunc: func(_, cur any) { nodeKey(cur) }, DeleteFunc: nodeKey}); err != nil {
-		return nil, fmt.Errorf("nodelifecycle controller: %w", err)
+	if err := c.queue.Watch(leaseInf.Informer(), nil); err != nil {
+		return nil, err
 	}
-	if _, err := podInf.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{AddFunc: func(obj any) {
-		// A pod scheduled onto an already tainted node is judged at once.
-		if p, ok := obj.(*corev1.Pod); ok && p.Spec.NodeName != "" {
+	// A pod scheduled onto an already tainted node is judged at once.
+	podAdded := func(p *corev1.Pod) {
+		if p.Spec.NodeName != "" {
 			if n, err := c.nodeLister.Get(p.Spec.NodeName); err == nil && len(n.Spec.Taints) > 0 {
 				c.queue.Add(n.Name)
 			}
 		}
-	}}); err != nil {
-		return nil, fmt.Errorf("nodelifecycle controller: %w", err)
+	}
+	if err := c.queue.Watch(podInf.Informer(), controller.On(controller.Added, podAdded)); err != nil {
+		return nil, err
 	}
 	return c, nil
 }
@@ -150,25 +143,15 @@ func New(cfg Config) (*Controller, error) {
 // Run monitors nodes until ctx ends: every MonitorPeriod each node is
 // checked, besides the checks node changes trigger.
 func (c *Controller) Run(ctx context.Context) error {
-	go func() {
-		if !cache.WaitForCacheSync(ctx.Done(), c.synced...) {
-			return
+	go c.queue.Resync(ctx, c.cfg.MonitorPeriod, func() []string {
+		nodes, _ := c.nodeLister.List(labels.Everything())
+		names := make([]string, len(nodes))
+		for i, n := range nodes {
+			names[i] = n.Name
 		}
-		t := c.cfg.Clock.NewTicker(c.cfg.MonitorPeriod)
-		defer t.Stop()
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case <-t.C():
-				nodes, _ := c.nodeLister.List(labels.Everything())
-				for _, n := range nodes {
-					c.queue.Add(n.Name)
-				}
-			}
-		}
-	}()
-	return controller.Loop(ctx, &c.cfg.Config, c.queue, c.synced, c.sync)
+		return names
+	})
+	return c.queue.Run(ctx, c.sync)
 }
 
 func (c *Controller) sync(ctx context.Context, name string) error {

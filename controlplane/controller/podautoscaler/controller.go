@@ -30,7 +30,6 @@ import (
 	autoscalinglisters "k8s.io/client-go/listers/autoscaling/v2"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
-	"k8s.io/client-go/util/workqueue"
 	metricsv1beta1 "k8s.io/metrics/pkg/apis/metrics/v1beta1"
 
 	"berth/controlplane/controller"
@@ -58,8 +57,7 @@ type Controller struct {
 	cfg       Config
 	hpaLister autoscalinglisters.HorizontalPodAutoscalerLister
 	podLister corelisters.PodLister
-	synced    []cache.InformerSynced
-	queue     workqueue.TypedRateLimitingInterface[string]
+	queue     *controller.Queue
 
 	mu              sync.Mutex
 	recommendations map[string][]Recommendation
@@ -79,32 +77,28 @@ func New(cfg Config) (*Controller, error) {
 	podInf := cfg.Informers.Core().V1().Pods()
 	c := &Controller{
 		cfg: cfg, hpaLister: hpaInf.Lister(), podLister: podInf.Lister(),
-		synced:          []cache.InformerSynced{hpaInf.Informer().HasSynced, podInf.Informer().HasSynced},
-		queue:           controller.NewQueue(Name, cfg.Clock),
+		queue:           controller.NewQueue(Name, &cfg.Config),
 		recommendations: map[string][]Recommendation{}, upEvents: map[string][]ScaleEvent{}, downEvents: map[string][]ScaleEvent{},
 	}
-	if _, err := hpaInf.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc: c.enqueue, UpdateFunc: func(old, cur any) {
+	if err := c.queue.Watch(hpaInf.Informer(), cache.ResourceEventHandlerFuncs{
+		AddFunc: c.queue.Enqueue, UpdateFunc: func(old, cur any) {
 			if o, n := old.(*autoscalingv2.HorizontalPodAutoscaler), cur.(*autoscalingv2.HorizontalPodAutoscaler); !apiequality.Semantic.DeepEqual(o.Spec, n.Spec) {
-				c.enqueue(cur)
+				c.queue.Enqueue(cur)
 			}
 		},
 		DeleteFunc: c.forget,
 	}); err != nil {
-		return nil, fmt.Errorf("hpa controller: %w", err)
+		return nil, err
+	}
+	if err := c.queue.Watch(podInf.Informer(), nil); err != nil {
+		return nil, err
 	}
 	return c, nil
 }
 
 // Run evaluates HPAs until ctx ends.
 func (c *Controller) Run(ctx context.Context) error {
-	return controller.Loop(ctx, &c.cfg.Config, c.queue, c.synced, c.sync)
-}
-
-func (c *Controller) enqueue(obj any) {
-	if key, ok := controller.KeyFunc(obj); ok {
-		c.queue.Add(key)
-	}
+	return c.queue.Run(ctx, c.sync)
 }
 
 func (c *Controller) forget(obj any) {

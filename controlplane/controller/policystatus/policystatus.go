@@ -18,8 +18,6 @@ import (
 	"k8s.io/client-go/discovery/cached/memory"
 	listers "k8s.io/client-go/listers/admissionregistration/v1"
 	"k8s.io/client-go/restmapper"
-	"k8s.io/client-go/tools/cache"
-	"k8s.io/client-go/util/workqueue"
 
 	"berth/controlplane/controller"
 )
@@ -39,8 +37,7 @@ type Config struct {
 type Controller struct {
 	cfg     Config
 	lister  listers.ValidatingAdmissionPolicyLister
-	synced  []cache.InformerSynced
-	queue   workqueue.TypedRateLimitingInterface[string]
+	queue   *controller.Queue
 	checker *validating.TypeChecker
 }
 
@@ -51,21 +48,17 @@ func New(cfg Config) (*Controller, error) {
 	}
 	inf := cfg.Informers.Admissionregistration().V1().ValidatingAdmissionPolicies()
 	disco := cfg.Client.Discovery()
-	c := &Controller{cfg: cfg, lister: inf.Lister(), synced: []cache.InformerSynced{inf.Informer().HasSynced},
-		queue: controller.NewQueue(Name, cfg.Clock),
+	c := &Controller{cfg: cfg, lister: inf.Lister(), queue: controller.NewQueue(Name, &cfg.Config),
 		checker: &validating.TypeChecker{
 			SchemaResolver: &resolver.ClientDiscoveryResolver{Discovery: disco},
 			RestMapper:     restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(disco)),
 		}}
-	enqueue := func(obj any) {
-		if p, ok := obj.(*admissionregistrationv1.ValidatingAdmissionPolicy); ok && Stale(p) {
+	enqueue := func(p *admissionregistrationv1.ValidatingAdmissionPolicy) {
+		if Stale(p) {
 			c.queue.Add(p.Name)
 		}
 	}
-	if _, err := inf.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    enqueue,
-		UpdateFunc: func(_, cur any) { enqueue(cur) },
-	}); err != nil {
+	if err := c.queue.Watch(inf.Informer(), controller.On(controller.Added|controller.Updated, enqueue)); err != nil {
 		return nil, err
 	}
 	return c, nil
@@ -78,7 +71,7 @@ func Stale(p *admissionregistrationv1.ValidatingAdmissionPolicy) bool {
 
 // Run syncs until ctx ends.
 func (c *Controller) Run(ctx context.Context) error {
-	return controller.Loop(ctx, &c.cfg.Config, c.queue, c.synced, c.sync)
+	return c.queue.Run(ctx, c.sync)
 }
 
 func (c *Controller) sync(ctx context.Context, name string) error {

@@ -14,10 +14,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/types"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
-	"k8s.io/client-go/util/workqueue"
 
 	"berth/controlplane/controller"
 	"berth/controlplane/controller/controllerref"
@@ -41,9 +39,9 @@ type Controller struct {
 	cfg          Config
 	owners       owners
 	podLister    corelisters.PodLister
-	synced       []cache.InformerSynced
-	queue        workqueue.TypedRateLimitingInterface[string]
+	queue        *controller.Queue
 	expectations *Expectations
+	pods         controllerref.Adopter[*appsv1.ReplicaSet, *corev1.Pod]
 }
 
 // owners is the kind of object a Controller keeps replicas for, seen as
@@ -78,36 +76,32 @@ func newController(cfg Config, name string, o owners) (*Controller, error) {
 		cfg:          cfg,
 		owners:       o,
 		podLister:    podInf.Lister(),
-		synced:       []cache.InformerSynced{o.informer().HasSynced, podInf.Informer().HasSynced},
-		queue:        controller.NewQueue(name, cfg.Clock),
+		queue:        controller.NewQueue(name, &cfg.Config),
 		expectations: NewExpectations(cfg.Clock),
+		pods:         controllerref.PodAdopter[*appsv1.ReplicaSet](cfg.Client, o.kind(), o.fetch),
 	}
-	if _, err := o.informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    c.enqueue,
-		UpdateFunc: func(_, cur any) { c.enqueue(cur) },
+	deps := &controller.Dependents[*appsv1.ReplicaSet, *corev1.Pod]{
+		Owners: controller.Owners[*appsv1.ReplicaSet]{Kind: o.kind(), Get: o.get, List: o.list,
+			Selector: func(rs *appsv1.ReplicaSet) *metav1.LabelSelector { return rs.Spec.Selector }},
+		Queue: c.queue, Observer: c.expectations,
+		Ready: isReady, MinReadySeconds: func(rs *appsv1.ReplicaSet) int32 { return rs.Spec.MinReadySeconds },
+	}
+	if err := c.queue.Watch(o.informer(), cache.ResourceEventHandlerFuncs{
+		AddFunc:    c.queue.Enqueue,
+		UpdateFunc: func(_, cur any) { c.queue.Enqueue(cur) },
 		DeleteFunc: c.deleteRS,
 	}); err != nil {
-		return nil, fmt.Errorf("%s controller: %w", name, err)
+		return nil, err
 	}
-	if _, err := podInf.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    c.addPod,
-		UpdateFunc: c.updatePod,
-		DeleteFunc: c.deletePod,
-	}); err != nil {
-		return nil, fmt.Errorf("%s controller: %w", name, err)
+	if err := c.queue.Watch(podInf.Informer(), deps.Handler()); err != nil {
+		return nil, err
 	}
 	return c, nil
 }
 
 // Run syncs ReplicaSets until ctx ends.
 func (c *Controller) Run(ctx context.Context) error {
-	return controller.Loop(ctx, &c.cfg.Config, c.queue, c.synced, c.sync)
-}
-
-func (c *Controller) enqueue(obj any) {
-	if key, ok := controller.KeyFunc(obj); ok {
-		c.queue.Add(key)
-	}
+	return c.queue.Run(ctx, c.sync)
 }
 
 func (c *Controller) deleteRS(obj any) {
@@ -115,109 +109,6 @@ func (c *Controller) deleteRS(obj any) {
 		c.expectations.Delete(key)
 		c.queue.Add(key)
 	}
-}
-
-// owner resolves a pod's controllerRef to an owner in the cache.
-func (c *Controller) owner(p *corev1.Pod, ref *metav1.OwnerReference) *appsv1.ReplicaSet {
-	gvk := c.owners.kind()
-	if ref == nil || ref.Kind != gvk.Kind || ref.APIVersion != gvk.GroupVersion().String() {
-		return nil
-	}
-	rs, err := c.owners.get(p.Namespace, ref.Name)
-	if err != nil || rs.UID != ref.UID {
-		return nil
-	}
-	return rs
-}
-
-// enqueueMatching enqueues every ReplicaSet whose selector matches orphan p.
-func (c *Controller) enqueueMatching(p *corev1.Pod) {
-	all, err := c.owners.list(p.Namespace)
-	if err != nil {
-		return
-	}
-	for _, rs := range all {
-		sel, err := metav1.LabelSelectorAsSelector(rs.Spec.Selector)
-		if err != nil || sel.Empty() || !sel.Matches(labels.Set(p.Labels)) {
-			continue
-		}
-		c.enqueue(rs)
-	}
-}
-
-func (c *Controller) addPod(obj any) {
-	p := obj.(*corev1.Pod)
-	if p.DeletionTimestamp != nil {
-		c.deletePod(p)
-		return
-	}
-	if ref := metav1.GetControllerOfNoCopy(p); ref != nil {
-		if rs := c.owner(p, ref); rs != nil {
-			key, _ := controller.KeyFunc(rs)
-			c.expectations.CreationObserved(key)
-			c.queue.Add(key)
-		}
-		return
-	}
-	c.enqueueMatching(p)
-}
-
-func (c *Controller) updatePod(oldObj, curObj any) {
-	old, cur := oldObj.(*corev1.Pod), curObj.(*corev1.Pod)
-	if old.ResourceVersion == cur.ResourceVersion {
-		return
-	}
-	if cur.DeletionTimestamp != nil {
-		c.deletePod(cur)
-		if !equality.Semantic.DeepEqual(old.Labels, cur.Labels) {
-			c.deletePod(old)
-		}
-		return
-	}
-	oldRef, curRef := metav1.GetControllerOfNoCopy(old), metav1.GetControllerOfNoCopy(cur)
-	if oldRef != nil && (curRef == nil || *oldRef != *curRef) {
-		if rs := c.owner(old, oldRef); rs != nil {
-			c.enqueue(rs)
-		}
-	}
-	if curRef != nil {
-		rs := c.owner(cur, curRef)
-		if rs == nil {
-			return
-		}
-		c.enqueue(rs)
-		// A pod that just became ready becomes available minReadySeconds
-		// later: look again then.
-		if !isReady(old) && isReady(cur) && rs.Spec.MinReadySeconds > 0 {
-			key, _ := controller.KeyFunc(rs)
-			c.queue.AddAfter(key, time.Duration(rs.Spec.MinReadySeconds)*time.Second+time.Second)
-		}
-		return
-	}
-	if !equality.Semantic.DeepEqual(old.Labels, cur.Labels) || oldRef != nil {
-		c.enqueueMatching(cur)
-	}
-}
-
-func (c *Controller) deletePod(obj any) {
-	p, ok := obj.(*corev1.Pod)
-	if !ok {
-		tomb, ok := obj.(cache.DeletedFinalStateUnknown)
-		if !ok {
-			return
-		}
-		if p, ok = tomb.Obj.(*corev1.Pod); !ok {
-			return
-		}
-	}
-	rs := c.owner(p, metav1.GetControllerOfNoCopy(p))
-	if rs == nil {
-		return
-	}
-	key, _ := controller.KeyFunc(rs)
-	podKey, _ := controller.KeyFunc(p)
-	c.expectations.DeletionObserved(key, podKey)
-	c.queue.Add(key)
 }
 
 func (c *Controller) sync(ctx context.Context, key string) error {
@@ -243,7 +134,7 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 	if err != nil {
 		return err
 	}
-	owned, claimErr := c.claim(ctx, rs, Claim(rs, sel, pods))
+	owned, claimErr := c.pods.Execute(ctx, rs, Claim(rs, sel, pods))
 
 	var manageErr error
 	if claimErr == nil {
@@ -268,41 +159,6 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 		c.queue.AddAfter(key, time.Duration(updated.Spec.MinReadySeconds)*time.Second)
 	}
 	return errors.Join(claimErr, manageErr)
-}
-
-// claim adopts and releases pods; it returns the pods rs owns afterwards.
-// Before the first adoption it re-reads rs from the apiserver so that a
-// ReplicaSet deleted and recreated under the same name does not adopt.
-func (c *Controller) claim(ctx context.Context, rs *appsv1.ReplicaSet, cl controllerref.Claim[*corev1.Pod]) ([]*corev1.Pod, error) {
-	owned := cl.Owned
-	var errs []error
-	if len(cl.Adopt) > 0 {
-		fresh, err := c.owners.fetch(ctx, rs.Namespace, rs.Name)
-		switch {
-		case err != nil:
-			errs = append(errs, fmt.Errorf("re-read %s/%s before adopting: %w", rs.Namespace, rs.Name, err))
-		case fresh.UID != rs.UID || fresh.DeletionTimestamp != nil:
-			errs = append(errs, fmt.Errorf("%s/%s changed (uid %s, deleting %v); not adopting", rs.Namespace, rs.Name, fresh.UID, fresh.DeletionTimestamp != nil))
-		default:
-			for _, p := range cl.Adopt {
-				_, err := c.cfg.Client.CoreV1().Pods(p.Namespace).Patch(ctx, p.Name, types.StrategicMergePatchType, controllerref.AdoptPatch(rs, c.owners.kind(), p.UID), metav1.PatchOptions{})
-				if err != nil {
-					if !apierrors.IsNotFound(err) {
-						errs = append(errs, fmt.Errorf("adopt pod %s: %w", p.Name, err))
-					}
-					continue
-				}
-				owned = append(owned, p)
-			}
-		}
-	}
-	for _, p := range cl.Release {
-		_, err := c.cfg.Client.CoreV1().Pods(p.Namespace).Patch(ctx, p.Name, types.StrategicMergePatchType, controllerref.ReleasePatch(rs.UID, p.UID), metav1.PatchOptions{})
-		if err != nil && !apierrors.IsNotFound(err) {
-			errs = append(errs, fmt.Errorf("release pod %s: %w", p.Name, err))
-		}
-	}
-	return owned, errors.Join(errs...)
 }
 
 // execute creates or deletes pods as plan says (through PodControl, so

@@ -14,8 +14,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	corelisters "k8s.io/client-go/listers/core/v1"
-	"k8s.io/client-go/tools/cache"
-	"k8s.io/client-go/util/workqueue"
 
 	"berth/controlplane/controller"
 	"berth/internal/errdefs"
@@ -48,8 +46,7 @@ type Controller struct {
 	cfg      Config
 	nsLister corelisters.NamespaceLister
 	cmLister corelisters.ConfigMapLister
-	synced   []cache.InformerSynced
-	queue    workqueue.TypedRateLimitingInterface[string]
+	queue    *controller.Queue
 }
 
 // New validates cfg and registers Namespace and ConfigMap informers.
@@ -62,39 +59,24 @@ func New(cfg Config) (*Controller, error) {
 	}
 	nsInf := cfg.Informers.Core().V1().Namespaces()
 	cmInf := cfg.Informers.Core().V1().ConfigMaps()
-	c := &Controller{
-		cfg: cfg, nsLister: nsInf.Lister(), cmLister: cmInf.Lister(),
-		synced: []cache.InformerSynced{nsInf.Informer().HasSynced, cmInf.Informer().HasSynced},
-		queue:  controller.NewQueue(Name, cfg.Clock),
+	c := &Controller{cfg: cfg, nsLister: nsInf.Lister(), cmLister: cmInf.Lister(), queue: controller.NewQueue(Name, &cfg.Config)}
+	if err := c.queue.Watch(nsInf.Informer(), controller.On(controller.Added|controller.Updated, c.queue.Enqueue)); err != nil {
+		return nil, err
 	}
-	nsKey := func(obj any) {
-		if ns, ok := obj.(*corev1.Namespace); ok {
-			c.queue.Add(ns.Name)
-		}
-	}
-	if _, err := nsInf.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{AddFunc: nsKey, UpdateFunc: func(_, cur any) { nsKey(cur) }}); err != nil {
-		return nil, fmt.Errorf("%s controller: %w", Name, err)
-	}
-	cmKey := func(obj any) {
-		if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-			obj = tomb.Obj
-		}
-		if cm, ok := obj.(*corev1.ConfigMap); ok && cm.Name == ConfigMapName {
+	published := func(cm *corev1.ConfigMap) {
+		if cm.Name == ConfigMapName {
 			c.queue.Add(cm.Namespace)
 		}
 	}
-	if _, err := cmInf.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
-		UpdateFunc: func(_, cur any) { cmKey(cur) },
-		DeleteFunc: cmKey,
-	}); err != nil {
-		return nil, fmt.Errorf("%s controller: %w", Name, err)
+	if err := c.queue.Watch(cmInf.Informer(), controller.On(controller.Updated|controller.Deleted, published)); err != nil {
+		return nil, err
 	}
 	return c, nil
 }
 
 // Run publishes the ConfigMap until ctx ends.
 func (c *Controller) Run(ctx context.Context) error {
-	return controller.Loop(ctx, &c.cfg.Config, c.queue, c.synced, c.sync)
+	return c.queue.Run(ctx, c.sync)
 }
 
 // Action is what Plan decides.

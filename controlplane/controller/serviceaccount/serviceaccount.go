@@ -11,8 +11,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	corelisters "k8s.io/client-go/listers/core/v1"
-	"k8s.io/client-go/tools/cache"
-	"k8s.io/client-go/util/workqueue"
 
 	"berth/controlplane/controller"
 )
@@ -33,8 +31,7 @@ type Controller struct {
 	cfg      Config
 	nsLister corelisters.NamespaceLister
 	saLister corelisters.ServiceAccountLister
-	synced   []cache.InformerSynced
-	queue    workqueue.TypedRateLimitingInterface[string]
+	queue    *controller.Queue
 }
 
 // New validates cfg and registers Namespace and ServiceAccount informers.
@@ -44,35 +41,24 @@ func New(cfg Config) (*Controller, error) {
 	}
 	nsInf := cfg.Informers.Core().V1().Namespaces()
 	saInf := cfg.Informers.Core().V1().ServiceAccounts()
-	c := &Controller{
-		cfg: cfg, nsLister: nsInf.Lister(), saLister: saInf.Lister(),
-		synced: []cache.InformerSynced{nsInf.Informer().HasSynced, saInf.Informer().HasSynced},
-		queue:  controller.NewQueue(Name, cfg.Clock),
+	c := &Controller{cfg: cfg, nsLister: nsInf.Lister(), saLister: saInf.Lister(), queue: controller.NewQueue(Name, &cfg.Config)}
+	if err := c.queue.Watch(nsInf.Informer(), controller.On(controller.Added|controller.Updated, c.queue.Enqueue)); err != nil {
+		return nil, err
 	}
-	nsKey := func(obj any) {
-		if ns, ok := obj.(*corev1.Namespace); ok {
-			c.queue.Add(ns.Name)
-		}
-	}
-	if _, err := nsInf.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{AddFunc: nsKey, UpdateFunc: func(_, cur any) { nsKey(cur) }}); err != nil {
-		return nil, fmt.Errorf("serviceaccount controller: %w", err)
-	}
-	if _, err := saInf.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{DeleteFunc: func(obj any) {
-		if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-			obj = tomb.Obj
-		}
-		if sa, ok := obj.(*corev1.ServiceAccount); ok && sa.Name == DefaultName {
+	saDeleted := func(sa *corev1.ServiceAccount) {
+		if sa.Name == DefaultName {
 			c.queue.Add(sa.Namespace)
 		}
-	}}); err != nil {
-		return nil, fmt.Errorf("serviceaccount controller: %w", err)
+	}
+	if err := c.queue.Watch(saInf.Informer(), controller.On(controller.Deleted, saDeleted)); err != nil {
+		return nil, err
 	}
 	return c, nil
 }
 
 // Run keeps default ServiceAccounts until ctx ends.
 func (c *Controller) Run(ctx context.Context) error {
-	return controller.Loop(ctx, &c.cfg.Config, c.queue, c.synced, c.sync)
+	return c.queue.Run(ctx, c.sync)
 }
 
 // Missing returns the ServiceAccounts ns lacks (has reports whether one

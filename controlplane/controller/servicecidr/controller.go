@@ -24,8 +24,6 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	networkinglisters "k8s.io/client-go/listers/networking/v1"
-	"k8s.io/client-go/tools/cache"
-	"k8s.io/client-go/util/workqueue"
 
 	"berth/controlplane/controller"
 	"berth/controlplane/registry/core/service/ipallocator"
@@ -136,11 +134,10 @@ type Config struct {
 
 // Controller keeps the ServiceCIDRs' finalizer and Ready condition.
 type Controller struct {
-	cfg    Config
-	cidrs  networkinglisters.ServiceCIDRLister
-	ips    networkinglisters.IPAddressLister
-	synced []cache.InformerSynced
-	queue  workqueue.TypedRateLimitingInterface[string]
+	cfg   Config
+	cidrs networkinglisters.ServiceCIDRLister
+	ips   networkinglisters.IPAddressLister
+	queue *controller.Queue
 }
 
 // New validates cfg and registers the ServiceCIDRs and IPAddresses
@@ -151,38 +148,28 @@ func New(cfg Config) (*Controller, error) {
 	}
 	cinf := cfg.Informers.Networking().V1().ServiceCIDRs()
 	iinf := cfg.Informers.Networking().V1().IPAddresses()
-	c := &Controller{cfg: cfg, cidrs: cinf.Lister(), ips: iinf.Lister(),
-		synced: []cache.InformerSynced{cinf.Informer().HasSynced, iinf.Informer().HasSynced},
-		queue:  controller.NewQueue(Name, cfg.Clock)}
-	enqueue := func(obj any) {
-		if key, ok := controller.KeyFunc(obj); ok {
-			c.queue.Add(key)
-		}
-	}
-	if _, err := cinf.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    enqueue,
-		UpdateFunc: func(_, cur any) { enqueue(cur) },
-		DeleteFunc: enqueue,
-	}); err != nil {
-		return nil, fmt.Errorf("%s: %w", Name, err)
+	c := &Controller{cfg: cfg, cidrs: cinf.Lister(), ips: iinf.Lister(), queue: controller.NewQueue(Name, &cfg.Config)}
+	if err := c.queue.Watch(cinf.Informer(), controller.On(controller.AllEvents, c.queue.Enqueue)); err != nil {
+		return nil, err
 	}
 	// A released address may unblock a terminating ServiceCIDR.
-	if _, err := iinf.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{DeleteFunc: func(any) {
+	released := func(any) {
 		all, _ := c.cidrs.List(labels.Everything())
 		for _, sc := range all {
 			if sc.DeletionTimestamp != nil {
 				c.queue.Add(sc.Name)
 			}
 		}
-	}}); err != nil {
-		return nil, fmt.Errorf("%s: %w", Name, err)
+	}
+	if err := c.queue.Watch(iinf.Informer(), controller.On(controller.Deleted, released)); err != nil {
+		return nil, err
 	}
 	return c, nil
 }
 
 // Run syncs ServiceCIDRs until ctx ends.
 func (c *Controller) Run(ctx context.Context) error {
-	return controller.Loop(ctx, &c.cfg.Config, c.queue, c.synced, c.sync)
+	return c.queue.Run(ctx, c.sync)
 }
 
 func (c *Controller) sync(ctx context.Context, key string) error {

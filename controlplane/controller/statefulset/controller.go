@@ -24,11 +24,9 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/apimachinery/pkg/types"
 	appslisters "k8s.io/client-go/listers/apps/v1"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
-	"k8s.io/client-go/util/workqueue"
 
 	"berth/controlplane/controller"
 	"berth/controlplane/controller/controllerref"
@@ -57,8 +55,8 @@ type Controller struct {
 	podLister   corelisters.PodLister
 	claimLister corelisters.PersistentVolumeClaimLister
 	revLister   appslisters.ControllerRevisionLister
-	synced      []cache.InformerSynced
-	queue       workqueue.TypedRateLimitingInterface[string]
+	queue       *controller.Queue
+	fresh       func(ctx context.Context, namespace, name string) (*appsv1.StatefulSet, error)
 }
 
 // New validates cfg and registers the controller's informers
@@ -73,20 +71,25 @@ func New(cfg Config) (*Controller, error) {
 	revInf := cfg.Informers.Apps().V1().ControllerRevisions()
 	c := &Controller{
 		cfg: cfg, setLister: setInf.Lister(), podLister: podInf.Lister(), claimLister: claimInf.Lister(), revLister: revInf.Lister(),
-		synced: []cache.InformerSynced{setInf.Informer().HasSynced, podInf.Informer().HasSynced, claimInf.Informer().HasSynced, revInf.Informer().HasSynced},
-		queue:  controller.NewQueue(Name, cfg.Clock),
+		queue: controller.NewQueue(Name, &cfg.Config),
+		fresh: controllerref.Fetch[*appsv1.StatefulSet](cfg.Client.AppsV1().StatefulSets),
 	}
-	for _, reg := range []struct {
+	pods := &controller.Dependents[*appsv1.StatefulSet, *corev1.Pod]{
+		Owners: controller.OwnersFromLister(Kind, setInf.Lister().StatefulSets,
+			func(set *appsv1.StatefulSet) *metav1.LabelSelector { return set.Spec.Selector }),
+		Queue: c.queue, Ready: controller.PodReady, MinReadySeconds: func(set *appsv1.StatefulSet) int32 { return set.Spec.MinReadySeconds },
+	}
+	for _, w := range []struct {
 		inf cache.SharedIndexInformer
 		h   cache.ResourceEventHandler
 	}{
-		{setInf.Informer(), cache.ResourceEventHandlerFuncs{AddFunc: c.enqueue, UpdateFunc: func(_, cur any) { c.enqueue(cur) }, DeleteFunc: c.enqueue}},
-		{podInf.Informer(), cache.ResourceEventHandlerFuncs{AddFunc: c.addPod, UpdateFunc: c.updatePod, DeleteFunc: c.deletePod}},
-		{claimInf.Informer(), cache.ResourceEventHandlerFuncs{}},
-		{revInf.Informer(), cache.ResourceEventHandlerFuncs{}},
+		{setInf.Informer(), controller.On(controller.AllEvents, c.queue.Enqueue)},
+		{podInf.Informer(), pods.Handler()},
+		{claimInf.Informer(), nil},
+		{revInf.Informer(), nil},
 	} {
-		if _, err := reg.inf.AddEventHandler(reg.h); err != nil {
-			return nil, fmt.Errorf("statefulset controller: %w", err)
+		if err := c.queue.Watch(w.inf, w.h); err != nil {
+			return nil, err
 		}
 	}
 	return c, nil
@@ -94,111 +97,15 @@ func New(cfg Config) (*Controller, error) {
 
 // Run syncs StatefulSets until ctx ends.
 func (c *Controller) Run(ctx context.Context) error {
-	return controller.Loop(ctx, &c.cfg.Config, c.queue, c.synced, c.sync)
-}
-
-func (c *Controller) enqueue(obj any) {
-	if key, ok := controller.KeyFunc(obj); ok {
-		c.queue.Add(key)
-	}
-}
-
-// owner resolves a controllerRef to a StatefulSet in the cache.
-func (c *Controller) owner(ns string, ref *metav1.OwnerReference) *appsv1.StatefulSet {
-	if ref == nil || ref.Kind != Kind.Kind {
-		return nil
-	}
-	set, err := c.setLister.StatefulSets(ns).Get(ref.Name)
-	if err != nil || set.UID != ref.UID {
-		return nil
-	}
-	return set
-}
-
-// enqueueMatching enqueues every StatefulSet whose selector matches orphan p.
-func (c *Controller) enqueueMatching(p *corev1.Pod) {
-	all, err := c.setLister.StatefulSets(p.Namespace).List(labels.Everything())
-	if err != nil {
-		return
-	}
-	for _, set := range all {
-		sel, err := metav1.LabelSelectorAsSelector(set.Spec.Selector)
-		if err == nil && !sel.Empty() && sel.Matches(labels.Set(p.Labels)) {
-			c.enqueue(set)
-		}
-	}
-}
-
-func (c *Controller) addPod(obj any) {
-	p := obj.(*corev1.Pod)
-	if p.DeletionTimestamp != nil {
-		c.deletePod(p)
-		return
-	}
-	if ref := metav1.GetControllerOfNoCopy(p); ref != nil {
-		if set := c.owner(p.Namespace, ref); set != nil {
-			c.enqueue(set)
-		}
-		return
-	}
-	c.enqueueMatching(p)
-}
-
-func (c *Controller) updatePod(oldObj, curObj any) {
-	old, cur := oldObj.(*corev1.Pod), curObj.(*corev1.Pod)
-	if old.ResourceVersion == cur.ResourceVersion {
-		return
-	}
-	oldRef, curRef := metav1.GetControllerOfNoCopy(old), metav1.GetControllerOfNoCopy(cur)
-	if oldRef != nil && (curRef == nil || *oldRef != *curRef) {
-		if set := c.owner(old.Namespace, oldRef); set != nil {
-			c.enqueue(set)
-		}
-	}
-	if curRef == nil {
-		c.enqueueMatching(cur)
-		return
-	}
-	set := c.owner(cur.Namespace, curRef)
-	if set == nil {
-		return
-	}
-	c.enqueue(set)
-	// A pod that just became ready becomes available minReadySeconds later.
-	if !controller.PodReady(old) && controller.PodReady(cur) && set.Spec.MinReadySeconds > 0 {
-		key, _ := controller.KeyFunc(set)
-		c.queue.AddAfter(key, time.Duration(set.Spec.MinReadySeconds)*time.Second+time.Second)
-	}
-}
-
-func (c *Controller) deletePod(obj any) {
-	p, ok := obj.(*corev1.Pod)
-	if !ok {
-		tomb, ok := obj.(cache.DeletedFinalStateUnknown)
-		if !ok {
-			return
-		}
-		if p, ok = tomb.Obj.(*corev1.Pod); !ok {
-			return
-		}
-	}
-	if set := c.owner(p.Namespace, metav1.GetControllerOfNoCopy(p)); set != nil {
-		c.enqueue(set)
-	}
+	return c.queue.Run(ctx, c.sync)
 }
 
 func (c *Controller) sync(ctx context.Context, key string) error {
-	ns, name, err := cache.SplitMetaNamespaceKey(key)
-	if err != nil {
-		return nil
-	}
-	set, err := c.setLister.StatefulSets(ns).Get(name)
-	if apierrors.IsNotFound(err) {
-		return nil
-	}
-	if err != nil {
+	set, found, err := controller.Lookup[*appsv1.StatefulSet](key, c.setLister.StatefulSets)
+	if !found {
 		return err
 	}
+	ns := set.Namespace
 	set = set.DeepCopy()
 	sel, err := metav1.LabelSelectorAsSelector(set.Spec.Selector)
 	if err != nil {
@@ -275,45 +182,7 @@ func (c *Controller) claimPods(ctx context.Context, set *appsv1.StatefulSet, sel
 			members = append(members, p)
 		}
 	}
-	cl := controllerref.Plan(set, sel, members)
-	owned := cl.Owned
-	var errs []error
-	if len(cl.Adopt) > 0 {
-		if err := c.canAdopt(ctx, set); err != nil {
-			return nil, err
-		}
-		for _, p := range cl.Adopt {
-			_, err := c.cfg.Client.CoreV1().Pods(p.Namespace).Patch(ctx, p.Name, types.StrategicMergePatchType, controllerref.AdoptPatch(set, Kind, p.UID), metav1.PatchOptions{})
-			switch {
-			case err == nil:
-				owned = append(owned, p)
-			case !apierrors.IsNotFound(err):
-				errs = append(errs, fmt.Errorf("adopt pod %s: %w", p.Name, err))
-			}
-		}
-	}
-	for _, p := range cl.Release {
-		_, err := c.cfg.Client.CoreV1().Pods(p.Namespace).Patch(ctx, p.Name, types.StrategicMergePatchType, controllerref.ReleasePatch(set.UID, p.UID), metav1.PatchOptions{})
-		if err != nil && !apierrors.IsNotFound(err) {
-			errs = append(errs, fmt.Errorf("release pod %s: %w", p.Name, err))
-		}
-	}
-	return owned, errors.Join(errs...)
-}
-
-// canAdopt checks with the apiserver that set is still there and not being deleted.
-func (c *Controller) canAdopt(ctx context.Context, set *appsv1.StatefulSet) error {
-	fresh, err := c.cfg.Client.AppsV1().StatefulSets(set.Namespace).Get(ctx, set.Name, metav1.GetOptions{})
-	if err != nil {
-		return err
-	}
-	if fresh.UID != set.UID {
-		return fmt.Errorf("original StatefulSet %s/%s is gone: got uid %s, wanted %s", set.Namespace, set.Name, fresh.UID, set.UID)
-	}
-	if fresh.DeletionTimestamp != nil {
-		return fmt.Errorf("%s/%s has just been deleted at %v", set.Namespace, set.Name, fresh.DeletionTimestamp)
-	}
-	return nil
+	return controllerref.PodAdopter(c.cfg.Client, Kind, c.fresh).Execute(ctx, set, controllerref.Plan(set, sel, members))
 }
 
 // revisions returns set's ControllerRevisions (matching its selector),
@@ -324,21 +193,8 @@ func (c *Controller) revisions(ctx context.Context, set *appsv1.StatefulSet, sel
 		return nil, err
 	}
 	cl := controllerref.Plan(set, sel, all)
-	owned := cl.Owned
-	if len(cl.Adopt) > 0 {
-		if err := c.canAdopt(ctx, set); err != nil {
-			return nil, fmt.Errorf("can't adopt ControllerRevisions: %w", err)
-		}
-		for _, r := range cl.Adopt {
-			adopted, err := c.cfg.Client.AppsV1().ControllerRevisions(set.Namespace).Patch(ctx, r.Name, types.StrategicMergePatchType,
-				controllerref.AdoptPatch(set, Kind, r.UID), metav1.PatchOptions{})
-			if err != nil {
-				return nil, fmt.Errorf("adopt revision %s: %w", r.Name, err)
-			}
-			owned = append(owned, adopted)
-		}
-	}
-	return owned, nil
+	cl.Release = nil // revisions that stopped matching are left as they are
+	return controllerref.RevisionAdopter(c.cfg.Client, Kind, c.fresh).Execute(ctx, set, cl)
 }
 
 // recordRevision makes the update revision exist: renumbered, or created

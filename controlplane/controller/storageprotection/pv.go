@@ -8,8 +8,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	corelisters "k8s.io/client-go/listers/core/v1"
-	"k8s.io/client-go/tools/cache"
-	"k8s.io/client-go/util/workqueue"
 
 	"berth/controlplane/controller"
 )
@@ -27,8 +25,7 @@ type PVConfig struct {
 type PVController struct {
 	cfg     PVConfig
 	volumes corelisters.PersistentVolumeLister
-	synced  []cache.InformerSynced
-	queue   workqueue.TypedRateLimitingInterface[string]
+	queue   *controller.Queue
 }
 
 // NewPV validates cfg and registers a PersistentVolume informer.
@@ -37,29 +34,21 @@ func NewPV(cfg PVConfig) (*PVController, error) {
 		return nil, err
 	}
 	pvInf := cfg.Informers.Core().V1().PersistentVolumes()
-	c := &PVController{
-		cfg: cfg, volumes: pvInf.Lister(),
-		synced: []cache.InformerSynced{pvInf.Informer().HasSynced},
-		queue:  controller.NewQueue(PVName, cfg.Clock),
-	}
-	changed := func(obj any) {
-		pv, ok := obj.(*corev1.PersistentVolume)
-		if ok && (deletionCandidate(pv, PVFinalizer) || needsFinalizer(pv, PVFinalizer)) {
+	c := &PVController{cfg: cfg, volumes: pvInf.Lister(), queue: controller.NewQueue(PVName, &cfg.Config)}
+	changed := func(pv *corev1.PersistentVolume) {
+		if deletionCandidate(pv, PVFinalizer) || needsFinalizer(pv, PVFinalizer) {
 			c.queue.Add(pv.Name)
 		}
 	}
-	if _, err := pvInf.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    changed,
-		UpdateFunc: func(_, cur any) { changed(cur) },
-	}); err != nil {
-		return nil, fmt.Errorf("%s controller: %w", PVName, err)
+	if err := c.queue.Watch(pvInf.Informer(), controller.On(controller.Added|controller.Updated, changed)); err != nil {
+		return nil, err
 	}
 	return c, nil
 }
 
 // Run keeps volumes' protection finalizers until ctx ends.
 func (c *PVController) Run(ctx context.Context) error {
-	return controller.Loop(ctx, &c.cfg.Config, c.queue, c.synced, c.sync)
+	return c.queue.Run(ctx, c.sync)
 }
 
 func (c *PVController) sync(ctx context.Context, name string) error {

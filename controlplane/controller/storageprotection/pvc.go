@@ -10,7 +10,6 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
-	"k8s.io/client-go/util/workqueue"
 
 	"berth/controlplane/controller"
 	"berth/internal/errdefs"
@@ -30,8 +29,7 @@ type PVCController struct {
 	cfg    PVCConfig
 	claims corelisters.PersistentVolumeClaimLister
 	pods   corelisters.PodLister
-	synced []cache.InformerSynced
-	queue  workqueue.TypedRateLimitingInterface[string]
+	queue  *controller.Queue
 }
 
 // NewPVC validates cfg and registers PersistentVolumeClaim and Pod
@@ -42,34 +40,21 @@ func NewPVC(cfg PVCConfig) (*PVCController, error) {
 	}
 	pvcInf := cfg.Informers.Core().V1().PersistentVolumeClaims()
 	podInf := cfg.Informers.Core().V1().Pods()
-	c := &PVCController{
-		cfg: cfg, claims: pvcInf.Lister(), pods: podInf.Lister(),
-		synced: []cache.InformerSynced{pvcInf.Informer().HasSynced, podInf.Informer().HasSynced},
-		queue:  controller.NewQueue(PVCName, cfg.Clock),
-	}
-	claimChanged := func(obj any) {
-		claim, ok := obj.(*corev1.PersistentVolumeClaim)
-		if !ok || !(deletionCandidate(claim, PVCFinalizer) || needsFinalizer(claim, PVCFinalizer)) {
-			return
-		}
-		if key, ok := controller.KeyFunc(claim); ok {
-			c.queue.Add(key)
+	c := &PVCController{cfg: cfg, claims: pvcInf.Lister(), pods: podInf.Lister(), queue: controller.NewQueue(PVCName, &cfg.Config)}
+	claimChanged := func(claim *corev1.PersistentVolumeClaim) {
+		if deletionCandidate(claim, PVCFinalizer) || needsFinalizer(claim, PVCFinalizer) {
+			c.queue.Enqueue(claim)
 		}
 	}
-	if _, err := pvcInf.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    claimChanged,
-		UpdateFunc: func(_, cur any) { claimChanged(cur) },
-	}); err != nil {
-		return nil, fmt.Errorf("%s controller: %w", PVCName, err)
+	if err := c.queue.Watch(pvcInf.Informer(), controller.On(controller.Added|controller.Updated, claimChanged)); err != nil {
+		return nil, err
 	}
-	if _, err := podInf.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc: func(obj any) { c.podChanged(nil, obj, false) },
-		UpdateFunc: func(old, cur any) {
-			c.podChanged(old, cur, false)
-		},
+	if err := c.queue.Watch(podInf.Informer(), cache.ResourceEventHandlerFuncs{
+		AddFunc:    func(obj any) { c.podChanged(nil, obj, false) },
+		UpdateFunc: func(old, cur any) { c.podChanged(old, cur, false) },
 		DeleteFunc: func(obj any) { c.podChanged(nil, obj, true) },
 	}); err != nil {
-		return nil, fmt.Errorf("%s controller: %w", PVCName, err)
+		return nil, err
 	}
 	return c, nil
 }
@@ -96,16 +81,13 @@ func (c *PVCController) podChanged(old, cur any, deleted bool) {
 
 // asPod unwraps a pod, or a tombstone of one.
 func asPod(obj any) *corev1.Pod {
-	if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-		obj = tomb.Obj
-	}
-	pod, _ := obj.(*corev1.Pod)
+	pod, _ := controller.Object[*corev1.Pod](obj)
 	return pod
 }
 
 // Run keeps claims' protection finalizers until ctx ends.
 func (c *PVCController) Run(ctx context.Context) error {
-	return controller.Loop(ctx, &c.cfg.Config, c.queue, c.synced, c.sync)
+	return c.queue.Run(ctx, c.sync)
 }
 
 func (c *PVCController) sync(ctx context.Context, key string) error {

@@ -18,8 +18,6 @@ import (
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/client-go/informers"
 	corelisters "k8s.io/client-go/listers/core/v1"
-	"k8s.io/client-go/tools/cache"
-	"k8s.io/client-go/util/workqueue"
 
 	"berth/controlplane/authentication"
 	"berth/controlplane/controller"
@@ -50,8 +48,7 @@ type Controller struct {
 	cfg     Config
 	secrets informers.SharedInformerFactory
 	lister  corelisters.SecretLister
-	synced  []cache.InformerSynced
-	queue   workqueue.TypedRateLimitingInterface[string]
+	queue   *controller.Queue
 }
 
 // New validates cfg and builds an informer of kube-system's bootstrap token
@@ -66,18 +63,9 @@ func New(cfg Config) (*Controller, error) {
 			o.FieldSelector = fields.OneTermEqualSelector("type", string(authentication.BootstrapTokenSecretType)).String()
 		}))
 	inf := factory.Core().V1().Secrets()
-	c := &Controller{cfg: cfg, secrets: factory, lister: inf.Lister(), synced: []cache.InformerSynced{inf.Informer().HasSynced},
-		queue: controller.NewQueue(Name, cfg.Clock)}
-	enqueue := func(obj any) {
-		if key, ok := controller.KeyFunc(obj); ok {
-			c.queue.Add(key)
-		}
-	}
-	if _, err := inf.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    enqueue,
-		UpdateFunc: func(_, cur any) { enqueue(cur) },
-	}); err != nil {
-		return nil, fmt.Errorf("%s controller: %w", Name, err)
+	c := &Controller{cfg: cfg, secrets: factory, lister: inf.Lister(), queue: controller.NewQueue(Name, &cfg.Config)}
+	if err := c.queue.Watch(inf.Informer(), controller.On(controller.Added|controller.Updated, c.queue.Enqueue)); err != nil {
+		return nil, err
 	}
 	return c, nil
 }
@@ -86,21 +74,15 @@ func New(cfg Config) (*Controller, error) {
 func (c *Controller) Run(ctx context.Context) error {
 	c.secrets.Start(ctx.Done())
 	defer c.secrets.Shutdown()
-	return controller.Loop(ctx, &c.cfg.Config, c.queue, c.synced, c.sync)
+	return c.queue.Run(ctx, c.sync)
 }
 
 func (c *Controller) sync(ctx context.Context, key string) error {
-	ns, name, err := cache.SplitMetaNamespaceKey(key)
-	if err != nil {
-		return nil
-	}
-	s, err := c.lister.Secrets(ns).Get(name)
-	if apierrors.IsNotFound(err) {
-		return nil
-	}
-	if err != nil {
+	s, found, err := controller.Lookup[*corev1.Secret](key, c.lister.Secrets)
+	if !found {
 		return err
 	}
+	ns, name := s.Namespace, s.Name
 	expired, wait := Expiry(s, c.cfg.Clock.Now())
 	if !expired {
 		if wait > 0 {

@@ -16,8 +16,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	batchlisters "k8s.io/client-go/listers/batch/v1"
-	"k8s.io/client-go/tools/cache"
-	"k8s.io/client-go/util/workqueue"
 
 	"berth/controlplane/controller"
 	"berth/controlplane/controller/job"
@@ -56,8 +54,7 @@ type Config struct {
 type Controller struct {
 	cfg    Config
 	lister batchlisters.JobLister
-	synced []cache.InformerSynced
-	queue  workqueue.TypedRateLimitingInterface[string]
+	queue  *controller.Queue
 }
 
 // New validates cfg and registers the Jobs informer.
@@ -66,41 +63,29 @@ func New(cfg Config) (*Controller, error) {
 		return nil, err
 	}
 	inf := cfg.Informers.Batch().V1().Jobs()
-	c := &Controller{cfg: cfg, lister: inf.Lister(), synced: []cache.InformerSynced{inf.Informer().HasSynced},
-		queue: controller.NewQueue(Name, cfg.Clock)}
-	enqueue := func(obj any) {
-		if j, ok := obj.(*batchv1.Job); ok && j.Spec.TTLSecondsAfterFinished != nil && job.IsFinished(j) && j.DeletionTimestamp == nil {
-			if key, ok := controller.KeyFunc(j); ok {
-				c.queue.Add(key)
-			}
+	c := &Controller{cfg: cfg, lister: inf.Lister(), queue: controller.NewQueue(Name, &cfg.Config)}
+	enqueue := func(j *batchv1.Job) {
+		if j.Spec.TTLSecondsAfterFinished != nil && job.IsFinished(j) && j.DeletionTimestamp == nil {
+			c.queue.Enqueue(j)
 		}
 	}
-	if _, err := inf.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    enqueue,
-		UpdateFunc: func(_, cur any) { enqueue(cur) },
-	}); err != nil {
-		return nil, fmt.Errorf("ttl-after-finished controller: %w", err)
+	if err := c.queue.Watch(inf.Informer(), controller.On(controller.Added|controller.Updated, enqueue)); err != nil {
+		return nil, err
 	}
 	return c, nil
 }
 
 // Run deletes expired jobs until ctx ends.
 func (c *Controller) Run(ctx context.Context) error {
-	return controller.Loop(ctx, &c.cfg.Config, c.queue, c.synced, c.sync)
+	return c.queue.Run(ctx, c.sync)
 }
 
 func (c *Controller) sync(ctx context.Context, key string) error {
-	ns, name, err := cache.SplitMetaNamespaceKey(key)
-	if err != nil {
-		return nil
-	}
-	j, err := c.lister.Jobs(ns).Get(name)
-	if apierrors.IsNotFound(err) {
-		return nil
-	}
-	if err != nil {
+	j, found, err := controller.Lookup[*batchv1.Job](key, c.lister.Jobs)
+	if !found {
 		return err
 	}
+	ns, name := j.Namespace, j.Name
 	if due, wait := Expiry(j, c.cfg.Clock.Now()); !due {
 		if wait > 0 {
 			c.queue.AddAfter(key, wait)

@@ -25,7 +25,6 @@ import (
 	corelisters "k8s.io/client-go/listers/core/v1"
 	storagelisters "k8s.io/client-go/listers/storage/v1"
 	"k8s.io/client-go/tools/cache"
-	"k8s.io/client-go/util/workqueue"
 	storagehelpers "k8s.io/component-helpers/storage/volume"
 
 	"berth/controlplane/controller"
@@ -51,8 +50,7 @@ type Controller struct {
 	claims  corelisters.PersistentVolumeClaimLister
 	volumes corelisters.PersistentVolumeLister
 	classes storagelisters.StorageClassLister
-	synced  []cache.InformerSynced
-	queue   workqueue.TypedRateLimitingInterface[string]
+	queue   *controller.Queue
 }
 
 // New validates cfg and registers the PersistentVolume,
@@ -66,34 +64,27 @@ func New(cfg Config) (*Controller, error) {
 	scInf := cfg.Informers.Storage().V1().StorageClasses()
 	c := &Controller{
 		cfg: cfg, claims: pvcInf.Lister(), volumes: pvInf.Lister(), classes: scInf.Lister(),
-		synced: []cache.InformerSynced{pvcInf.Informer().HasSynced, pvInf.Informer().HasSynced, scInf.Informer().HasSynced},
-		queue:  controller.NewQueue(Name, cfg.Clock),
+		queue: controller.NewQueue(Name, &cfg.Config),
 	}
-	if _, err := pvcInf.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    c.enqueueClaim,
-		UpdateFunc: func(_, cur any) { c.enqueueClaim(cur) },
-		DeleteFunc: c.claimDeleted,
-	}); err != nil {
-		return nil, fmt.Errorf("%s controller: %w", Name, err)
-	}
-	if _, err := pvInf.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    c.volumeChanged,
-		UpdateFunc: func(_, cur any) { c.volumeChanged(cur) },
-	}); err != nil {
-		return nil, fmt.Errorf("%s controller: %w", Name, err)
-	}
-	if _, err := scInf.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    func(any) { c.enqueuePendingClaims() },
-		UpdateFunc: func(any, any) { c.enqueuePendingClaims() },
-	}); err != nil {
-		return nil, fmt.Errorf("%s controller: %w", Name, err)
+	for _, w := range []struct {
+		inf cache.SharedIndexInformer
+		h   cache.ResourceEventHandler
+	}{
+		{pvcInf.Informer(), cache.ResourceEventHandlerFuncs{
+			AddFunc: c.enqueueClaim, UpdateFunc: func(_, cur any) { c.enqueueClaim(cur) }, DeleteFunc: c.claimDeleted}},
+		{pvInf.Informer(), controller.On(controller.Added|controller.Updated, c.volumeChanged)},
+		{scInf.Informer(), controller.On(controller.Added|controller.Updated, func(any) { c.enqueuePendingClaims() })},
+	} {
+		if err := c.queue.Watch(w.inf, w.h); err != nil {
+			return nil, err
+		}
 	}
 	return c, nil
 }
 
 // Run binds until ctx ends.
 func (c *Controller) Run(ctx context.Context) error {
-	return controller.Loop(ctx, &c.cfg.Config, c.queue, c.synced, c.sync)
+	return c.queue.Run(ctx, c.sync)
 }
 
 func (c *Controller) enqueueClaim(obj any) {
@@ -104,10 +95,7 @@ func (c *Controller) enqueueClaim(obj any) {
 
 // claimDeleted syncs the volume the claim was bound to: it is Released now.
 func (c *Controller) claimDeleted(obj any) {
-	if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-		obj = tomb.Obj
-	}
-	if claim, ok := obj.(*corev1.PersistentVolumeClaim); ok && claim.Spec.VolumeName != "" {
+	if claim, ok := controller.Object[*corev1.PersistentVolumeClaim](obj); ok && claim.Spec.VolumeName != "" {
 		c.queue.Add(volumePrefix + claim.Spec.VolumeName)
 	}
 }
@@ -115,11 +103,7 @@ func (c *Controller) claimDeleted(obj any) {
 // volumeChanged syncs the volume, and the claims it may now satisfy: the
 // one it is (pre-)bound to, or every pending claim when it is free (upstream
 // waits for its periodic resync instead).
-func (c *Controller) volumeChanged(obj any) {
-	v, ok := obj.(*corev1.PersistentVolume)
-	if !ok {
-		return
-	}
+func (c *Controller) volumeChanged(v *corev1.PersistentVolume) {
 	c.queue.Add(volumePrefix + v.Name)
 	if ref := v.Spec.ClaimRef; ref != nil {
 		c.queue.Add(claimPrefix + ref.Namespace + "/" + ref.Name)
@@ -153,15 +137,8 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 }
 
 func (c *Controller) syncClaim(ctx context.Context, key string) error {
-	ns, name, err := cache.SplitMetaNamespaceKey(key)
-	if err != nil {
-		return nil
-	}
-	claim, err := c.claims.PersistentVolumeClaims(ns).Get(name)
-	if apierrors.IsNotFound(err) {
-		return nil
-	}
-	if err != nil {
+	claim, found, err := controller.Lookup[*corev1.PersistentVolumeClaim](key, c.claims.PersistentVolumeClaims)
+	if !found {
 		return err
 	}
 	if claim.DeletionTimestamp != nil {

@@ -15,8 +15,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	corelisters "k8s.io/client-go/listers/core/v1"
-	"k8s.io/client-go/tools/cache"
-	"k8s.io/client-go/util/workqueue"
 	storageephemeral "k8s.io/component-helpers/storage/ephemeral"
 
 	"berth/controlplane/controller"
@@ -39,8 +37,7 @@ type Controller struct {
 	cfg    Config
 	pods   corelisters.PodLister
 	claims corelisters.PersistentVolumeClaimLister
-	synced []cache.InformerSynced
-	queue  workqueue.TypedRateLimitingInterface[string]
+	queue  *controller.Queue
 }
 
 // New validates cfg and registers Pod and PersistentVolumeClaim informers.
@@ -50,42 +47,30 @@ func New(cfg Config) (*Controller, error) {
 	}
 	podInf := cfg.Informers.Core().V1().Pods()
 	pvcInf := cfg.Informers.Core().V1().PersistentVolumeClaims()
-	c := &Controller{
-		cfg: cfg, pods: podInf.Lister(), claims: pvcInf.Lister(),
-		synced: []cache.InformerSynced{podInf.Informer().HasSynced, pvcInf.Informer().HasSynced},
-		queue:  controller.NewQueue(Name, cfg.Clock),
-	}
-	enqueue := func(obj any) {
-		if pod, ok := obj.(*corev1.Pod); ok && hasEphemeral(pod) {
-			if key, ok := controller.KeyFunc(pod); ok {
-				c.queue.Add(key)
-			}
+	c := &Controller{cfg: cfg, pods: podInf.Lister(), claims: pvcInf.Lister(), queue: controller.NewQueue(Name, &cfg.Config)}
+	enqueue := func(pod *corev1.Pod) {
+		if hasEphemeral(pod) {
+			c.queue.Enqueue(pod)
 		}
 	}
-	if _, err := podInf.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{AddFunc: enqueue, UpdateFunc: func(_, cur any) { enqueue(cur) }}); err != nil {
-		return nil, fmt.Errorf("%s controller: %w", Name, err)
+	if err := c.queue.Watch(podInf.Informer(), controller.On(controller.Added|controller.Updated, enqueue)); err != nil {
+		return nil, err
 	}
 	// A deleted claim whose pod still runs is made again.
-	if _, err := pvcInf.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{DeleteFunc: func(obj any) {
-		if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-			obj = tomb.Obj
-		}
-		claim, ok := obj.(*corev1.PersistentVolumeClaim)
-		if !ok {
-			return
-		}
+	claimDeleted := func(claim *corev1.PersistentVolumeClaim) {
 		if ref := metav1.GetControllerOf(claim); ref != nil && ref.Kind == "Pod" {
 			c.queue.Add(claim.Namespace + "/" + ref.Name)
 		}
-	}}); err != nil {
-		return nil, fmt.Errorf("%s controller: %w", Name, err)
+	}
+	if err := c.queue.Watch(pvcInf.Informer(), controller.On(controller.Deleted, claimDeleted)); err != nil {
+		return nil, err
 	}
 	return c, nil
 }
 
 // Run creates claims until ctx ends.
 func (c *Controller) Run(ctx context.Context) error {
-	return controller.Loop(ctx, &c.cfg.Config, c.queue, c.synced, c.sync)
+	return c.queue.Run(ctx, c.sync)
 }
 
 func hasEphemeral(pod *corev1.Pod) bool {
@@ -118,15 +103,8 @@ func ClaimFor(pod *corev1.Pod, vol *corev1.Volume) *corev1.PersistentVolumeClaim
 }
 
 func (c *Controller) sync(ctx context.Context, key string) error {
-	ns, name, err := cache.SplitMetaNamespaceKey(key)
-	if err != nil {
-		return nil
-	}
-	pod, err := c.pods.Pods(ns).Get(name)
-	if apierrors.IsNotFound(err) {
-		return nil
-	}
-	if err != nil {
+	pod, found, err := controller.Lookup[*corev1.Pod](key, c.pods.Pods)
+	if !found {
 		return err
 	}
 	if pod.DeletionTimestamp != nil {

@@ -1,4 +1,4 @@
-package quota_test
+package resourcequota_test
 
 import (
 	"context"
@@ -6,11 +6,14 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes/fake"
 
 	"berth/controlplane/admission/quota"
+	"berth/controlplane/controller"
+	"berth/controlplane/controller/resourcequota"
 )
 
 func TestControllerRecomputesUsage(t *testing.T) {
@@ -18,19 +21,19 @@ func TestControllerRecomputesUsage(t *testing.T) {
 	defer cancel()
 	pod := func(name string, phase corev1.PodPhase) *corev1.Pod {
 		return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name},
-			Spec:   corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Resources: corev1.ResourceRequirements{Requests: rl("cpu", "100m")}}}},
+			Spec:   corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("100m")}}}}},
 			Status: corev1.PodStatus{Phase: phase}}
 	}
 	client := fake.NewClientset(
 		&corev1.ResourceQuota{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "q"},
-			Spec: corev1.ResourceQuotaSpec{Hard: rl("pods", "10", "requests.cpu", "2", "configmaps", "5", "count/deployments.apps", "3")}},
+			Spec: corev1.ResourceQuotaSpec{Hard: corev1.ResourceList{"pods": resource.MustParse("10"), "requests.cpu": resource.MustParse("2"),
+				"configmaps": resource.MustParse("5"), "count/deployments.apps": resource.MustParse("3")}}},
 		pod("a", corev1.PodRunning), pod("b", corev1.PodPending), pod("done", corev1.PodSucceeded),
 		&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "c1"}},
 		&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "other", Name: "c2"}},
 	)
 	factory := informers.NewSharedInformerFactory(client, 0)
-	c, err := quota.NewController(quota.ControllerConfig{Client: client, Quotas: factory.Core().V1().ResourceQuotas(),
-		Pods: factory.Core().V1().Pods(), ResyncPeriod: time.Hour})
+	c, err := resourcequota.New(resourcequota.Config{Config: controller.Config{Client: client, Informers: factory}, ResyncPeriod: time.Hour})
 	if err != nil {
 		t.Fatal(err)
 	}

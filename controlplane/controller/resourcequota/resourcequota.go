@@ -1,9 +1,14 @@
-package quota
+// Package resourcequota is the ResourceQuota controller: it keeps every
+// ResourceQuota's status (hard and used) equal to the usage of the objects
+// that exist, as upstream's resourcequota controller does: on quota
+// changes, on pod changes in the namespace, and periodically. Admission
+// charges usage up front (controlplane/admission/quota); this gives it
+// back.
+package resourcequota
 
 import (
 	"context"
 	"fmt"
-	"log/slog"
 	"strings"
 	"time"
 
@@ -15,98 +20,69 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	coreinformers "k8s.io/client-go/informers/core/v1"
 	"k8s.io/client-go/kubernetes"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
-	"k8s.io/client-go/util/workqueue"
 
+	"berth/controlplane/admission/quota"
+	"berth/controlplane/controller"
 	"berth/internal/errdefs"
 )
 
-// ControllerConfig configures the quota status controller.
-type ControllerConfig struct {
-	// Client lists the counted objects other than pods and writes status.
-	Client kubernetes.Interface
-	// Quotas and Pods are shared informers; the controller adds handlers.
-	Quotas coreinformers.ResourceQuotaInformer
-	Pods   coreinformers.PodInformer
+// Name is the controller's name (upstream's "resourcequota").
+const Name = "resourcequota"
+
+// Config configures the controller.
+type Config struct {
+	controller.Config
 	// ResyncPeriod recomputes every quota this often (catching deletions of
 	// objects other than pods); 0 means 5 minutes.
 	ResyncPeriod time.Duration
-	// Logger receives retried errors; nil discards them.
-	Logger *slog.Logger
 }
 
-// Controller keeps every ResourceQuota's status (hard and used) equal to
-// the usage of the objects that exist, as upstream's resourcequota
-// controller does: on quota changes, on pod changes in the namespace, and
-// periodically. Admission charges usage up front; this gives it back.
+// Controller keeps ResourceQuotas' status.
 type Controller struct {
-	client kubernetes.Interface
+	cfg    Config
 	quotas corelisters.ResourceQuotaLister
 	pods   corelisters.PodLister
-	synced []cache.InformerSynced
-	resync time.Duration
-	queue  workqueue.TypedRateLimitingInterface[string]
-	log    *slog.Logger
+	queue  *controller.Queue
 }
 
-// NewController validates cfg and registers the event handlers.
-func NewController(cfg ControllerConfig) (*Controller, error) {
-	if cfg.Client == nil || cfg.Quotas == nil || cfg.Pods == nil {
-		return nil, fmt.Errorf("quota controller: Config.Client, Quotas and Pods must be set: %w", errdefs.ErrInvalidArgument)
+// New validates cfg and registers the ResourceQuotas and Pods informers.
+func New(cfg Config) (*Controller, error) {
+	if err := cfg.Validate(Name, 1); err != nil {
+		return nil, err
 	}
-	c := &Controller{
-		client: cfg.Client,
-		quotas: cfg.Quotas.Lister(),
-		pods:   cfg.Pods.Lister(),
-		synced: []cache.InformerSynced{cfg.Quotas.Informer().HasSynced, cfg.Pods.Informer().HasSynced},
-		resync: cfg.ResyncPeriod,
-		queue: workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[string](),
-			workqueue.TypedRateLimitingQueueConfig[string]{Name: "resourcequota"}),
-		log: cfg.Logger,
+	if cfg.ResyncPeriod < 0 {
+		return nil, fmt.Errorf("%s controller config: ResyncPeriod %v is negative: %w", Name, cfg.ResyncPeriod, errdefs.ErrInvalidArgument)
 	}
-	if c.resync == 0 {
-		c.resync = 5 * time.Minute
+	if cfg.ResyncPeriod == 0 {
+		cfg.ResyncPeriod = 5 * time.Minute
 	}
-	if c.log == nil {
-		c.log = slog.New(slog.DiscardHandler)
-	}
-	enqueueQuota := func(obj any) {
-		if key, err := cache.DeletionHandlingMetaNamespaceKeyFunc(obj); err == nil {
-			c.queue.Add(key)
-		}
-	}
-	if _, err := cfg.Quotas.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc: enqueueQuota,
+	quotaInf, podInf := cfg.Informers.Core().V1().ResourceQuotas(), cfg.Informers.Core().V1().Pods()
+	c := &Controller{cfg: cfg, quotas: quotaInf.Lister(), pods: podInf.Lister(), queue: controller.NewQueue(Name, &cfg.Config)}
+	if err := c.queue.Watch(quotaInf.Informer(), cache.ResourceEventHandlerFuncs{
+		AddFunc: c.queue.Enqueue,
 		UpdateFunc: func(oldObj, newObj any) {
 			o, n := oldObj.(*corev1.ResourceQuota), newObj.(*corev1.ResourceQuota)
 			if !apiequality.Semantic.DeepEqual(o.Spec, n.Spec) || !apiequality.Semantic.DeepEqual(n.Spec.Hard, n.Status.Hard) {
-				enqueueQuota(newObj)
+				c.queue.Enqueue(newObj)
 			}
 		},
 	}); err != nil {
-		return nil, fmt.Errorf("quota controller: quota handler: %w", err)
+		return nil, err
 	}
-	podChanged := func(obj any) {
-		if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-			obj = t.Obj
-		}
-		if pod, ok := obj.(*corev1.Pod); ok {
-			c.enqueueNamespace(pod.Namespace)
-		}
-	}
-	if _, err := cfg.Pods.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+	podGone := controller.On(controller.Deleted, func(p *corev1.Pod) { c.enqueueNamespace(p.Namespace) })
+	if err := c.queue.Watch(podInf.Informer(), cache.ResourceEventHandlerFuncs{
 		UpdateFunc: func(oldObj, newObj any) {
 			o, n := oldObj.(*corev1.Pod), newObj.(*corev1.Pod)
-			if IsTerminal(o) != IsTerminal(n) {
-				podChanged(newObj)
+			if quota.IsTerminal(o) != quota.IsTerminal(n) {
+				c.enqueueNamespace(n.Namespace)
 			}
 		},
-		DeleteFunc: podChanged,
+		DeleteFunc: podGone.OnDelete,
 	}); err != nil {
-		return nil, fmt.Errorf("quota controller: pod handler: %w", err)
+		return nil, err
 	}
 	return c, nil
 }
@@ -117,55 +93,21 @@ func (c *Controller) enqueueNamespace(ns string) {
 		return
 	}
 	for _, q := range qs {
-		c.queue.Add(q.Namespace + "/" + q.Name)
+		c.queue.Enqueue(q)
 	}
 }
 
-// Run works until ctx ends.
+// Run keeps quotas' status until ctx ends.
 func (c *Controller) Run(ctx context.Context) error {
-	defer c.queue.ShutDown()
-	if !cache.WaitForCacheSync(ctx.Done(), c.synced...) {
-		return fmt.Errorf("quota controller: caches did not sync: %w", ctx.Err())
-	}
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		for c.processNext(ctx) {
+	go c.queue.Resync(ctx, c.cfg.ResyncPeriod, func() []string {
+		qs, _ := c.quotas.List(labels.Everything())
+		keys := make([]string, len(qs))
+		for i, q := range qs {
+			keys[i] = q.Namespace + "/" + q.Name
 		}
-	}()
-	ticker := time.NewTicker(c.resync)
-	defer ticker.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			c.queue.ShutDown()
-			<-done
-			return nil
-		case <-ticker.C:
-			qs, err := c.quotas.List(labels.Everything())
-			if err != nil {
-				continue
-			}
-			for _, q := range qs {
-				c.queue.Add(q.Namespace + "/" + q.Name)
-			}
-		}
-	}
-}
-
-func (c *Controller) processNext(ctx context.Context) bool {
-	key, quit := c.queue.Get()
-	if quit {
-		return false
-	}
-	defer c.queue.Done(key)
-	if err := c.sync(ctx, key); err != nil {
-		c.log.Warn("sync resource quota", "quota", key, "err", err)
-		c.queue.AddRateLimited(key)
-		return true
-	}
-	c.queue.Forget(key)
-	return true
+		return keys
+	})
+	return c.queue.Run(ctx, c.sync)
 }
 
 func (c *Controller) sync(ctx context.Context, key string) error {
@@ -190,7 +132,7 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 	updated := q.DeepCopy()
 	updated.Status.Hard = q.Spec.Hard.DeepCopy()
 	updated.Status.Used = used
-	_, err = c.client.CoreV1().ResourceQuotas(ns).UpdateStatus(ctx, updated, metav1.UpdateOptions{})
+	_, err = c.cfg.Client.CoreV1().ResourceQuotas(ns).UpdateStatus(ctx, updated, metav1.UpdateOptions{})
 	return err
 }
 
@@ -258,23 +200,6 @@ func items(_ any, err error, at func(int) runtime.Object, n func() int) ([]runti
 	return out, nil
 }
 
-// producible lists the usage names objects of gr can produce.
-func producible(gr schema.GroupResource) []corev1.ResourceName {
-	out := []corev1.ResourceName{ObjectCountName(gr)}
-	if gr.Group == "" {
-		if n, ok := legacyCounts[gr.Resource]; ok {
-			out = append(out, n)
-		}
-		switch gr.Resource {
-		case "persistentvolumeclaims":
-			out = append(out, corev1.ResourceRequestsStorage)
-		case "services":
-			out = append(out, corev1.ResourceServicesLoadBalancers, corev1.ResourceServicesNodePorts)
-		}
-	}
-	return out
-}
-
 // Usage computes a quota's used list from the objects that exist: pods from
 // the pod lister, the other counted kinds through the client. Every name in
 // spec.hard gets an entry (zero when nothing uses it) except object counts
@@ -286,8 +211,8 @@ func (c *Controller) Usage(ctx context.Context, q *corev1.ResourceQuota) (corev1
 		return nil, err
 	}
 	for _, p := range pods {
-		if Matches(q, p) {
-			used = Add(used, Mask(PodUsage(p), Names(q.Spec.Hard)))
+		if quota.Matches(q, p) {
+			used = quota.Add(used, quota.Mask(quota.PodUsage(p), quota.Names(q.Spec.Hard)))
 		}
 	}
 	known := map[corev1.ResourceName]bool{}
@@ -296,16 +221,16 @@ func (c *Controller) Usage(ctx context.Context, q *corev1.ResourceQuota) (corev1
 	}
 	if len(q.Spec.Scopes) == 0 && q.Spec.ScopeSelector == nil {
 		for gr, list := range counted {
-			names := producible(gr)
-			if len(Mask(q.Spec.Hard, names)) == 0 {
+			names := quota.Producible(gr)
+			if len(quota.Mask(q.Spec.Hard, names)) == 0 {
 				continue
 			}
-			objs, err := list(ctx, c.client, q.Namespace)
+			objs, err := list(ctx, c.cfg.Client, q.Namespace)
 			if err != nil {
 				return nil, fmt.Errorf("count %s in %s: %w", gr, q.Namespace, err)
 			}
 			for _, o := range objs {
-				used = Add(used, Mask(Usage(gr, o), Names(q.Spec.Hard)))
+				used = quota.Add(used, quota.Mask(quota.Usage(gr, o), quota.Names(q.Spec.Hard)))
 			}
 			for _, n := range names {
 				known[n] = true

@@ -18,9 +18,8 @@ import (
 	"k8s.io/client-go/kubernetes"
 	certlisters "k8s.io/client-go/listers/certificates/v1"
 	corelisters "k8s.io/client-go/listers/core/v1"
-	"k8s.io/client-go/tools/cache"
-	"k8s.io/client-go/util/workqueue"
 
+	"berth/controlplane/controller"
 	"berth/internal/api/validation"
 	"berth/internal/errdefs"
 )
@@ -44,10 +43,14 @@ type Config struct {
 
 // Controller approves and signs node CSRs (see the package doc).
 type Controller struct {
-	cfg Config
+	cfg     Config
+	factory informers.SharedInformerFactory
+	csrs    certlisters.CertificateSigningRequestLister
+	nodes   corelisters.NodeLister
+	queue   *controller.Queue
 }
 
-// New validates cfg and returns a Controller.
+// New validates cfg and prepares the informers (started by Run).
 func New(cfg Config) (*Controller, error) {
 	if cfg.Client == nil || cfg.Logger == nil {
 		return nil, fmt.Errorf("certificates: Client and Logger are required: %w", errdefs.ErrInvalidArgument)
@@ -61,75 +64,47 @@ func New(cfg Config) (*Controller, error) {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	return &Controller{cfg: cfg}, nil
+	factory := informers.NewSharedInformerFactory(cfg.Client, cfg.Resync)
+	loop := controller.Config{Client: cfg.Client, Informers: factory, Logger: cfg.Logger}
+	if err := loop.Validate("certificates", 1); err != nil {
+		return nil, err
+	}
+	csrInf, nodeInf := factory.Certificates().V1().CertificateSigningRequests(), factory.Core().V1().Nodes()
+	c := &Controller{cfg: cfg, factory: factory, csrs: csrInf.Lister(), nodes: nodeInf.Lister(), queue: controller.NewQueue("certificates", &loop)}
+	if err := c.queue.Watch(csrInf.Informer(), controller.On(controller.Added|controller.Updated, c.queue.Enqueue)); err != nil {
+		return nil, err
+	}
+	// A serving request waits for its Node: re-examine pending requests
+	// when a node appears or its addresses change.
+	if err := c.queue.Watch(nodeInf.Informer(), controller.On(controller.Added|controller.Updated, func(any) { c.enqueuePending() })); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// enqueuePending queues the serving requests not yet decided.
+func (c *Controller) enqueuePending() {
+	all, err := c.csrs.List(labels.Everything())
+	if err != nil {
+		return
+	}
+	for _, csr := range all {
+		if csr.Spec.SignerName == KubeletServingSigner && len(csr.Status.Conditions) == 0 {
+			c.queue.Add(csr.Name)
+		}
+	}
 }
 
 // Run watches CSRs until ctx ends.
 func (c *Controller) Run(ctx context.Context) error {
-	factory := informers.NewSharedInformerFactory(c.cfg.Client, c.cfg.Resync)
-	csrInformer := factory.Certificates().V1().CertificateSigningRequests()
-	nodeInformer := factory.Core().V1().Nodes()
-	queue := workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[string]())
-	defer queue.ShutDown()
-	enqueue := func(obj interface{}) {
-		if key, err := cache.DeletionHandlingMetaNamespaceKeyFunc(obj); err == nil {
-			queue.Add(key)
-		}
-	}
-	if _, err := csrInformer.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc: enqueue, UpdateFunc: func(_, n interface{}) { enqueue(n) },
-	}); err != nil {
-		return fmt.Errorf("certificates: %w", err)
-	}
-	csrs, nodes := csrInformer.Lister(), nodeInformer.Lister()
-	// A serving request waits for its Node: re-examine pending requests
-	// when a node appears or its addresses change.
-	pending := func(interface{}) {
-		all, err := csrs.List(labels.Everything())
-		if err != nil {
-			return
-		}
-		for _, csr := range all {
-			if csr.Spec.SignerName == KubeletServingSigner && len(csr.Status.Conditions) == 0 {
-				queue.Add(csr.Name)
-			}
-		}
-	}
-	if _, err := nodeInformer.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc: pending, UpdateFunc: func(_, n interface{}) { pending(n) },
-	}); err != nil {
-		return fmt.Errorf("certificates: %w", err)
-	}
-	factory.Start(ctx.Done())
-	defer factory.Shutdown()
-	if !cache.WaitForCacheSync(ctx.Done(), csrInformer.Informer().HasSynced, nodeInformer.Informer().HasSynced) {
-		return ctx.Err()
-	}
-	go func() {
-		<-ctx.Done()
-		queue.ShutDown()
-	}()
-	for {
-		key, quit := queue.Get()
-		if quit {
-			return nil
-		}
-		err := c.sync(ctx, csrs, nodes, key)
-		switch {
-		case err == nil:
-			queue.Forget(key)
-		case ctx.Err() != nil:
-		default:
-			c.cfg.Logger.Warn("certificate signing request not processed; retrying", "csr", key, "err", err)
-			queue.AddRateLimited(key)
-		}
-		queue.Done(key)
-	}
+	c.factory.Start(ctx.Done())
+	defer c.factory.Shutdown()
+	return c.queue.Run(ctx, c.sync)
 }
 
 // sync approves and/or signs one CSR.
-func (c *Controller) sync(ctx context.Context, csrs certlisters.CertificateSigningRequestLister, nodes corelisters.NodeLister, name string) error {
-	csr, err := csrs.Get(name)
+func (c *Controller) sync(ctx context.Context, name string) error {
+	csr, err := c.csrs.Get(name)
 	if apierrors.IsNotFound(err) {
 		return nil
 	}
@@ -149,7 +124,7 @@ func (c *Controller) sync(ctx context.Context, csrs certlisters.CertificateSigni
 	if !hasCondition(csr, certificatesv1.CertificateApproved) {
 		var node *corev1.Node
 		if name, err := nodeSubject(req); err == nil {
-			node, _ = nodes.Get(name)
+			node, _ = c.nodes.Get(name)
 		}
 		d, err := c.decide(ctx, csr, req, node)
 		if err != nil {
