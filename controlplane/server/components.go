@@ -11,7 +11,6 @@ import (
 	"net/http"
 	"os"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -243,52 +242,6 @@ func (m *leaderMetrics) Collect(ch chan<- prometheus.Metric) {
 
 // componentStopTimeout bounds waiting for the components on shutdown.
 const componentStopTimeout = 20 * time.Second
-
-// supervisor runs the server's components: the first to fail stops the
-// others and is reported on failed.
-type supervisor struct {
-	cancel context.CancelFunc
-	done   chan struct{}
-	failed chan error
-	log    *slog.Logger
-}
-
-func startSupervisor(ctx context.Context, log *slog.Logger, comps []component) *supervisor {
-	ctx, cancel := context.WithCancel(ctx)
-	s := &supervisor{cancel: cancel, done: make(chan struct{}), failed: make(chan error, 1), log: log}
-	var wg sync.WaitGroup
-	for _, c := range comps {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			err := c.run(ctx)
-			if err == nil || ctx.Err() != nil {
-				return
-			}
-			select {
-			case s.failed <- fmt.Errorf("%s: %w", c.name, err):
-				log.Error("component failed; stopping the server", "component", c.name, "err", err)
-			default:
-			}
-			cancel()
-		}()
-	}
-	go func() {
-		wg.Wait()
-		close(s.done)
-	}()
-	return s
-}
-
-// stop cancels every component and waits for them up to timeout.
-func (s *supervisor) stop(timeout time.Duration) {
-	s.cancel()
-	select {
-	case <-s.done:
-	case <-time.After(timeout):
-		s.log.Warn("components did not stop in time", "timeout", timeout)
-	}
-}
 
 // registerReplacing registers c, replacing a collector of the same
 // description left by an earlier Run on the same registry.

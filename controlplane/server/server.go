@@ -45,6 +45,7 @@ import (
 	"berth/controlplane/resources"
 	"berth/controlplane/storage"
 	"berth/internal/api/scheme"
+	"berth/internal/supervisor"
 	"berth/internal/version"
 )
 
@@ -336,28 +337,31 @@ func (s *Server) Run(ctx context.Context) (err error) {
 	}()
 	// The components stop before the apiserver does: releasing their
 	// Leases goes through it.
-	sup := startSupervisor(ctx, log, comps)
+	sup := supervisor.New(ctx, supervisor.Config{StopTimeout: componentStopTimeout, Logger: log})
+	for _, c := range comps {
+		sup.Go(c.name, c.run)
+	}
 	// Clients learn the address only once the default policy, the agent
 	// token's secret and the authorizers' caches are in place (writing the
 	// policy needs admission's caches, filled by the components).
 	local := kubeconfigHost(ln.Addr().(*net.TCPAddr))
 	if err := auth.start(ctx, reqCtx.Done()); err != nil {
-		sup.stop(componentStopTimeout)
+		sup.Stop()
 		srv.Close()
 		return err
 	}
 	if err := crs.waitSynced(ctx); err != nil {
-		sup.stop(componentStopTimeout)
+		sup.Stop()
 		srv.Close()
 		return err
 	}
 	if err := creds.WriteKubeconfig("https://" + local); err != nil {
-		sup.stop(componentStopTimeout)
+		sup.Stop()
 		srv.Close()
 		return err
 	}
 	if err := os.WriteFile(addrFile, []byte(local+"\n"), 0o644); err != nil {
-		sup.stop(componentStopTimeout)
+		sup.Stop()
 		srv.Close()
 		return fmt.Errorf("server: %w", err)
 	}
@@ -375,10 +379,10 @@ func (s *Server) Run(ctx context.Context) (err error) {
 		runErr = fmt.Errorf("server: serving: %w", err)
 	case err := <-memberErr:
 		runErr = fmt.Errorf("server: embedded etcd failed: %w", err)
-	case err := <-sup.failed:
-		runErr = fmt.Errorf("server: %w", err)
+	case <-sup.Failed():
+		runErr = fmt.Errorf("server: %w", sup.Err())
 	}
-	sup.stop(componentStopTimeout)
+	sup.Stop()
 	cancelRequests()
 	shutdownCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()

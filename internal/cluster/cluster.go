@@ -22,6 +22,7 @@ import (
 	"berth/cri"
 	"berth/internal/containerd"
 	"berth/internal/errdefs"
+	"berth/internal/supervisor"
 	"berth/internal/testimages"
 )
 
@@ -62,11 +63,11 @@ func (c *Cluster) Run(ctx context.Context) (err error) {
 		return err
 	}
 	defer unlock()
-	sup := newSupervisor(ctx)
+	sup := supervisor.New(ctx, supervisor.Config{Order: supervisor.Reverse, MustRun: true, Logger: log})
 	var cleanups []func() error
 	defer func() {
 		// Components stop in reverse order, then the host cleanup runs.
-		stopErr := sup.stop()
+		stopErr := sup.Stop()
 		for i := len(cleanups) - 1; i >= 0; i-- {
 			stopErr = errors.Join(stopErr, cleanups[i]())
 		}
@@ -89,7 +90,7 @@ func (c *Cluster) Run(ctx context.Context) (err error) {
 		info.RuntimeEndpoint, info.OwnContainerd, info.SandboxImage = ctd.Endpoint(), true, sandboxImage
 		// Runs before containerd stops: registered as a stop hook just
 		// above containerd in the supervisor's stack.
-		sup.onStop(func() error { return RemoveAllPods(ctd.Endpoint()) })
+		sup.OnStop(func() error { return RemoveAllPods(ctd.Endpoint()) })
 	}
 
 	// nodeipam hands the single node exactly PodCIDR.
@@ -110,12 +111,12 @@ func (c *Cluster) Run(ctx context.Context) (err error) {
 	if err := os.Remove(addrFile); err != nil && !errors.Is(err, os.ErrNotExist) {
 		return fmt.Errorf("cluster: %w", err)
 	}
-	serverDone := sup.start("server", srv.Run)
+	serverDone := sup.Go("server", srv.Run)
 	addr, err := waitFile(ctx, addrFile, serverDone)
 	if err != nil {
 		select {
 		case <-serverDone:
-			return sup.firstErr("the control plane stopped while starting")
+			return startFailed(sup, "the control plane stopped while starting")
 		default:
 		}
 		return fmt.Errorf("cluster: control plane: %w", err)
@@ -139,14 +140,14 @@ func (c *Cluster) Run(ctx context.Context) (err error) {
 	if err != nil {
 		return err
 	}
-	agentDone := sup.start("agent", ag.Run)
+	agentDone := sup.Go("agent", ag.Run)
 	if err := startLocalStorage(ctx, sup, cfg.DataDir, cfg.NodeName, info.Kubeconfig, log); err != nil {
 		return err
 	}
 	if err := waitNodeReady(ctx, info.Kubeconfig, cfg.NodeName, agentDone); err != nil {
 		select {
 		case <-agentDone:
-			return sup.firstErr("the agent stopped while starting")
+			return startFailed(sup, "the agent stopped while starting")
 		default:
 		}
 		if ctx.Err() != nil {
@@ -162,13 +163,22 @@ func (c *Cluster) Run(ctx context.Context) (err error) {
 	if cfg.OnReady != nil {
 		cfg.OnReady(info)
 	}
-	return sup.wait()
+	return sup.Wait()
+}
+
+// startFailed is the failure that ended a component while the cluster was
+// starting (the first one), or msg.
+func startFailed(sup *supervisor.Supervisor, msg string) error {
+	if err := sup.Err(); err != nil {
+		return err
+	}
+	return fmt.Errorf("cluster: %s: %w", msg, errdefs.ErrUnavailable)
 }
 
 // startContainerd builds and serves the pause image, then starts berth's
 // containerd and waits until it can pull that image.
 // started is called once containerd has been started.
-func (c *Cluster) startContainerd(ctx context.Context, sup *supervisor, started func()) (*containerd.Containerd, string, func() error, error) {
+func (c *Cluster) startContainerd(ctx context.Context, sup *supervisor.Supervisor, started func()) (*containerd.Containerd, string, func() error, error) {
 	cfg := c.cfg
 	log := cfg.Logger
 	bin, err := os.ReadFile(cfg.PauseBinary)
@@ -212,12 +222,12 @@ func (c *Cluster) startContainerd(ctx context.Context, sup *supervisor, started 
 	if err != nil {
 		return nil, "", reg.Close, err
 	}
-	done := sup.start("containerd", ctd.Run)
+	done := sup.Go("containerd", ctd.Run)
 	started()
 	select {
 	case <-ctd.Ready():
 	case <-done:
-		return nil, "", reg.Close, sup.firstErr("containerd stopped while starting")
+		return nil, "", reg.Close, startFailed(sup, "containerd stopped while starting")
 	case <-ctx.Done():
 		return nil, "", reg.Close, ctx.Err()
 	}
