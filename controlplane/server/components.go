@@ -9,24 +9,19 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
-	"os"
 	"strings"
-	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	utilrand "k8s.io/apimachinery/pkg/util/rand"
 	"k8s.io/apiserver/pkg/authentication/user"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/leaderelection"
-	"k8s.io/client-go/tools/leaderelection/resourcelock"
 
 	"berth/controlplane/apiserver"
 	"berth/controlplane/certificates"
 	"berth/controlplane/controller/manager"
+	"berth/controlplane/leaderelect"
 	"berth/controlplane/pki"
 	"berth/controlplane/scheduler"
 )
@@ -77,15 +72,6 @@ func loopbackConfig(host string, caPEM []byte, token string) *rest.Config {
 		QPS:             manager.DefaultQPS,
 		Burst:           manager.DefaultBurst,
 	}
-}
-
-// instanceID names this server in the Leases: hostname_random.
-func instanceID() string {
-	host, err := os.Hostname()
-	if err != nil || host == "" {
-		host = "berth-server"
-	}
-	return host + "_" + utilrand.String(8)
 }
 
 // component is one long-running part of the server.
@@ -139,73 +125,17 @@ func (s *Server) controlPlaneComponents(rc *rest.Config, id string, leaders *lea
 			}
 			return sched.Run(ctx)
 		}
-		el := &election{
-			client: client, namespace: SchedulerLeaseNamespace, name: SchedulerLeaseName, identity: id,
-			duration: cfg.LeaseDuration, renew: cfg.RenewDeadline, retry: cfg.RetryPeriod,
-			log: cfg.Logger.With("component", "scheduler", "identity", id), run: term,
-		}
-		leaders.add(SchedulerLeaseName, el.leading.Load)
-		out = append(out, component{name: "scheduler", run: el.Run})
-	}
-	return out, nil
-}
-
-// election runs a function while holding a Lease, campaigning again after
-// each term, until ctx ends; the Lease is released on ctx's end.
-type election struct {
-	client                    kubernetes.Interface
-	namespace, name, identity string
-	duration, renew, retry    time.Duration
-	log                       *slog.Logger
-	run                       func(ctx context.Context) error
-	leading                   atomic.Bool
-}
-
-// Run implements the component contract.
-func (e *election) Run(ctx context.Context) error {
-	for ctx.Err() == nil {
-		var runErr error
-		termDone := make(chan struct{})
-		started := atomic.Bool{}
-		elector, err := leaderelection.NewLeaderElector(leaderelection.LeaderElectionConfig{
-			Lock: &resourcelock.LeaseLock{
-				LeaseMeta:  metav1.ObjectMeta{Namespace: e.namespace, Name: e.name},
-				Client:     e.client.CoordinationV1(),
-				LockConfig: resourcelock.ResourceLockConfig{Identity: e.identity},
-			},
-			LeaseDuration:   e.duration,
-			RenewDeadline:   e.renew,
-			RetryPeriod:     e.retry,
-			ReleaseOnCancel: true,
-			Name:            e.name,
-			Callbacks: leaderelection.LeaderCallbacks{
-				OnStartedLeading: func(lctx context.Context) {
-					started.Store(true)
-					defer close(termDone)
-					e.leading.Store(true)
-					e.log.Info("leading", "lease", e.namespace+"/"+e.name)
-					runErr = e.run(lctx)
-				},
-				OnStoppedLeading: func() {
-					e.leading.Store(false)
-					e.log.Info("not leading", "lease", e.namespace+"/"+e.name)
-				},
-			},
+		el, err := leaderelect.New(leaderelect.Config{
+			Client: client, Namespace: SchedulerLeaseNamespace, Name: SchedulerLeaseName, Identity: id,
+			Timing: cfg.leaderElection(), Logger: cfg.Logger.With("component", "scheduler"),
 		})
 		if err != nil {
-			return fmt.Errorf("leader election %s/%s: %w", e.namespace, e.name, err)
+			return nil, fmt.Errorf("server: scheduler: %w", err)
 		}
-		elector.Run(ctx)
-		// The elector runs OnStartedLeading in its own goroutine and
-		// does not wait for it; a term ends before the next campaign.
-		if started.Load() {
-			<-termDone
-		}
-		if runErr != nil {
-			return runErr
-		}
+		leaders.add(SchedulerLeaseName, el.Leading)
+		out = append(out, component{name: "scheduler", run: func(ctx context.Context) error { return el.Run(ctx, term) }})
 	}
-	return nil
+	return out, nil
 }
 
 // leaderMetrics exports leader_election_master_status{name} (1 while this

@@ -39,6 +39,7 @@ import (
 	"berth/controlplane/apiserver"
 	"berth/controlplane/etcd"
 	"berth/controlplane/flowcontrol"
+	"berth/controlplane/leaderelect"
 	"berth/controlplane/nscleaner"
 	"berth/controlplane/openapi"
 	"berth/controlplane/pki"
@@ -74,7 +75,9 @@ func New(cfg Config) (*Server, error) {
 func (s *Server) Run(ctx context.Context) (err error) {
 	cfg := s.cfg
 	log := cfg.Logger
-	transformers, err := s.encryptionTransformers(ctx, instanceID())
+	// The server's identity, in the Leases and to the KMS plugins.
+	id := leaderelect.NewIdentity()
+	transformers, err := s.encryptionTransformers(ctx, id)
 	if err != nil {
 		return err
 	}
@@ -296,7 +299,6 @@ func (s *Server) Run(ctx context.Context) (err error) {
 	comps := []component{{name: "namespace-cleaner", run: func(ctx context.Context) error {
 		return nscleaner.Run(ctx, nscleaner.Config{Resources: set, Logger: log})
 	}}}
-	id := instanceID()
 	leaders := newLeaderMetrics()
 	comps = append(comps, adm.comps...)
 	comps = append(comps, fc.comp)
