@@ -22,7 +22,7 @@ import (
 	"berth/controlplane/authentication"
 	"berth/controlplane/pki"
 	"berth/controlplane/server"
-	"berth/internal/cluster"
+	"berth/up"
 	"berth/internal/errdefs"
 )
 
@@ -40,7 +40,7 @@ certificate it no longer needs it. Expired tokens no longer authenticate.
 
 The cluster is reached with --kubeconfig, else $KUBECONFIG, else the local
 cluster's DATA-DIR/admin.kubeconfig (DATA-DIR from $` + dataDirEnv + `, default
-` + cluster.DefaultDataDir + `).
+` + up.DefaultDataDir + `).
 
   berth token create --ttl 2h --description "rack 4"
   berth token list
@@ -55,7 +55,7 @@ cluster's DATA-DIR/admin.kubeconfig (DATA-DIR from $` + dataDirEnv + `, default
 		if path == "" {
 			dir := os.Getenv(dataDirEnv)
 			if dir == "" {
-				dir = cluster.DefaultDataDir
+				dir = up.DefaultDataDir
 			}
 			path = filepath.Join(dir, pki.KubeconfigFile)
 		}

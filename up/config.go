@@ -1,4 +1,4 @@
-// Package cluster is the composition root of `berth up`: a single-node
+// Package up is the composition root of `berth up`: a single-node
 // cluster on this machine. It runs, under one Run(ctx):
 //
 //  1. its own containerd (internal/containerd) with a generated config —
@@ -42,7 +42,7 @@
 // end; the API objects stay in etcd and the pods come back on the next
 // start.) A containerd named by RuntimeEndpoint is not berth's: its pods are
 // left as the agent leaves them.
-package cluster
+package up
 
 import (
 	"fmt"
