@@ -80,6 +80,38 @@ type component struct {
 	run  func(ctx context.Context) error
 }
 
+// components builds the components beside the apiserver other than the
+// namespace cleaner, admission's and flow control's: the CSR signer, the
+// ClusterRole aggregation, the service repair, the metrics API, the default
+// ServiceCIDR, the kubernetes Service, the custom resources, the aggregator,
+// and the controller manager and the scheduler (their leader metric
+// registered).
+func (s *Server) components(b *backend, f *frontEnd, port int, id string, metricsAPI, aggComp component) ([]component, error) {
+	csrComp, err := certificatesComponent(f.rc, b.creds, s.cfg.Logger)
+	if err != nil {
+		return nil, err
+	}
+	repairComp, err := repairComponent(s.cfg.ServiceRepairInterval, f.rc, b.repairers)
+	if err != nil {
+		return nil, err
+	}
+	k8sSvc, err := kubernetesServiceComponent(s.cfg, b.factory, b.svcAlloc, f.rc, port)
+	if err != nil {
+		return nil, err
+	}
+	comps := []component{csrComp, f.auth.component(), repairComp, metricsAPI, {name: "default-service-cidr", run: b.dsc.run},
+		k8sSvc, f.crs.component(), aggComp}
+	leaders := newLeaderMetrics()
+	more, err := s.controlPlaneComponents(f.rc, id, leaders)
+	if err != nil {
+		return nil, err
+	}
+	if err := registerReplacing(s.cfg.Metrics, leaders); err != nil {
+		return nil, fmt.Errorf("server: metrics: %w", err)
+	}
+	return append(comps, more...), nil
+}
+
 // controlPlaneComponents builds the controller manager and the scheduler
 // the configuration enables, both on the loopback client.
 func (s *Server) controlPlaneComponents(rc *rest.Config, id string, leaders *leaderMetrics) ([]component, error) {
