@@ -13,8 +13,8 @@ import (
 	cmdutil "k8s.io/kubectl/pkg/cmd/util"
 
 	"berth/controlplane/pki"
-	"berth/up"
 	"berth/internal/kubectli18n"
+	"berth/up"
 )
 
 // dataDirEnv names the environment variable that points `berth kubectl`

@@ -4,18 +4,15 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
 	"net"
 	"net/http"
-	"os"
-	"os/signal"
-	"syscall"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
@@ -48,11 +45,11 @@ pods/binding.
   berth scheduler --kubeconfig /var/lib/berth/admin.kubeconfig`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			var level slog.Level
-			if err := level.UnmarshalText([]byte(logLevel)); err != nil {
-				return fmt.Errorf("--log-level: %w", err)
+			logger, err := newLogger(cmd, logLevel)
+			if err != nil {
+				return err
 			}
-			cfg.Logger = slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: level}))
+			cfg.Logger = logger
 			restCfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
 			if err != nil {
 				return fmt.Errorf("--kubeconfig %q: %w", kubeconfig, err)
@@ -66,7 +63,7 @@ pods/binding.
 			reg := prometheus.NewRegistry()
 			reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 			cfg.Client, cfg.Metrics = client, reg
-			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+			ctx, stop := signalContext(cmd.Context())
 			defer stop()
 			if metricsAddress != "" {
 				ln, err := net.Listen("tcp", metricsAddress)
@@ -93,25 +90,29 @@ pods/binding.
 			return elector.Run(ctx, func(ctx context.Context) error { return runScheduler(ctx, cfg) })
 		},
 	}
-	f := cmd.Flags()
-	f.StringVar(&kubeconfig, "kubeconfig", "", "kubeconfig of the apiserver to schedule for (required)")
+	registerSchedulerFlags(cmd.Flags(), &cfg, &kubeconfig, &metricsAddress, &logLevel, &qps, &burst, &leaderElect, &lease)
+	_ = cmd.MarkFlagRequired("kubeconfig")
+	return cmd
+}
+
+// registerSchedulerFlags defines the flags of `berth scheduler` on f.
+func registerSchedulerFlags(f *pflag.FlagSet, cfg *scheduler.Config, kubeconfig, metricsAddress, logLevel *string, qps *float32, burst *int, leaderElect *bool, lease *leaderelect.Config) {
+	f.StringVar(kubeconfig, "kubeconfig", "", "kubeconfig of the apiserver to schedule for (required)")
 	f.StringVar(&cfg.SchedulerName, "scheduler-name", scheduler.DefaultSchedulerName, "the spec.schedulerName this scheduler serves")
 	f.Int32Var(&cfg.PercentageOfNodesToScore, "percentage-of-nodes-to-score", 0, "stop filtering once this percentage of nodes is feasible (0: adaptive, as kube-scheduler)")
 	f.IntVar(&cfg.Parallelism, "parallelism", scheduler.DefaultParallelism, "goroutines filtering and scoring nodes")
 	f.DurationVar(&cfg.InitialBackoff, "pod-initial-backoff", scheduler.DefaultInitialBackoff, "back-off after a pod's first failed attempt")
 	f.DurationVar(&cfg.MaxBackoff, "pod-max-backoff", scheduler.DefaultMaxBackoff, "longest back-off between a pod's attempts")
-	f.StringVar(&metricsAddress, "metrics-address", "", "host:port to serve /metrics on (empty: not served)")
-	f.StringVar(&logLevel, "log-level", "info", "log level: debug, info, warn or error")
-	f.Float32Var(&qps, "kube-api-qps", 500, "queries per second towards the apiserver")
-	f.IntVar(&burst, "kube-api-burst", 1000, "burst of queries towards the apiserver")
-	f.BoolVar(&leaderElect, "leader-elect", false, "schedule only while holding the Lease --leader-elect-lease (for several schedulers on one cluster)")
+	f.StringVar(metricsAddress, "metrics-address", "", "host:port to serve /metrics on (empty: not served)")
+	f.StringVar(logLevel, "log-level", "info", "log level: debug, info, warn or error")
+	f.Float32Var(qps, "kube-api-qps", 500, "queries per second towards the apiserver")
+	f.IntVar(burst, "kube-api-burst", 1000, "burst of queries towards the apiserver")
+	f.BoolVar(leaderElect, "leader-elect", false, "schedule only while holding the Lease --leader-elect-lease (for several schedulers on one cluster)")
 	f.StringVar(&lease.Namespace, "leader-elect-namespace", lease.Namespace, "namespace of the leader-election Lease")
 	f.StringVar(&lease.Name, "leader-elect-lease", lease.Name, "name of the leader-election Lease")
 	f.DurationVar(&lease.LeaseDuration, "leader-elect-lease-duration", leaderelect.DefaultLeaseDuration, "how long a non-renewed Lease blocks other candidates")
 	f.DurationVar(&lease.RenewDeadline, "leader-elect-renew-deadline", leaderelect.DefaultRenewDeadline, "how long the leader retries renewing before giving up")
 	f.DurationVar(&lease.RetryPeriod, "leader-elect-retry-period", leaderelect.DefaultRetryPeriod, "how often candidates try to acquire or renew the Lease")
-	_ = cmd.MarkFlagRequired("kubeconfig")
-	return cmd
 }
 
 // runScheduler builds a scheduler with a fresh informer factory and runs

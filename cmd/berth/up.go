@@ -3,16 +3,13 @@ package main
 import (
 	"fmt"
 	"io"
-	"log/slog"
-	"os"
-	"os/signal"
-	"syscall"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"berth/controlplane/server"
-	"berth/up"
 	"berth/internal/containerd"
+	"berth/up"
 )
 
 // newUpCommand maps the flags of `berth up` onto up.Config.
@@ -53,11 +50,11 @@ DATA-DIR and come back on the next start.
   kubectl --kubeconfig /var/lib/berth/admin.kubeconfig get nodes`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			var level slog.Level
-			if err := level.UnmarshalText([]byte(logLevel)); err != nil {
-				return fmt.Errorf("--log-level: %w", err)
+			logger, err := newLogger(cmd, logLevel)
+			if err != nil {
+				return err
 			}
-			cfg.Logger = slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: level}))
+			cfg.Logger = logger
 			if registriesFile != "" {
 				regs, err := containerd.LoadRegistries(registriesFile)
 				if err != nil {
@@ -71,7 +68,7 @@ DATA-DIR and come back on the next start.
 			if err != nil {
 				return err
 			}
-			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+			ctx, stop := signalContext(cmd.Context())
 			defer stop()
 			if err := c.Run(ctx); err != nil {
 				return err
@@ -80,10 +77,15 @@ DATA-DIR and come back on the next start.
 			return nil
 		},
 	}
-	f := cmd.Flags()
+	registerUpFlags(cmd.Flags(), &cfg, &registriesFile, &logLevel)
+	return cmd
+}
+
+// registerUpFlags defines the flags of `berth up` on f.
+func registerUpFlags(f *pflag.FlagSet, cfg *up.Config, registriesFile, logLevel *string) {
 	f.StringVar(&cfg.DataDir, "data-dir", up.DefaultDataDir, "directory for all of the cluster's state (credentials, etcd, containerd, agent)")
 	f.StringVar(&cfg.RuntimeEndpoint, "container-runtime-endpoint", "", "CRI endpoint of a running runtime to use instead of starting berth's own containerd")
-	f.StringVar(&registriesFile, "registries", "", "registries file (k3s registries.yaml format): mirrors, TLS and credentials per registry")
+	f.StringVar(registriesFile, "registries", "", "registries file (k3s registries.yaml format): mirrors, TLS and credentials per registry")
 	f.StringVar(&cfg.PodCIDR, "pod-cidr", up.DefaultPodCIDR, "the node's pod subnet (IPv4, at most /30): its Node's spec.podCIDR")
 	f.StringVar(&cfg.ServiceClusterIPRange, "service-cluster-ip-range", server.DefaultServiceClusterIPRange, "CIDR the Services' cluster IPs come from (its first address is the kubernetes Service's)")
 	f.StringVar(&cfg.ServiceNodePortRange, "service-node-port-range", server.DefaultServiceNodePortRange, "port range NodePort and LoadBalancer Services' node ports come from")
@@ -99,12 +101,11 @@ DATA-DIR and come back on the next start.
 	f.IntVar(&cfg.ReadOnlyPort, "read-only-port", 0, "port of the agent's unauthenticated read-only API on 127.0.0.1 (GET /pods, /healthz, /metrics; the kubelet's was 10255); 0, the default, disables it")
 	f.StringVar(&cfg.PauseBinary, "pause-binary", "", `berth's static pause binary (default "pause" beside the berth executable)`)
 	f.StringVar(&cfg.ContainerdBinary, "containerd", "", "containerd executable (default: containerd on PATH)")
-	f.StringVar(&logLevel, "log-level", "info", "log level: debug, info, warn or error")
+	f.StringVar(logLevel, "log-level", "info", "log level: debug, info, warn or error")
 	f.IntVar(&cfg.IngressHTTPPort, "ingress-http-port", up.DefaultIngressHTTPPort, "port of the built-in ingress controller's HTTP listener, on every address")
 	f.IntVar(&cfg.IngressHTTPSPort, "ingress-https-port", up.DefaultIngressHTTPSPort, "port of the built-in ingress controller's HTTPS listener, on every address")
 	f.StringVar(&cfg.KubeletConfig, "kubelet-config", "", "a kubelet configuration file (KubeletConfiguration) for the agent, as berth agent --config; what berth up wires itself (apiserver, runtime, static pods, pod CIDR, cluster DNS, its ports) stays")
 	f.BoolVar(&cfg.DisableIngress, "disable-ingress", false, "do not run the built-in ingress controller (nor create its IngressClass \"berth\")")
-	return cmd
 }
 
 // printUpInfo tells the user how to reach the cluster.
