@@ -111,9 +111,6 @@ func New(cfg Config) (*Elector, error) {
 	return &Elector{cfg: cfg, log: cfg.Logger.With("lease", cfg.Namespace+"/"+cfg.Name, "identity", cfg.Identity)}, nil
 }
 
-// Identity is this candidate's name in the Lease.
-func (e *Elector) Identity() string { return e.cfg.Identity }
-
 // Leading reports whether this candidate holds the Lease (runs its term).
 func (e *Elector) Leading() bool { return e.leading.Load() }
 

@@ -215,9 +215,6 @@ func New(cfg Config) (*Manager, error) {
 	return &Manager{cfg: cfg, log: log.With("identity", cfg.Identity), elector: elector}, nil
 }
 
-// Identity is this manager's identity in the Lease.
-func (m *Manager) Identity() string { return m.cfg.Identity }
-
 // Leading reports whether this manager currently runs the controllers.
 func (m *Manager) Leading() bool { return m.elector.Leading() }
 
