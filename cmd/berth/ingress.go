@@ -1,11 +1,7 @@
 package main
 
 import (
-	"fmt"
-
 	"github.com/spf13/cobra"
-	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/tools/clientcmd"
 
 	"berth/ingress"
 )
@@ -40,13 +36,8 @@ IngressClass is not created here: apply one naming the controller.
 				return err
 			}
 			cfg.Logger = logger
-			rc, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
-			if err != nil {
-				return fmt.Errorf("--kubeconfig %q: %w", kubeconfig, err)
-			}
-			rc.UserAgent = "berth-ingress"
-			if cfg.Client, err = kubernetes.NewForConfig(rc); err != nil {
-				return fmt.Errorf("--kubeconfig %q: %w", kubeconfig, err)
+			if cfg.Client, err = kubeconfigClient(kubeconfig, "berth-ingress", nil); err != nil {
+				return err
 			}
 			c, err := ingress.New(cfg)
 			if err != nil {

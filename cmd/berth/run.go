@@ -9,6 +9,9 @@ import (
 	"syscall"
 
 	"github.com/spf13/cobra"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
 )
 
 // newLogger is a long-running command's logger: text on its stderr, at the
@@ -25,4 +28,22 @@ func newLogger(cmd *cobra.Command, level string) (*slog.Logger, error) {
 // long-running command is stopped.
 func signalContext(parent context.Context) (context.Context, context.CancelFunc) {
 	return signal.NotifyContext(parent, os.Interrupt, syscall.SIGTERM)
+}
+
+// kubeconfigClient is a client of the apiserver of kubeconfig, identified as
+// userAgent; adjust (may be nil) changes its configuration first.
+func kubeconfigClient(kubeconfig, userAgent string, adjust func(*rest.Config)) (kubernetes.Interface, error) {
+	rc, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+	if err != nil {
+		return nil, fmt.Errorf("--kubeconfig %q: %w", kubeconfig, err)
+	}
+	rc.UserAgent = userAgent
+	if adjust != nil {
+		adjust(rc)
+	}
+	client, err := kubernetes.NewForConfig(rc)
+	if err != nil {
+		return nil, fmt.Errorf("--kubeconfig %q: %w", kubeconfig, err)
+	}
+	return client, nil
 }

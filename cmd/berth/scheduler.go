@@ -14,8 +14,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 	"k8s.io/client-go/informers"
-	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/client-go/rest"
 
 	"berth/controlplane/leaderelect"
 	"berth/controlplane/scheduler"
@@ -50,15 +49,9 @@ pods/binding.
 				return err
 			}
 			cfg.Logger = logger
-			restCfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+			client, err := kubeconfigClient(kubeconfig, "berth-scheduler", func(rc *rest.Config) { rc.QPS, rc.Burst = qps, burst })
 			if err != nil {
-				return fmt.Errorf("--kubeconfig %q: %w", kubeconfig, err)
-			}
-			restCfg.QPS, restCfg.Burst = qps, burst
-			restCfg.UserAgent = "berth-scheduler"
-			client, err := kubernetes.NewForConfig(restCfg)
-			if err != nil {
-				return fmt.Errorf("--kubeconfig %q: %w", kubeconfig, err)
+				return err
 			}
 			reg := prometheus.NewRegistry()
 			reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
