@@ -14,9 +14,9 @@ import (
 
 	"berth/cni"
 	"berth/cri"
-	"berth/up"
 	"berth/internal/containerd"
 	"berth/internal/testimages"
+	"berth/up"
 )
 
 // runtimeEnv is the one containerd every side of the pod benchmarks runs

@@ -21,8 +21,8 @@ import (
 	"path/filepath"
 	"syscall"
 
-	"berth/up"
 	"berth/internal/containerd"
+	"berth/up"
 )
 
 func main() {
