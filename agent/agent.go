@@ -87,6 +87,7 @@ import (
 	"berth/agent/volumes"
 	"berth/cni"
 	"berth/cri"
+	"berth/internal/supervisor"
 	"berth/probes"
 )
 
@@ -122,7 +123,7 @@ func (a *Agent) Run(ctx context.Context) error {
 			return fmt.Errorf("agent: %w", err)
 		}
 	}
-	run := newSupervisor(ctx)
+	run := supervisor.New(ctx, supervisor.Config{Logger: cfg.Logger})
 	defer run.Stop() // on an early return
 	n, err := a.connect(ctx)
 	if err != nil {
@@ -134,7 +135,7 @@ func (a *Agent) Run(ctx context.Context) error {
 			return err
 		}
 		if n.podCIDR == "" {
-			return run.Wait() // ctx ended while waiting for the Node's podCIDR
+			return errors.Join(run.Wait(), run.Stop()) // ctx ended while waiting for the Node's podCIDR
 		}
 	}
 	if n.kube != nil && !cfg.DisableServiceProxy {
@@ -198,7 +199,7 @@ func (a *Agent) connect(ctx context.Context) (*conn, error) {
 // join connects to the apiserver, registers the Node (run keeps its lease
 // and status) and, without Config.PodCIDR, waits for the Node's
 // spec.podCIDR (n.podCIDR stays empty when ctx ends first).
-func (a *Agent) join(ctx context.Context, run *supervisor, n *conn) error {
+func (a *Agent) join(ctx context.Context, run *supervisor.Supervisor, n *conn) error {
 	cfg := &a.cfg
 	var err error
 	var lb *apilb.Balancer
@@ -240,7 +241,7 @@ func (a *Agent) join(ctx context.Context, run *supervisor, n *conn) error {
 	select {
 	case c := <-cidrs:
 		n.podCIDR = c[0]
-	case <-run.ctx.Done():
+	case <-run.Context().Done():
 	}
 	return nil
 }
@@ -286,7 +287,7 @@ type pods struct {
 
 // wire builds the pod path (source → workers → hooks → runtime → cache →
 // status) on n; run runs the managers that have loops of their own.
-func (a *Agent) wire(ctx context.Context, run *supervisor, n *conn) (*pods, error) {
+func (a *Agent) wire(ctx context.Context, run *supervisor.Supervisor, n *conn) (*pods, error) {
 	cfg := &a.cfg
 	p := &pods{statuses: status.NewManager(), backOff: backoff.New(cfg.ContainerBackOff), close: func() {},
 		cache: podruntime.NewCache(podruntime.New(n.client))}
@@ -334,7 +335,7 @@ func (a *Agent) wire(ctx context.Context, run *supervisor, n *conn) (*pods, erro
 
 // housekeeping samples resource usage for the agent API (p.usage) and
 // collects unused images on its image-filesystem figures, both run by run.
-func (a *Agent) housekeeping(run *supervisor, n *conn, p *pods) error {
+func (a *Agent) housekeeping(run *supervisor.Supervisor, n *conn, p *pods) error {
 	cfg := &a.cfg
 	usage, err := stats.New(stats.Config{
 		Runtime: n.client, NodeName: cfg.NodeName, RootDir: cfg.RootDir, PodLogDir: cfg.PodLogDir,
@@ -358,7 +359,7 @@ func (a *Agent) housekeeping(run *supervisor, n *conn, p *pods) error {
 // on the housekeeping samples: it evicts through the pod workers, reclaims
 // images through imageGC, and gives the node its pressure conditions and
 // the workers its admission.
-func (a *Agent) evictionManager(run *supervisor, n *conn, p *pods, imageGC *imagegc.Manager) error {
+func (a *Agent) evictionManager(run *supervisor.Supervisor, n *conn, p *pods, imageGC *imagegc.Manager) error {
 	cfg := &a.cfg
 	thresholds, err := eviction.Thresholds(cfg.EvictionHard, cfg.EvictionSoft, cfg.EvictionSoftGracePeriod, cfg.EvictionMinimumReclaim)
 	if err != nil {
@@ -455,7 +456,7 @@ func dedicatedImageFs(rootDir string, client *cri.Client) func(context.Context) 
 // volumes makes the volume manager (with the CSI plugins, run by run) and,
 // joined, the apiserver client volumes and container environments read
 // ConfigMaps and Secrets with (nil standalone).
-func (a *Agent) volumes(run *supervisor, n *conn, recorder probes.EventRecorder, allocatable v1.ResourceList) (*volumes.Manager, *agentcsi.Manager, envsource.Objects, error) {
+func (a *Agent) volumes(run *supervisor.Supervisor, n *conn, recorder probes.EventRecorder, allocatable v1.ResourceList) (*volumes.Manager, *agentcsi.Manager, envsource.Objects, error) {
 	cfg := &a.cfg
 	volCfg := volumes.Config{RootDir: cfg.RootDir, Logger: cfg.Logger, NodeAllocatable: allocatable}
 	var objects envsource.Objects
@@ -546,7 +547,7 @@ func (a *Agent) workerConfig(n *conn, p *pods, pullCreds func(context.Context, *
 
 // runPods runs the pod path: the workers, the PLEG, the pod sources, and,
 // joined, the status sync, the mirror pods and the volumes' resync.
-func (a *Agent) runPods(run *supervisor, n *conn, p *pods) error {
+func (a *Agent) runPods(run *supervisor.Supervisor, n *conn, p *pods) error {
 	cfg := &a.cfg
 	var sources []source.PodSource
 	var mirrors *mirror.Manager // nil when standalone
@@ -580,7 +581,7 @@ func (a *Agent) runPods(run *supervisor, n *conn, p *pods) error {
 		}
 		sources = append(sources, src)
 	}
-	detector, err := a.pleg(run.ctx, n, p, sources)
+	detector, err := a.pleg(run.Context(), n, p, sources)
 	if err != nil {
 		return err
 	}
@@ -658,7 +659,7 @@ func runBackOffGC(ctx context.Context, tracker *backoff.Tracker) {
 
 // serve serves the read-only API (Config.ReadOnlyPort) and, joined, the
 // authenticated agent API (Config.KubeletPort), then waits for run.
-func (a *Agent) serve(run *supervisor, n *conn, p *pods) error {
+func (a *Agent) serve(run *supervisor.Supervisor, n *conn, p *pods) error {
 	cfg := &a.cfg
 	if cfg.ReadOnlyPort != 0 {
 		lis, err := net.Listen("tcp", net.JoinHostPort(cfg.ReadOnlyAddress, strconv.Itoa(cfg.ReadOnlyPort)))
@@ -679,12 +680,12 @@ func (a *Agent) serve(run *supervisor, n *conn, p *pods) error {
 		}
 		run.Go("agent API", func(ctx context.Context) error { return a.serveAgentAPI(ctx, run, n, p, caFile) })
 	}
-	return run.Wait()
+	return errors.Join(run.Wait(), run.Stop())
 }
 
 // serveAgentAPI serves the authenticated agent API (kubeletapi) with the
 // serving certificate given, or one from the CSR API (rotated by run).
-func (a *Agent) serveAgentAPI(ctx context.Context, run *supervisor, n *conn, p *pods, caFile string) error {
+func (a *Agent) serveAgentAPI(ctx context.Context, run *supervisor.Supervisor, n *conn, p *pods, caFile string) error {
 	cfg := &a.cfg
 	nodeIP := net.ParseIP(cfg.NodeIP)
 	certFile, keyFile := cfg.TLSCertFile, cfg.TLSKeyFile

@@ -25,6 +25,7 @@ import (
 	"berth/agent/mirror"
 	"berth/agent/podworker"
 	"berth/agent/source"
+	"berth/internal/supervisor"
 	"berth/internal/version"
 )
 
@@ -73,7 +74,7 @@ func (c *Config) restConfig() (*rest.Config, *apilb.Balancer, error) {
 // With a kubeconfig the given client stays. A certificate that cannot be
 // had (the CSR API missing, the request refused, denied or never issued) is
 // an error naming the reason: the agent does not run on the join token.
-func (a *Agent) nodeCredential(ctx context.Context, run *supervisor, rc *rest.Config, kube kubernetes.Interface) (kubernetes.Interface, error) {
+func (a *Agent) nodeCredential(ctx context.Context, run *supervisor.Supervisor, rc *rest.Config, kube kubernetes.Interface) (kubernetes.Interface, error) {
 	cfg, log := &a.cfg, a.cfg.Logger
 	if cfg.Kubeconfig != "" {
 		return kube, nil

@@ -4,12 +4,13 @@ import (
 	"fmt"
 
 	"berth/cni/routes"
+	"berth/internal/supervisor"
 )
 
 // podRoutes runs the routes to the other Nodes' pod CIDRs and the
 // masquerading of pod traffic leaving the pod ranges (cni/routes), with
 // Warning Events on this Node for peers it cannot route to.
-func (a *Agent) podRoutes(run *supervisor, n *conn, p *pods) error {
+func (a *Agent) podRoutes(run *supervisor.Supervisor, n *conn, p *pods) error {
 	cfg := &a.cfg
 	c, err := routes.New(routes.Config{
 		Client: n.kube, NodeName: cfg.NodeName, Table: cfg.EgressTable, KeepTableOnStop: !cfg.ProxyCleanupOnExit,

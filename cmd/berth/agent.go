@@ -2,16 +2,13 @@ package main
 
 import (
 	"context"
-	"fmt"
 	"log/slog"
-	"os"
-	"os/signal"
 	"runtime/debug"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"berth/agent"
 	"berth/agent/backoff"
@@ -46,71 +43,91 @@ func releaseStartupPages(ctx context.Context, log *slog.Logger) {
 	log.Info("gave back the binary's start-up pages", "residentBefore", r.RssBefore, "residentAfter", r.RssAfter)
 }
 
+// agentFlags are the flags of `berth agent`: most map straight onto cfg.
+type agentFlags struct {
+	cfg        agent.Config
+	cniBinDirs string
+	logLevel   string
+	backOff    backoff.Policy
+	configFile string
+	node       nodeResourceFlags
+}
+
 // newAgentCommand maps the flags of `berth agent` onto agent.Config.
 func newAgentCommand() *cobra.Command {
-	var (
-		cfg        agent.Config
-		cniBinDirs string
-		logLevel   string
-		backOff    backoff.Policy
-		configFile string
-		nodeFlags  nodeResourceFlags
-	)
+	var fl agentFlags
 	cmd := &cobra.Command{
 		Use:   "agent",
 		Short: "Run the node agent: static pods, and with --server the pods bound to this node, on containerd, as the kubelet does",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			var level slog.Level
-			if err := level.UnmarshalText([]byte(logLevel)); err != nil {
-				return fmt.Errorf("--log-level: %w", err)
-			}
-			cfg.Logger = slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: level}))
-			cfg.CNIBinDirs = strings.Split(cniBinDirs, ":")
-			changed := cmd.Flags().Changed
-			if err := nodeFlags.apply(&cfg, changed); err != nil {
+			cfg, err := fl.config(cmd)
+			if err != nil {
 				return err
-			}
-			if configFile != "" {
-				// As the kubelet's --config: the flags given override it.
-				file, err := kubeletconfig.Load(configFile)
-				if err != nil {
-					return err
-				}
-				warnings, err := file.Apply(&cfg, changed)
-				if err != nil {
-					return err
-				}
-				for _, w := range warnings {
-					cfg.Logger.Warn(w)
-				}
-			}
-			if backOff != (backoff.Policy{}) {
-				cfg.ContainerBackOff = backoff.DefaultPolicy()
-				if backOff.Initial != 0 {
-					cfg.ContainerBackOff.Initial = backOff.Initial
-				}
-				if backOff.Max != 0 {
-					cfg.ContainerBackOff.Max = backOff.Max
-				}
 			}
 			a, err := agent.New(cfg)
 			if err != nil {
 				return err
 			}
-			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+			ctx, stop := signalContext(cmd.Context())
 			defer stop()
 			go releaseStartupPages(ctx, cfg.Logger)
 			return a.Run(ctx)
 		},
 	}
-	f := cmd.Flags()
+	fl.register(cmd.Flags())
+	return cmd
+}
+
+// config is the agent's configuration from the flags cmd was given (and
+// the --config file's, under them).
+func (fl *agentFlags) config(cmd *cobra.Command) (agent.Config, error) {
+	cfg := fl.cfg
+	logger, err := newLogger(cmd, fl.logLevel)
+	if err != nil {
+		return cfg, err
+	}
+	cfg.Logger = logger
+	cfg.CNIBinDirs = strings.Split(fl.cniBinDirs, ":")
+	changed := cmd.Flags().Changed
+	if err := fl.node.apply(&cfg, changed); err != nil {
+		return cfg, err
+	}
+	if fl.configFile != "" {
+		// As the kubelet's --config: the flags given override it.
+		file, err := kubeletconfig.Load(fl.configFile)
+		if err != nil {
+			return cfg, err
+		}
+		warnings, err := file.Apply(&cfg, changed)
+		if err != nil {
+			return cfg, err
+		}
+		for _, w := range warnings {
+			cfg.Logger.Warn(w)
+		}
+	}
+	if fl.backOff != (backoff.Policy{}) {
+		cfg.ContainerBackOff = backoff.DefaultPolicy()
+		if fl.backOff.Initial != 0 {
+			cfg.ContainerBackOff.Initial = fl.backOff.Initial
+		}
+		if fl.backOff.Max != 0 {
+			cfg.ContainerBackOff.Max = fl.backOff.Max
+		}
+	}
+	return cfg, nil
+}
+
+// register defines the flags on f.
+func (fl *agentFlags) register(f *pflag.FlagSet) {
+	cfg := &fl.cfg
 	f.StringVar(&cfg.PodManifestPath, "pod-manifest-path", "", "directory of static pod manifests (v1 Pod, YAML or JSON) to run; followed as files change (required unless --server or --kubeconfig)")
 	f.StringVar(&cfg.RuntimeEndpoint, "container-runtime-endpoint", "", "CRI endpoint of the container runtime, e.g. unix:///run/containerd/containerd.sock (required)")
 	f.StringVar(&cfg.RootDir, "root-dir", "", "directory for the agent's state (required)")
 	f.StringVar(&cfg.PodCIDR, "pod-cidr", "", "the node's pod subnet, e.g. 10.88.0.0/16 (required unless joined: then default the Node's spec.podCIDR)")
 	f.StringVar(&cfg.CNIConfDir, "cni-conf-dir", agent.DefaultCNIConfDir, "directory the node's CNI conflist is written to (the runtime's CNI conf dir)")
-	f.StringVar(&cniBinDirs, "cni-bin-dir", strings.Join(agent.DefaultCNIBinDirs, ":"), "colon-separated directories searched for CNI plugins")
+	f.StringVar(&fl.cniBinDirs, "cni-bin-dir", strings.Join(agent.DefaultCNIBinDirs, ":"), "colon-separated directories searched for CNI plugins")
 	f.StringVar(&cfg.CNIBridge, "cni-bridge", agent.DefaultCNIBridge, "Linux bridge the pods attach to (distinct per agent on one machine)")
 	f.StringVar(&cfg.PodLogDir, "pod-log-dir", agent.DefaultPodLogDir, "root of the pod log directories (<ns>_<name>_<uid>/<container>/<restart>.log)")
 	f.StringVar(&cfg.NodeName, "node-name", "", "name of the node (default: the host name)")
@@ -138,13 +155,13 @@ func newAgentCommand() *cobra.Command {
 	f.BoolVar(&cfg.DisablePodRoutes, "disable-pod-routes", false, "do not route to the other Nodes' pod CIDRs (host-gw: via their InternalIPs on a shared segment) nor masquerade pod traffic leaving the cluster's pod ranges, e.g. when another CNI connects the nodes")
 	f.StringVar(&cfg.EgressTable, "egress-table", "", `nftables table masquerading pod traffic that leaves the cluster's pod ranges (default "berth-egress", or "berth-egress-<cni-bridge>" with a non-default bridge)`)
 	f.StringVar(&cfg.ProxyHealthzBindAddress, "proxy-healthz-bind-address", "127.0.0.1:10256", `host:port the service proxy serves kube-proxy's /healthz and /livez on ("" turns them off)`)
-	f.StringVar(&logLevel, "log-level", "info", "log level: debug, info, warn or error")
-	f.StringVar(&configFile, "config", "", "a kubelet configuration file (KubeletConfiguration, kubelet.config.k8s.io/v1beta1): berth applies the fields it supports, warns about the others; flags given override it")
-	nodeFlags.register(f)
+	f.StringVar(&fl.logLevel, "log-level", "info", "log level: debug, info, warn or error")
+	f.StringVar(&fl.configFile, "config", "", "a kubelet configuration file (KubeletConfiguration, kubelet.config.k8s.io/v1beta1): berth applies the fields it supports, warns about the others; flags given override it")
+	fl.node.register(f)
 	// Test-only: scale the crash-loop back-off so integration tests can watch
 	// several restarts in seconds. Hidden; real nodes keep upstream's 10 s / 5 min.
-	f.DurationVar(&backOff.Initial, "container-backoff-initial", 0, "test only: first crash-loop back-off delay (default 10s)")
-	f.DurationVar(&backOff.Max, "container-backoff-max", 0, "test only: crash-loop back-off cap (default 5m)")
+	f.DurationVar(&fl.backOff.Initial, "container-backoff-initial", 0, "test only: first crash-loop back-off delay (default 10s)")
+	f.DurationVar(&fl.backOff.Max, "container-backoff-max", 0, "test only: crash-loop back-off cap (default 5m)")
 	f.DurationVar(&cfg.ImageBackOffInitial, "image-backoff-initial", 0, "test only: first image pull back-off delay (default 10s)")
 	f.DurationVar(&cfg.ImageBackOffMax, "image-backoff-max", 0, "test only: image pull back-off cap (default 5m)")
 	cfg.ImageGCPolicy = imagegc.DefaultPolicy()
@@ -157,5 +174,4 @@ func newAgentCommand() *cobra.Command {
 	for _, hidden := range []string{"container-backoff-initial", "container-backoff-max", "image-backoff-initial", "image-backoff-max"} {
 		_ = f.MarkHidden(hidden) // the flags exist: MarkHidden cannot fail
 	}
-	return cmd
 }

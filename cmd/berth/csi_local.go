@@ -5,9 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"os"
-	"os/signal"
-	"syscall"
 
 	"github.com/spf13/cobra"
 	"google.golang.org/grpc"
@@ -42,11 +39,10 @@ scheduler picked this node; Immediate claims are taken by the first node's drive
 to ask), and Released volumes with reclaimPolicy Delete are deleted.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			var level slog.Level
-			if err := level.UnmarshalText([]byte(logLevel)); err != nil {
-				return fmt.Errorf("--log-level: %w", err)
+			log, err := newLogger(cmd, logLevel)
+			if err != nil {
+				return err
 			}
-			log := slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: level}))
 			cfg.Logger = log
 			if provisioned && kubeconfig == "" {
 				return fmt.Errorf("--provisioner: needs --kubeconfig to reach the apiserver")
@@ -62,7 +58,7 @@ to ask), and Released volumes with reclaimPolicy Delete are deleted.`,
 			if err != nil {
 				return err
 			}
-			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+			ctx, stop := signalContext(cmd.Context())
 			defer stop()
 			if rc == nil {
 				return d.Run(ctx)

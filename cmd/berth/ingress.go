@@ -1,15 +1,7 @@
 package main
 
 import (
-	"fmt"
-	"log/slog"
-	"os"
-	"os/signal"
-	"syscall"
-
 	"github.com/spf13/cobra"
-	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/tools/clientcmd"
 
 	"berth/ingress"
 )
@@ -39,24 +31,19 @@ IngressClass is not created here: apply one naming the controller.
   berth ingress --kubeconfig ingress.kubeconfig --status-address 192.0.2.10`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			var level slog.Level
-			if err := level.UnmarshalText([]byte(logLevel)); err != nil {
-				return fmt.Errorf("--log-level: %w", err)
-			}
-			cfg.Logger = slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: level}))
-			rc, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+			logger, err := newLogger(cmd, logLevel)
 			if err != nil {
-				return fmt.Errorf("--kubeconfig %q: %w", kubeconfig, err)
+				return err
 			}
-			rc.UserAgent = "berth-ingress"
-			if cfg.Client, err = kubernetes.NewForConfig(rc); err != nil {
-				return fmt.Errorf("--kubeconfig %q: %w", kubeconfig, err)
+			cfg.Logger = logger
+			if cfg.Client, err = kubeconfigClient(kubeconfig, "berth-ingress", nil); err != nil {
+				return err
 			}
 			c, err := ingress.New(cfg)
 			if err != nil {
 				return err
 			}
-			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+			ctx, stop := signalContext(cmd.Context())
 			defer stop()
 			return c.Run(ctx)
 		},

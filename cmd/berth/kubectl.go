@@ -13,12 +13,12 @@ import (
 	cmdutil "k8s.io/kubectl/pkg/cmd/util"
 
 	"berth/controlplane/pki"
-	"berth/internal/cluster"
 	"berth/internal/kubectli18n"
+	"berth/up"
 )
 
 // dataDirEnv names the environment variable that points `berth kubectl`
-// at a cluster data dir other than cluster.DefaultDataDir. (A flag would
+// at a cluster data dir other than up.DefaultDataDir. (A flag would
 // collide with kubectl's own: every argument belongs to kubectl.)
 const dataDirEnv = "BERTH_DATA_DIR"
 
@@ -35,7 +35,7 @@ func newKubectlCommand() *cobra.Command {
 When neither --kubeconfig nor $KUBECONFIG is given and the local cluster's
 admin kubeconfig exists, kubectl uses it: DATA-DIR/admin.kubeconfig, the
 file "berth up" and "berth server" write, with DATA-DIR taken from
-$` + dataDirEnv + ` (default ` + cluster.DefaultDataDir + `). Otherwise kubectl's own
+$` + dataDirEnv + ` (default ` + up.DefaultDataDir + `). Otherwise kubectl's own
 defaults apply ($HOME/.kube/config).
 
 "berth kubectl --help" is kubectl's own help; "berth help kubectl" is this.
@@ -99,7 +99,7 @@ func defaultKubeconfig(getenv func(string) string) string {
 	}
 	dataDir := getenv(dataDirEnv)
 	if dataDir == "" {
-		dataDir = cluster.DefaultDataDir
+		dataDir = up.DefaultDataDir
 	}
 	path := filepath.Join(dataDir, pki.KubeconfigFile)
 	if _, err := os.Stat(path); err != nil {

@@ -4,27 +4,21 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
 	"net"
 	"net/http"
-	"os"
-	"os/signal"
-	"syscall"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/spf13/cobra"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/rand"
+	"github.com/spf13/pflag"
 	"k8s.io/client-go/informers"
-	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/tools/clientcmd"
-	"k8s.io/client-go/tools/leaderelection"
-	"k8s.io/client-go/tools/leaderelection/resourcelock"
+	"k8s.io/client-go/rest"
 
+	"berth/controlplane/leaderelect"
 	"berth/controlplane/scheduler"
+	"berth/controlplane/server"
 )
 
 // newSchedulerCommand runs the scheduler on its own against an apiserver.
@@ -37,7 +31,7 @@ func newSchedulerCommand() *cobra.Command {
 		qps            float32
 		burst          int
 		leaderElect    bool
-		lease          leaseFlags
+		lease          = leaderelect.Config{Namespace: server.SchedulerLeaseNamespace, Name: server.SchedulerLeaseName}
 	)
 	cmd := &cobra.Command{
 		Use:   "scheduler",
@@ -50,25 +44,19 @@ pods/binding.
   berth scheduler --kubeconfig /var/lib/berth/admin.kubeconfig`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			var level slog.Level
-			if err := level.UnmarshalText([]byte(logLevel)); err != nil {
-				return fmt.Errorf("--log-level: %w", err)
-			}
-			cfg.Logger = slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: level}))
-			restCfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+			logger, err := newLogger(cmd, logLevel)
 			if err != nil {
-				return fmt.Errorf("--kubeconfig %q: %w", kubeconfig, err)
+				return err
 			}
-			restCfg.QPS, restCfg.Burst = qps, burst
-			restCfg.UserAgent = "berth-scheduler"
-			client, err := kubernetes.NewForConfig(restCfg)
+			cfg.Logger = logger
+			client, err := kubeconfigClient(kubeconfig, "berth-scheduler", func(rc *rest.Config) { rc.QPS, rc.Burst = qps, burst })
 			if err != nil {
-				return fmt.Errorf("--kubeconfig %q: %w", kubeconfig, err)
+				return err
 			}
 			reg := prometheus.NewRegistry()
 			reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 			cfg.Client, cfg.Metrics = client, reg
-			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+			ctx, stop := signalContext(cmd.Context())
 			defer stop()
 			if metricsAddress != "" {
 				ln, err := net.Listen("tcp", metricsAddress)
@@ -87,28 +75,37 @@ pods/binding.
 			if !leaderElect {
 				return runScheduler(ctx, cfg)
 			}
-			return lease.run(ctx, client, cfg.Logger, func(ctx context.Context) error { return runScheduler(ctx, cfg) })
+			lease.Client, lease.Logger = client, cfg.Logger
+			elector, err := leaderelect.New(lease)
+			if err != nil {
+				return err
+			}
+			return elector.Run(ctx, func(ctx context.Context) error { return runScheduler(ctx, cfg) })
 		},
 	}
-	f := cmd.Flags()
-	f.StringVar(&kubeconfig, "kubeconfig", "", "kubeconfig of the apiserver to schedule for (required)")
+	registerSchedulerFlags(cmd.Flags(), &cfg, &kubeconfig, &metricsAddress, &logLevel, &qps, &burst, &leaderElect, &lease)
+	_ = cmd.MarkFlagRequired("kubeconfig")
+	return cmd
+}
+
+// registerSchedulerFlags defines the flags of `berth scheduler` on f.
+func registerSchedulerFlags(f *pflag.FlagSet, cfg *scheduler.Config, kubeconfig, metricsAddress, logLevel *string, qps *float32, burst *int, leaderElect *bool, lease *leaderelect.Config) {
+	f.StringVar(kubeconfig, "kubeconfig", "", "kubeconfig of the apiserver to schedule for (required)")
 	f.StringVar(&cfg.SchedulerName, "scheduler-name", scheduler.DefaultSchedulerName, "the spec.schedulerName this scheduler serves")
 	f.Int32Var(&cfg.PercentageOfNodesToScore, "percentage-of-nodes-to-score", 0, "stop filtering once this percentage of nodes is feasible (0: adaptive, as kube-scheduler)")
 	f.IntVar(&cfg.Parallelism, "parallelism", scheduler.DefaultParallelism, "goroutines filtering and scoring nodes")
 	f.DurationVar(&cfg.InitialBackoff, "pod-initial-backoff", scheduler.DefaultInitialBackoff, "back-off after a pod's first failed attempt")
 	f.DurationVar(&cfg.MaxBackoff, "pod-max-backoff", scheduler.DefaultMaxBackoff, "longest back-off between a pod's attempts")
-	f.StringVar(&metricsAddress, "metrics-address", "", "host:port to serve /metrics on (empty: not served)")
-	f.StringVar(&logLevel, "log-level", "info", "log level: debug, info, warn or error")
-	f.Float32Var(&qps, "kube-api-qps", 500, "queries per second towards the apiserver")
-	f.IntVar(&burst, "kube-api-burst", 1000, "burst of queries towards the apiserver")
-	f.BoolVar(&leaderElect, "leader-elect", false, "schedule only while holding the Lease --leader-elect-lease (for several schedulers on one cluster)")
-	f.StringVar(&lease.namespace, "leader-elect-namespace", "kube-system", "namespace of the leader-election Lease")
-	f.StringVar(&lease.name, "leader-elect-lease", "kube-scheduler", "name of the leader-election Lease")
-	f.DurationVar(&lease.duration, "leader-elect-lease-duration", 15*time.Second, "how long a non-renewed Lease blocks other candidates")
-	f.DurationVar(&lease.renew, "leader-elect-renew-deadline", 10*time.Second, "how long the leader retries renewing before giving up")
-	f.DurationVar(&lease.retry, "leader-elect-retry-period", 2*time.Second, "how often candidates try to acquire or renew the Lease")
-	_ = cmd.MarkFlagRequired("kubeconfig")
-	return cmd
+	f.StringVar(metricsAddress, "metrics-address", "", "host:port to serve /metrics on (empty: not served)")
+	f.StringVar(logLevel, "log-level", "info", "log level: debug, info, warn or error")
+	f.Float32Var(qps, "kube-api-qps", 500, "queries per second towards the apiserver")
+	f.IntVar(burst, "kube-api-burst", 1000, "burst of queries towards the apiserver")
+	f.BoolVar(leaderElect, "leader-elect", false, "schedule only while holding the Lease --leader-elect-lease (for several schedulers on one cluster)")
+	f.StringVar(&lease.Namespace, "leader-elect-namespace", lease.Namespace, "namespace of the leader-election Lease")
+	f.StringVar(&lease.Name, "leader-elect-lease", lease.Name, "name of the leader-election Lease")
+	f.DurationVar(&lease.LeaseDuration, "leader-elect-lease-duration", leaderelect.DefaultLeaseDuration, "how long a non-renewed Lease blocks other candidates")
+	f.DurationVar(&lease.RenewDeadline, "leader-elect-renew-deadline", leaderelect.DefaultRenewDeadline, "how long the leader retries renewing before giving up")
+	f.DurationVar(&lease.RetryPeriod, "leader-elect-retry-period", leaderelect.DefaultRetryPeriod, "how often candidates try to acquire or renew the Lease")
 }
 
 // runScheduler builds a scheduler with a fresh informer factory and runs
@@ -122,48 +119,4 @@ func runScheduler(ctx context.Context, cfg scheduler.Config) error {
 	}
 	defer cfg.Informers.Shutdown()
 	return s.Run(ctx)
-}
-
-// leaseFlags are the leader-election settings of `berth scheduler`.
-type leaseFlags struct {
-	namespace, name        string
-	duration, renew, retry time.Duration
-}
-
-// run campaigns for the Lease until ctx ends, running fn while leading;
-// the Lease is released on ctx's end.
-func (l leaseFlags) run(ctx context.Context, client kubernetes.Interface, log *slog.Logger, fn func(context.Context) error) error {
-	if !(l.duration > l.renew && l.renew > l.retry && l.retry > 0) {
-		return fmt.Errorf("leader election: want lease duration (%s) > renew deadline (%s) > retry period (%s) > 0", l.duration, l.renew, l.retry)
-	}
-	host, _ := os.Hostname()
-	id := host + "_" + rand.String(8)
-	for ctx.Err() == nil {
-		var runErr error
-		elector, err := leaderelection.NewLeaderElector(leaderelection.LeaderElectionConfig{
-			Lock: &resourcelock.LeaseLock{
-				LeaseMeta:  metav1.ObjectMeta{Namespace: l.namespace, Name: l.name},
-				Client:     client.CoordinationV1(),
-				LockConfig: resourcelock.ResourceLockConfig{Identity: id},
-			},
-			LeaseDuration: l.duration, RenewDeadline: l.renew, RetryPeriod: l.retry,
-			ReleaseOnCancel: true,
-			Name:            l.name,
-			Callbacks: leaderelection.LeaderCallbacks{
-				OnStartedLeading: func(lctx context.Context) {
-					log.Info("leading: starting the scheduler", "identity", id)
-					runErr = fn(lctx)
-				},
-				OnStoppedLeading: func() { log.Info("not leading", "identity", id) },
-			},
-		})
-		if err != nil {
-			return fmt.Errorf("leader election: %w", err)
-		}
-		elector.Run(ctx)
-		if runErr != nil {
-			return runErr
-		}
-	}
-	return nil
 }

@@ -4,15 +4,13 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"os"
-	"os/signal"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"berth/controlplane/controller/manager"
 	"berth/controlplane/controller/nodeipam"
@@ -62,12 +60,18 @@ another issued.
 			if err != nil {
 				return err
 			}
-			ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+			ctx, stop := signalContext(context.Background())
 			defer stop()
 			return srv.Run(ctx)
 		},
 	}
-	f := cmd.Flags()
+	registerServerFlags(cmd.Flags(), &cfg)
+	_ = cmd.MarkFlagRequired("data-dir")
+	return cmd
+}
+
+// registerServerFlags defines the flags of `berth server` on f.
+func registerServerFlags(f *pflag.FlagSet, cfg *server.Config) {
 	f.StringVar(&cfg.DataDir, "data-dir", "", "directory for credentials, the embedded etcd and state (required)")
 	f.StringVar(&cfg.Listen, "listen", server.DefaultListen, "HTTPS listen address host:port (port 0 picks a free one)")
 	f.StringVar(&cfg.AdvertiseAddress, "advertise-address", "", "address clients reach this server at (added to the serving certificate)")
@@ -100,8 +104,6 @@ another issued.
 	f.StringVar(&cfg.ServiceAccountSigningKeyFile, "service-account-signing-key-file", "", "PEM private key (ECDSA or RSA) signing service-account tokens (default DATA-DIR/"+serviceaccount.KeyFile+", generated on first start)")
 	f.StringVar(&cfg.ServiceAccountJWKSURI, "service-account-jwks-uri", "", "the jwks_uri of the service-account issuer discovery document (/.well-known/openid-configuration), an https URL (default https://ADVERTISED-ADDRESS/openid/v1/jwks); the documents are served when the first --service-account-issuer is an https URL")
 	f.StringArrayVar(&cfg.ServiceAccountKeyFiles, "service-account-key-file", nil, "PEM file of further public (or private) keys accepted when verifying service-account tokens, e.g. a previous signing key; repeatable")
-	_ = cmd.MarkFlagRequired("data-dir")
-	return cmd
 }
 
 // tokenTTLFlag is --token-ttl: a duration where 0 means never, as

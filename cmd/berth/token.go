@@ -22,8 +22,8 @@ import (
 	"berth/controlplane/authentication"
 	"berth/controlplane/pki"
 	"berth/controlplane/server"
-	"berth/internal/cluster"
 	"berth/internal/errdefs"
+	"berth/up"
 )
 
 // newTokenCommand manages join tokens, as `kubeadm token`: bootstrap
@@ -40,32 +40,41 @@ certificate it no longer needs it. Expired tokens no longer authenticate.
 
 The cluster is reached with --kubeconfig, else $KUBECONFIG, else the local
 cluster's DATA-DIR/admin.kubeconfig (DATA-DIR from $` + dataDirEnv + `, default
-` + cluster.DefaultDataDir + `).
+` + up.DefaultDataDir + `).
 
   berth token create --ttl 2h --description "rack 4"
   berth token list
   berth token delete abcdef`,
 	}
 	cmd.PersistentFlags().StringVar(&kubeconfig, "kubeconfig", "", "kubeconfig of an admin of the cluster")
-	client := func() (kubernetes.Interface, error) {
-		path := kubeconfig
-		if path == "" {
-			path = os.Getenv("KUBECONFIG")
-		}
-		if path == "" {
-			dir := os.Getenv(dataDirEnv)
-			if dir == "" {
-				dir = cluster.DefaultDataDir
-			}
-			path = filepath.Join(dir, pki.KubeconfigFile)
-		}
-		cfg, err := clientcmd.BuildConfigFromFlags("", path)
-		if err != nil {
-			return nil, fmt.Errorf("token: kubeconfig %s: %w", path, err)
-		}
-		return kubernetes.NewForConfig(cfg)
-	}
+	client := func() (kubernetes.Interface, error) { return tokenClient(kubeconfig) }
+	cmd.AddCommand(newTokenCreateCommand(client), newTokenListCommand(client), newTokenDeleteCommand(client))
+	return cmd
+}
 
+// tokenClient is the client of the token commands: of kubeconfig, else
+// $KUBECONFIG, else the local cluster's admin kubeconfig.
+func tokenClient(kubeconfig string) (kubernetes.Interface, error) {
+	path := kubeconfig
+	if path == "" {
+		path = os.Getenv("KUBECONFIG")
+	}
+	if path == "" {
+		dir := os.Getenv(dataDirEnv)
+		if dir == "" {
+			dir = up.DefaultDataDir
+		}
+		path = filepath.Join(dir, pki.KubeconfigFile)
+	}
+	cfg, err := clientcmd.BuildConfigFromFlags("", path)
+	if err != nil {
+		return nil, fmt.Errorf("token: kubeconfig %s: %w", path, err)
+	}
+	return kubernetes.NewForConfig(cfg)
+}
+
+// newTokenCreateCommand is `berth token create`.
+func newTokenCreateCommand(client func() (kubernetes.Interface, error)) *cobra.Command {
 	var ttl time.Duration
 	var description string
 	var groups []string
@@ -111,8 +120,12 @@ cluster's DATA-DIR/admin.kubeconfig (DATA-DIR from $` + dataDirEnv + `, default
 	create.Flags().DurationVar(&ttl, "ttl", server.DefaultAgentTokenTTL, "how long the token authenticates (0: never expires)")
 	create.Flags().StringVar(&description, "description", "", "a human-readable note on what the token is for")
 	create.Flags().StringSliceVar(&groups, "groups", nil, "extra groups the token authenticates as (each system:bootstrappers:...)")
+	return create
+}
 
-	list := &cobra.Command{
+// newTokenListCommand is `berth token list`.
+func newTokenListCommand(client func() (kubernetes.Interface, error)) *cobra.Command {
+	return &cobra.Command{
 		Use:   "list",
 		Short: "List the join tokens",
 		Args:  cobra.NoArgs,
@@ -124,8 +137,11 @@ cluster's DATA-DIR/admin.kubeconfig (DATA-DIR from $` + dataDirEnv + `, default
 			return listTokens(cmd.Context(), c, cmd.OutOrStdout(), time.Now())
 		},
 	}
+}
 
-	del := &cobra.Command{
+// newTokenDeleteCommand is `berth token delete`.
+func newTokenDeleteCommand(client func() (kubernetes.Interface, error)) *cobra.Command {
+	return &cobra.Command{
 		Use:   "delete TOKEN|ID...",
 		Short: "Delete join tokens, named by the token or its ID",
 		Args:  cobra.MinimumNArgs(1),
@@ -153,8 +169,6 @@ cluster's DATA-DIR/admin.kubeconfig (DATA-DIR from $` + dataDirEnv + `, default
 			return nil
 		},
 	}
-	cmd.AddCommand(create, list, del)
-	return cmd
 }
 
 // listTokens prints the bootstrap tokens as `kubeadm token list` does:

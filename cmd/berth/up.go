@@ -3,22 +3,19 @@ package main
 import (
 	"fmt"
 	"io"
-	"log/slog"
-	"os"
-	"os/signal"
-	"syscall"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"berth/controlplane/server"
-	"berth/internal/cluster"
 	"berth/internal/containerd"
+	"berth/up"
 )
 
-// newUpCommand maps the flags of `berth up` onto cluster.Config.
+// newUpCommand maps the flags of `berth up` onto up.Config.
 func newUpCommand() *cobra.Command {
 	var (
-		cfg            cluster.Config
+		cfg            up.Config
 		registriesFile string
 		logLevel       string
 	)
@@ -53,11 +50,11 @@ DATA-DIR and come back on the next start.
   kubectl --kubeconfig /var/lib/berth/admin.kubeconfig get nodes`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			var level slog.Level
-			if err := level.UnmarshalText([]byte(logLevel)); err != nil {
-				return fmt.Errorf("--log-level: %w", err)
+			logger, err := newLogger(cmd, logLevel)
+			if err != nil {
+				return err
 			}
-			cfg.Logger = slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: level}))
+			cfg.Logger = logger
 			if registriesFile != "" {
 				regs, err := containerd.LoadRegistries(registriesFile)
 				if err != nil {
@@ -66,12 +63,12 @@ DATA-DIR and come back on the next start.
 				cfg.Registries = regs
 			}
 			out := cmd.OutOrStdout()
-			cfg.OnReady = func(info cluster.Info) { printUpInfo(out, info) }
-			c, err := cluster.New(cfg)
+			cfg.OnReady = func(info up.Info) { printUpInfo(out, info) }
+			c, err := up.New(cfg)
 			if err != nil {
 				return err
 			}
-			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+			ctx, stop := signalContext(cmd.Context())
 			defer stop()
 			if err := c.Run(ctx); err != nil {
 				return err
@@ -80,15 +77,20 @@ DATA-DIR and come back on the next start.
 			return nil
 		},
 	}
-	f := cmd.Flags()
-	f.StringVar(&cfg.DataDir, "data-dir", cluster.DefaultDataDir, "directory for all of the cluster's state (credentials, etcd, containerd, agent)")
+	registerUpFlags(cmd.Flags(), &cfg, &registriesFile, &logLevel)
+	return cmd
+}
+
+// registerUpFlags defines the flags of `berth up` on f.
+func registerUpFlags(f *pflag.FlagSet, cfg *up.Config, registriesFile, logLevel *string) {
+	f.StringVar(&cfg.DataDir, "data-dir", up.DefaultDataDir, "directory for all of the cluster's state (credentials, etcd, containerd, agent)")
 	f.StringVar(&cfg.RuntimeEndpoint, "container-runtime-endpoint", "", "CRI endpoint of a running runtime to use instead of starting berth's own containerd")
-	f.StringVar(&registriesFile, "registries", "", "registries file (k3s registries.yaml format): mirrors, TLS and credentials per registry")
-	f.StringVar(&cfg.PodCIDR, "pod-cidr", cluster.DefaultPodCIDR, "the node's pod subnet (IPv4, at most /30): its Node's spec.podCIDR")
+	f.StringVar(registriesFile, "registries", "", "registries file (k3s registries.yaml format): mirrors, TLS and credentials per registry")
+	f.StringVar(&cfg.PodCIDR, "pod-cidr", up.DefaultPodCIDR, "the node's pod subnet (IPv4, at most /30): its Node's spec.podCIDR")
 	f.StringVar(&cfg.ServiceClusterIPRange, "service-cluster-ip-range", server.DefaultServiceClusterIPRange, "CIDR the Services' cluster IPs come from (its first address is the kubernetes Service's)")
 	f.StringVar(&cfg.ServiceNodePortRange, "service-node-port-range", server.DefaultServiceNodePortRange, "port range NodePort and LoadBalancer Services' node ports come from")
-	f.StringVar(&cfg.CNIBridge, "cni-bridge", cluster.DefaultCNIBridge, "Linux bridge the pods attach to")
-	f.StringVar(&cfg.ResolvConf, "resolv-conf", cluster.DefaultResolvConf, "the node's resolv.conf: the cluster DNS forwards other names to its nameservers, pods get its search domains")
+	f.StringVar(&cfg.CNIBridge, "cni-bridge", up.DefaultCNIBridge, "Linux bridge the pods attach to")
+	f.StringVar(&cfg.ResolvConf, "resolv-conf", up.DefaultResolvConf, "the node's resolv.conf: the cluster DNS forwards other names to its nameservers, pods get its search domains")
 	f.StringVar(&cfg.CNIConfDir, "cni-conf-dir", "", "CNI conf dir (default DATA-DIR/cni/net.d; with --container-runtime-endpoint, the runtime's: /etc/cni/net.d)")
 	f.StringVar(&cfg.CNIBinDir, "cni-bin-dir", "", "directory of the CNI plugins (default /usr/lib/cni or /opt/cni/bin)")
 	f.StringVar(&cfg.Listen, "listen", "", "apiserver listen address host:port (default 0.0.0.0:6443; port 0 picks a free one)")
@@ -99,16 +101,15 @@ DATA-DIR and come back on the next start.
 	f.IntVar(&cfg.ReadOnlyPort, "read-only-port", 0, "port of the agent's unauthenticated read-only API on 127.0.0.1 (GET /pods, /healthz, /metrics; the kubelet's was 10255); 0, the default, disables it")
 	f.StringVar(&cfg.PauseBinary, "pause-binary", "", `berth's static pause binary (default "pause" beside the berth executable)`)
 	f.StringVar(&cfg.ContainerdBinary, "containerd", "", "containerd executable (default: containerd on PATH)")
-	f.StringVar(&logLevel, "log-level", "info", "log level: debug, info, warn or error")
-	f.IntVar(&cfg.IngressHTTPPort, "ingress-http-port", cluster.DefaultIngressHTTPPort, "port of the built-in ingress controller's HTTP listener, on every address")
-	f.IntVar(&cfg.IngressHTTPSPort, "ingress-https-port", cluster.DefaultIngressHTTPSPort, "port of the built-in ingress controller's HTTPS listener, on every address")
+	f.StringVar(logLevel, "log-level", "info", "log level: debug, info, warn or error")
+	f.IntVar(&cfg.IngressHTTPPort, "ingress-http-port", up.DefaultIngressHTTPPort, "port of the built-in ingress controller's HTTP listener, on every address")
+	f.IntVar(&cfg.IngressHTTPSPort, "ingress-https-port", up.DefaultIngressHTTPSPort, "port of the built-in ingress controller's HTTPS listener, on every address")
 	f.StringVar(&cfg.KubeletConfig, "kubelet-config", "", "a kubelet configuration file (KubeletConfiguration) for the agent, as berth agent --config; what berth up wires itself (apiserver, runtime, static pods, pod CIDR, cluster DNS, its ports) stays")
 	f.BoolVar(&cfg.DisableIngress, "disable-ingress", false, "do not run the built-in ingress controller (nor create its IngressClass \"berth\")")
-	return cmd
 }
 
 // printUpInfo tells the user how to reach the cluster.
-func printUpInfo(w io.Writer, info cluster.Info) {
+func printUpInfo(w io.Writer, info up.Info) {
 	fmt.Fprintf(w, "berth up: cluster ready; apiserver at https://%s\n", info.Server)
 	if info.OwnContainerd {
 		fmt.Fprintf(w, "berth up: containerd at %s (sandbox image %s)\n", info.RuntimeEndpoint, info.SandboxImage)

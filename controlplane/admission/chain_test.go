@@ -7,6 +7,7 @@ import (
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apiserver/pkg/admission"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes/fake"
 
@@ -31,10 +32,19 @@ func TestChain(t *testing.T) {
 		t.Fatal(err)
 	}
 	factory := informers.NewSharedInformerFactory(client, 0)
-	chain, err := berthadm.NewChain(berthadm.ConfigFromInformers(factory, client))
-	if err != nil {
-		t.Fatal(err)
+	cfg := berthadm.ConfigFromInformers(factory, client)
+	var plugins []admission.Interface
+	for _, name := range berthadm.Plugins {
+		if name == berthadm.ValidatingAdmissionPolicyName {
+			continue // needs a dynamic client; the server builds it
+		}
+		p, err := berthadm.NewPlugin(name, cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		plugins = append(plugins, p)
 	}
+	chain := berthadm.NewChain(plugins...)
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(func() { cancel(); factory.Shutdown() })
 	factory.Start(ctx.Done())

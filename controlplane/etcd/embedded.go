@@ -3,7 +3,6 @@
 package etcd
 
 import (
-	"context"
 	"fmt"
 	"log/slog"
 	"net/url"
@@ -103,15 +102,4 @@ func (m *Embedded) Err() <-chan error { return m.etcd.Err() }
 func (m *Embedded) Close() {
 	m.etcd.Close()
 	<-m.etcd.Server.StopNotify()
-}
-
-// WaitStopped returns once ctx ends or the member fails, whichever is first;
-// it reports the member's error.
-func (m *Embedded) WaitStopped(ctx context.Context) error {
-	select {
-	case <-ctx.Done():
-		return nil
-	case err := <-m.etcd.Err():
-		return fmt.Errorf("embedded etcd: %w", err)
-	}
 }

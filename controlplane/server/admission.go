@@ -30,43 +30,11 @@ import (
 
 // AdmissionPlugins are the admission plugins the server knows, by their
 // upstream names, in the order upstream runs them.
-var AdmissionPlugins = []string{
-	berthadmission.NamespaceLifecycleName,
-	berthadmission.LimitRangerName,
-	berthadmission.ServiceAccountName,
-	berthadmission.NodeRestrictionName,
-	berthadmission.PodSecurityName,
-	berthadmission.PriorityName,
-	berthadmission.DefaultTolerationSecondsName,
-	berthadmission.DefaultStorageClassName,
-	berthadmission.StorageObjectInUseProtectionName,
-	berthadmission.RuntimeClassName,
-	berthadmission.DefaultIngressClassName,
-	berthadmission.MutatingWebhookName,
-	berthadmission.ValidatingAdmissionPolicyName,
-	berthadmission.ValidatingWebhookName,
-	berthadmission.ResourceQuotaName,
-}
+var AdmissionPlugins = berthadmission.Plugins
 
 // DefaultAdmissionPlugins are enabled unless disabled: every plugin, as
 // upstream's recommended set.
-var DefaultAdmissionPlugins = []string{
-	berthadmission.NamespaceLifecycleName,
-	berthadmission.LimitRangerName,
-	berthadmission.ServiceAccountName,
-	berthadmission.NodeRestrictionName,
-	berthadmission.PodSecurityName,
-	berthadmission.PriorityName,
-	berthadmission.DefaultTolerationSecondsName,
-	berthadmission.DefaultStorageClassName,
-	berthadmission.StorageObjectInUseProtectionName,
-	berthadmission.RuntimeClassName,
-	berthadmission.DefaultIngressClassName,
-	berthadmission.MutatingWebhookName,
-	berthadmission.ValidatingAdmissionPolicyName,
-	berthadmission.ValidatingWebhookName,
-	berthadmission.ResourceQuotaName,
-}
+var DefaultAdmissionPlugins = berthadmission.Plugins
 
 // admissionReadyTimeout bounds how long a request waits for the admission
 // informers' first sync, as upstream's plugins wait for readiness.
@@ -141,53 +109,26 @@ func (s *Server) newAdmission(rc *rest.Config, namespaces *genericregistry.Store
 	for _, name := range enabled {
 		var p admission.Interface
 		var err error
-		switch name {
-		case berthadmission.NamespaceLifecycleName:
-			p, err = berthadmission.NewNamespaceLifecycle(cfg.NamespaceLifecycle)
-		case berthadmission.LimitRangerName:
-			p, err = berthadmission.NewLimitRanger(cfg.LimitRanger)
-		case berthadmission.ServiceAccountName:
-			p, err = berthadmission.NewServiceAccount(cfg.ServiceAccount)
-		case berthadmission.NodeRestrictionName:
-			p, err = berthadmission.NewNodeRestriction(cfg.NodeRestriction)
-		case berthadmission.PodSecurityName:
-			p, err = berthadmission.NewPodSecurity(cfg.PodSecurity)
-		case berthadmission.PriorityName:
-			p, err = berthadmission.NewPriority(cfg.Priority)
-		case berthadmission.DefaultTolerationSecondsName:
-			p = berthadmission.NewDefaultTolerationSeconds()
-		case berthadmission.DefaultStorageClassName:
-			p, err = berthadmission.NewDefaultStorageClass(factory.Storage().V1().StorageClasses().Lister())
-		case berthadmission.StorageObjectInUseProtectionName:
-			p = berthadmission.NewStorageObjectInUseProtection()
-		case berthadmission.RuntimeClassName:
-			p, err = berthadmission.NewRuntimeClass(cfg.RuntimeClass)
-		case berthadmission.DefaultIngressClassName:
-			p, err = berthadmission.NewDefaultIngressClass(factory.Networking().V1().IngressClasses().Lister())
-		case berthadmission.MutatingWebhookName:
-			p, err = berthadmission.NewMutatingWebhook(cfg.Webhooks)
-		case berthadmission.ValidatingWebhookName:
-			p, err = berthadmission.NewValidatingWebhook(cfg.Webhooks)
-		case berthadmission.ValidatingAdmissionPolicyName:
+		if name == berthadmission.ValidatingAdmissionPolicyName {
 			p, err = newValidatingPolicy(src, client, factory, authz, stop)
-		case berthadmission.ResourceQuotaName:
-			p, err = berthadmission.NewResourceQuota(cfg.ResourceQuota)
-			if err == nil {
-				ctrl, cerr := resourcequota.New(resourcequota.Config{Config: controller.Config{
-					Client: client, Informers: factory, Logger: s.cfg.Logger.With("component", "resourcequota"),
-				}})
-				if cerr != nil {
-					return nil, cerr
-				}
-				setup.comps = append(setup.comps, component{name: "resourcequota", run: ctrl.Run})
-			}
+		} else {
+			p, err = berthadmission.NewPlugin(name, cfg)
 		}
 		if err != nil {
 			return nil, fmt.Errorf("server: admission plugin %s: %w", name, err)
 		}
+		if name == berthadmission.ResourceQuotaName {
+			ctrl, err := resourcequota.New(resourcequota.Config{Config: controller.Config{
+				Client: client, Informers: factory, Logger: s.cfg.Logger.With("component", "resourcequota"),
+			}})
+			if err != nil {
+				return nil, err
+			}
+			setup.comps = append(setup.comps, component{name: "resourcequota", run: ctrl.Run})
+		}
 		plugins = append(plugins, p)
 	}
-	setup.chain = readyChain{chain: berthadmission.NewReinvocationHandler(admission.NewChainHandler(plugins...)), synced: informersSynced(factory)}
+	setup.chain = readyChain{chain: berthadmission.NewChain(plugins...), synced: informersSynced(factory)}
 	setup.comps = append([]component{{name: "admission-informers", run: func(ctx context.Context) error {
 		factory.Start(ctx.Done())
 		<-ctx.Done()

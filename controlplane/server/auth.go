@@ -82,30 +82,7 @@ type serverAuth struct {
 // further bearer-token authenticators (service-account tokens).
 func (s *Server) newAuth(rc *rest.Config, creds *pki.Bundle, set *resources.Set, apiAudiences []string, tokens ...authenticator.Token) (*serverAuth, error) {
 	cfg := s.cfg
-	pool := x509.NewCertPool()
-	pool.AddCert(creds.CA)
-	secrets := set.ByGVR[corev1.SchemeGroupVersion.WithResource("secrets")]
-	if secrets == nil {
-		return nil, fmt.Errorf("server: secrets are not served: %w", errdefs.ErrInvalidArgument)
-	}
-	authn, err := authentication.New(authentication.Config{
-		ClientCA:      pool,
-		TokenAuthFile: cfg.TokenAuthFile,
-		BootstrapTokens: func(ctx context.Context, namespace, name string) (*corev1.Secret, error) {
-			obj, err := secrets.Store.Get(genericapirequest.WithNamespace(ctx, namespace), name, &metav1.GetOptions{})
-			if err != nil {
-				return nil, err
-			}
-			sec, ok := obj.(*corev1.Secret)
-			if !ok {
-				return nil, fmt.Errorf("server: secret store returned %T", obj)
-			}
-			return sec, nil
-		},
-		Tokens:       tokens,
-		APIAudiences: apiAudiences,
-		Anonymous:    cfg.AnonymousAuth,
-	})
+	authn, err := s.newAuthenticator(creds, set, apiAudiences, tokens)
 	if err != nil {
 		return nil, err
 	}
@@ -164,6 +141,37 @@ func (s *Server) newAuth(rc *rest.Config, creds *pki.Bundle, set *resources.Set,
 	}
 	return &serverAuth{authn: authn, authz: authz, node: nodeAuthz, client: client, informers: factory,
 		aggregation: aggregation, agentToken: creds.AgentToken, agentTokenExpires: expires, log: cfg.Logger}, nil
+}
+
+// newAuthenticator authenticates client certificates of the cluster CA,
+// the token file's tokens, bootstrap tokens (their secrets read from set's
+// store) and tokens' further bearer tokens.
+func (s *Server) newAuthenticator(creds *pki.Bundle, set *resources.Set, apiAudiences []string, tokens []authenticator.Token) (*authentication.Authenticator, error) {
+	cfg := s.cfg
+	pool := x509.NewCertPool()
+	pool.AddCert(creds.CA)
+	secrets := set.ByGVR[corev1.SchemeGroupVersion.WithResource("secrets")]
+	if secrets == nil {
+		return nil, fmt.Errorf("server: secrets are not served: %w", errdefs.ErrInvalidArgument)
+	}
+	return authentication.New(authentication.Config{
+		ClientCA:      pool,
+		TokenAuthFile: cfg.TokenAuthFile,
+		BootstrapTokens: func(ctx context.Context, namespace, name string) (*corev1.Secret, error) {
+			obj, err := secrets.Store.Get(genericapirequest.WithNamespace(ctx, namespace), name, &metav1.GetOptions{})
+			if err != nil {
+				return nil, err
+			}
+			sec, ok := obj.(*corev1.Secret)
+			if !ok {
+				return nil, fmt.Errorf("server: secret store returned %T", obj)
+			}
+			return sec, nil
+		},
+		Tokens:       tokens,
+		APIAudiences: apiAudiences,
+		Anonymous:    cfg.AnonymousAuth,
+	})
 }
 
 // start runs once the apiserver serves: it reconciles the default RBAC

@@ -9,25 +9,19 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
-	"os"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	utilrand "k8s.io/apimachinery/pkg/util/rand"
 	"k8s.io/apiserver/pkg/authentication/user"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/leaderelection"
-	"k8s.io/client-go/tools/leaderelection/resourcelock"
 
 	"berth/controlplane/apiserver"
 	"berth/controlplane/controller/certificates"
 	"berth/controlplane/controller/manager"
+	"berth/controlplane/leaderelect"
 	"berth/controlplane/pki"
 	"berth/controlplane/scheduler"
 )
@@ -80,19 +74,42 @@ func loopbackConfig(host string, caPEM []byte, token string) *rest.Config {
 	}
 }
 
-// instanceID names this server in the Leases: hostname_random.
-func instanceID() string {
-	host, err := os.Hostname()
-	if err != nil || host == "" {
-		host = "berth-server"
-	}
-	return host + "_" + utilrand.String(8)
-}
-
 // component is one long-running part of the server.
 type component struct {
 	name string
 	run  func(ctx context.Context) error
+}
+
+// components builds the components beside the apiserver other than the
+// namespace controller, admission's and flow control's: the CSR signer, the
+// ClusterRole aggregation, the service repair, the metrics API, the default
+// ServiceCIDR, the kubernetes Service, the custom resources, the aggregator,
+// and the controller manager and the scheduler (their leader metric
+// registered).
+func (s *Server) components(b *backend, f *frontEnd, port int, id string, metricsAPI, aggComp component) ([]component, error) {
+	csrComp, err := certificatesComponent(f.rc, b.creds, s.cfg.Logger)
+	if err != nil {
+		return nil, err
+	}
+	repairComp, err := repairComponent(s.cfg.ServiceRepairInterval, f.rc, b.repairers)
+	if err != nil {
+		return nil, err
+	}
+	k8sSvc, err := kubernetesServiceComponent(s.cfg, b.factory, b.svcAlloc, f.rc, port)
+	if err != nil {
+		return nil, err
+	}
+	comps := []component{csrComp, f.auth.component(), repairComp, metricsAPI, {name: "default-service-cidr", run: b.dsc.run},
+		k8sSvc, f.crs.component(), aggComp}
+	leaders := newLeaderMetrics()
+	more, err := s.controlPlaneComponents(f.rc, id, leaders)
+	if err != nil {
+		return nil, err
+	}
+	if err := registerReplacing(s.cfg.Metrics, leaders); err != nil {
+		return nil, fmt.Errorf("server: metrics: %w", err)
+	}
+	return append(comps, more...), nil
 }
 
 // controlPlaneComponents builds the controller manager and the scheduler
@@ -140,73 +157,17 @@ func (s *Server) controlPlaneComponents(rc *rest.Config, id string, leaders *lea
 			}
 			return sched.Run(ctx)
 		}
-		el := &election{
-			client: client, namespace: SchedulerLeaseNamespace, name: SchedulerLeaseName, identity: id,
-			duration: cfg.LeaseDuration, renew: cfg.RenewDeadline, retry: cfg.RetryPeriod,
-			log: cfg.Logger.With("component", "scheduler", "identity", id), run: term,
-		}
-		leaders.add(SchedulerLeaseName, el.leading.Load)
-		out = append(out, component{name: "scheduler", run: el.Run})
-	}
-	return out, nil
-}
-
-// election runs a function while holding a Lease, campaigning again after
-// each term, until ctx ends; the Lease is released on ctx's end.
-type election struct {
-	client                    kubernetes.Interface
-	namespace, name, identity string
-	duration, renew, retry    time.Duration
-	log                       *slog.Logger
-	run                       func(ctx context.Context) error
-	leading                   atomic.Bool
-}
-
-// Run implements the component contract.
-func (e *election) Run(ctx context.Context) error {
-	for ctx.Err() == nil {
-		var runErr error
-		termDone := make(chan struct{})
-		started := atomic.Bool{}
-		elector, err := leaderelection.NewLeaderElector(leaderelection.LeaderElectionConfig{
-			Lock: &resourcelock.LeaseLock{
-				LeaseMeta:  metav1.ObjectMeta{Namespace: e.namespace, Name: e.name},
-				Client:     e.client.CoordinationV1(),
-				LockConfig: resourcelock.ResourceLockConfig{Identity: e.identity},
-			},
-			LeaseDuration:   e.duration,
-			RenewDeadline:   e.renew,
-			RetryPeriod:     e.retry,
-			ReleaseOnCancel: true,
-			Name:            e.name,
-			Callbacks: leaderelection.LeaderCallbacks{
-				OnStartedLeading: func(lctx context.Context) {
-					started.Store(true)
-					defer close(termDone)
-					e.leading.Store(true)
-					e.log.Info("leading", "lease", e.namespace+"/"+e.name)
-					runErr = e.run(lctx)
-				},
-				OnStoppedLeading: func() {
-					e.leading.Store(false)
-					e.log.Info("not leading", "lease", e.namespace+"/"+e.name)
-				},
-			},
+		el, err := leaderelect.New(leaderelect.Config{
+			Client: client, Namespace: SchedulerLeaseNamespace, Name: SchedulerLeaseName, Identity: id,
+			Timing: cfg.leaderElection(), Logger: cfg.Logger.With("component", "scheduler"),
 		})
 		if err != nil {
-			return fmt.Errorf("leader election %s/%s: %w", e.namespace, e.name, err)
+			return nil, fmt.Errorf("server: scheduler: %w", err)
 		}
-		elector.Run(ctx)
-		// The elector runs OnStartedLeading in its own goroutine and
-		// does not wait for it; a term ends before the next campaign.
-		if started.Load() {
-			<-termDone
-		}
-		if runErr != nil {
-			return runErr
-		}
+		leaders.add(SchedulerLeaseName, el.Leading)
+		out = append(out, component{name: "scheduler", run: func(ctx context.Context) error { return el.Run(ctx, term) }})
 	}
-	return nil
+	return out, nil
 }
 
 // leaderMetrics exports leader_election_master_status{name} (1 while this
@@ -243,52 +204,6 @@ func (m *leaderMetrics) Collect(ch chan<- prometheus.Metric) {
 
 // componentStopTimeout bounds waiting for the components on shutdown.
 const componentStopTimeout = 20 * time.Second
-
-// supervisor runs the server's components: the first to fail stops the
-// others and is reported on failed.
-type supervisor struct {
-	cancel context.CancelFunc
-	done   chan struct{}
-	failed chan error
-	log    *slog.Logger
-}
-
-func startSupervisor(ctx context.Context, log *slog.Logger, comps []component) *supervisor {
-	ctx, cancel := context.WithCancel(ctx)
-	s := &supervisor{cancel: cancel, done: make(chan struct{}), failed: make(chan error, 1), log: log}
-	var wg sync.WaitGroup
-	for _, c := range comps {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			err := c.run(ctx)
-			if err == nil || ctx.Err() != nil {
-				return
-			}
-			select {
-			case s.failed <- fmt.Errorf("%s: %w", c.name, err):
-				log.Error("component failed; stopping the server", "component", c.name, "err", err)
-			default:
-			}
-			cancel()
-		}()
-	}
-	go func() {
-		wg.Wait()
-		close(s.done)
-	}()
-	return s
-}
-
-// stop cancels every component and waits for them up to timeout.
-func (s *supervisor) stop(timeout time.Duration) {
-	s.cancel()
-	select {
-	case <-s.done:
-	case <-time.After(timeout):
-		s.log.Warn("components did not stop in time", "timeout", timeout)
-	}
-}
 
 // registerReplacing registers c, replacing a collector of the same
 // description left by an earlier Run on the same registry.

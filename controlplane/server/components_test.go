@@ -1,13 +1,9 @@
 package server
 
 import (
-	"context"
-	"errors"
-	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"testing"
-	"time"
 
 	"k8s.io/apiserver/pkg/authentication/user"
 )
@@ -36,33 +32,5 @@ func TestLoopbackAuthenticator(t *testing.T) {
 	a.next = fixedAuthenticator{name: "alice"}
 	if u, ok := a.Authenticate(req); !ok || u.GetName() != "alice" {
 		t.Fatalf("other credentials not passed on: %v %v", u, ok)
-	}
-}
-
-func TestSupervisorStopsAllOnFirstFailure(t *testing.T) {
-	boom := errors.New("boom")
-	stopped := make(chan struct{})
-	sup := startSupervisor(context.Background(), slog.New(slog.DiscardHandler), []component{
-		{name: "waits", run: func(ctx context.Context) error { <-ctx.Done(); close(stopped); return nil }},
-		{name: "fails", run: func(context.Context) error { return boom }},
-	})
-	select {
-	case err := <-sup.failed:
-		if !errors.Is(err, boom) {
-			t.Fatalf("failure %v, want boom", err)
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("failure not reported")
-	}
-	select {
-	case <-stopped:
-	case <-time.After(10 * time.Second):
-		t.Fatal("the other component was not stopped")
-	}
-	sup.stop(10 * time.Second)
-	select {
-	case <-sup.done:
-	default:
-		t.Fatal("stop returned before the components ended")
 	}
 }

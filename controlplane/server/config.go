@@ -13,6 +13,7 @@ import (
 	"berth/controlplane/controller/manager"
 	"berth/controlplane/controller/nodeipam"
 	"berth/controlplane/controller/nodelifecycle"
+	"berth/controlplane/leaderelect"
 	"berth/internal/errdefs"
 )
 
@@ -67,8 +68,8 @@ type Config struct {
 	// nodelifecycle's defaults.
 	NodeLifecycle nodelifecycle.Options
 	// LeaseDuration, RenewDeadline and RetryPeriod time the leader
-	// elections of the controller manager and the scheduler (defaults
-	// 15s, 10s, 2s as upstream).
+	// elections of the controller manager and the scheduler (see
+	// leaderelect.Timing).
 	LeaseDuration, RenewDeadline, RetryPeriod time.Duration
 	// EnableAdmissionPlugins and DisableAdmissionPlugins adjust
 	// DefaultAdmissionPlugins (names of AdmissionPlugins, as
@@ -206,18 +207,11 @@ func (c *Config) Validate() error {
 	if err := validateServiceAccounts(c); err != nil {
 		return err
 	}
-	if c.LeaseDuration == 0 {
-		c.LeaseDuration = manager.DefaultLeaseDuration
+	timing := c.leaderElection()
+	if err := timing.Validate(); err != nil {
+		return fmt.Errorf("server config: %w", err)
 	}
-	if c.RenewDeadline == 0 {
-		c.RenewDeadline = manager.DefaultRenewDeadline
-	}
-	if c.RetryPeriod == 0 {
-		c.RetryPeriod = manager.DefaultRetryPeriod
-	}
-	if !(c.LeaseDuration > c.RenewDeadline && c.RenewDeadline > c.RetryPeriod && c.RetryPeriod > 0) {
-		return fmt.Errorf("server config: leader election: want lease duration (%s) > renew deadline (%s) > retry period (%s) > 0: %w", c.LeaseDuration, c.RenewDeadline, c.RetryPeriod, errdefs.ErrInvalidArgument)
-	}
+	c.LeaseDuration, c.RenewDeadline, c.RetryPeriod = timing.LeaseDuration, timing.RenewDeadline, timing.RetryPeriod
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
 	}
@@ -226,4 +220,9 @@ func (c *Config) Validate() error {
 		c.Metrics, c.Gatherer = reg, reg
 	}
 	return nil
+}
+
+// leaderElection is the timing of the server's leader elections.
+func (c *Config) leaderElection() leaderelect.Timing {
+	return leaderelect.Timing{LeaseDuration: c.LeaseDuration, RenewDeadline: c.RenewDeadline, RetryPeriod: c.RetryPeriod}
 }

@@ -25,26 +25,18 @@ import (
 	"strings"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/managedfields"
 	genericapirequest "k8s.io/apiserver/pkg/endpoints/request"
 	"k8s.io/apiserver/pkg/registry/rest"
-	"k8s.io/kube-openapi/pkg/validation/spec"
 
-	"berth/controlplane/apiserver"
-	"berth/controlplane/etcd"
-	"berth/controlplane/flowcontrol"
+	"berth/controlplane/leaderelect"
 	"berth/controlplane/openapi"
 	"berth/controlplane/pki"
 	"berth/controlplane/resources"
-	"berth/controlplane/storage"
-	"berth/internal/api/scheme"
-	"berth/internal/version"
+	"berth/internal/supervisor"
 )
 
 // ListenAddressFile is written into DataDir once the server is ready, with
@@ -69,299 +61,63 @@ func New(cfg Config) (*Server, error) {
 }
 
 // Run starts everything, serves until ctx ends, then shuts down in order.
-func (s *Server) Run(ctx context.Context) (err error) {
-	cfg := s.cfg
-	log := cfg.Logger
-	transformers, err := s.encryptionTransformers(ctx, instanceID())
+func (s *Server) Run(ctx context.Context) error {
+	// The server's identity, in the Leases and to the KMS plugins.
+	id := leaderelect.NewIdentity()
+	transformers, err := s.encryptionTransformers(ctx, id)
 	if err != nil {
 		return err
 	}
-	addrFile := filepath.Join(cfg.DataDir, ListenAddressFile)
+	addrFile := filepath.Join(s.cfg.DataDir, ListenAddressFile)
 	if err := os.Remove(addrFile); err != nil && !errors.Is(err, os.ErrNotExist) {
 		return fmt.Errorf("server: %w", err)
 	}
-	var hosts []string
-	if cfg.AdvertiseAddress != "" {
-		hosts = append(hosts, cfg.AdvertiseAddress)
-	}
-	if h, _, _ := net.SplitHostPort(cfg.Listen); h != "" && h != "0.0.0.0" && h != "::" {
-		hosts = append(hosts, h)
-	}
-	hosts = append(hosts, serviceCertHosts(cfg)...)
-	creds, err := pki.Ensure(pki.Options{Dir: cfg.DataDir, Hosts: hosts})
+	b, err := s.openBackend(ctx, transformers)
 	if err != nil {
 		return err
 	}
+	defer b.close()
+	ln, err := net.Listen("tcp", s.cfg.Listen)
+	if err != nil {
+		return fmt.Errorf("server: listen on %s: %w", s.cfg.Listen, err)
+	}
+	f, err := s.buildFrontEnd(ctx, b, ln, id)
+	if err != nil {
+		ln.Close()
+		return err
+	}
+	defer f.cancelRequests()
+	return s.serve(ctx, b, f, ln, addrFile, id)
+}
 
-	// etcd: embedded unless external servers are given.
-	clientCfg := etcd.ClientConfig{Endpoints: cfg.EtcdServers, CAFile: cfg.EtcdCAFile, CertFile: cfg.EtcdCertFile, KeyFile: cfg.EtcdKeyFile}
-	var member *etcd.Embedded
-	if len(cfg.EtcdServers) == 0 {
-		member, err = etcd.StartEmbedded(etcd.EmbeddedConfig{
-			Dir:      filepath.Join(cfg.DataDir, "etcd"),
-			CertFile: creds.Path(pki.EtcdCertFile), KeyFile: creds.Path(pki.EtcdKeyFile), CAFile: creds.Path(pki.EtcdCAFile),
-			Logger: log,
-		})
-		if err != nil {
-			return err
-		}
-		defer member.Close()
-		clientCfg = etcd.ClientConfig{Endpoints: []string{member.Endpoint()},
-			CAFile: creds.Path(pki.EtcdCAFile), CertFile: creds.Path(pki.EtcdClientCertFile), KeyFile: creds.Path(pki.EtcdClientKeyFile)}
-	}
-	client, err := etcd.NewClient(ctx, clientCfg)
-	if err != nil {
-		return err
-	}
-	defer client.Close()
-
-	sch := scheme.New()
-	factory, err := storage.New(storage.Config{Client: client, Scheme: sch, CompactionInterval: cfg.EtcdCompactionInterval, Transformers: transformers})
-	if err != nil {
-		return err
-	}
-	defer factory.Close()
-
-	nodeTransport, err := nodeTransport(creds)
-	if err != nil {
-		return err
-	}
-	saTokens, err := newServiceAccountTokens(&cfg)
-	if err != nil {
-		return err
-	}
-	svcAlloc, err := newServiceAllocation(cfg, factory)
-	if err != nil {
-		return err
-	}
-	defer svcAlloc.close()
-	set, err := resources.Build(resources.Config{Scheme: sch, Storage: factory, NodeTransport: nodeTransport, ProxyTransport: proxyTransport(),
-		ServiceAccountTokens: saTokens.tokenRequest(), ServiceAllocators: svcAlloc.allocators})
-	if err != nil {
-		return err
-	}
-	defer set.Destroy()
-	// As kube-apiserver, the allocations are repaired before serving.
-	repairers, err := svcAlloc.bind(cfg, set)
-	if err != nil {
-		return err
-	}
-	dsc := &defaultServiceCIDR{set: set, cidrs: []string{svcAlloc.ipRange.String()}, log: log.With("component", "default-service-cidr")}
-	if err := repairAtStart(ctx, set, dsc, repairers); err != nil {
-		return err
-	}
-
-	ln, err := net.Listen("tcp", cfg.Listen)
-	if err != nil {
-		return fmt.Errorf("server: listen on %s: %w", cfg.Listen, err)
-	}
-	bound := ln.Addr().String()
-	advertised := advertisedAddress(cfg, ln.Addr().(*net.TCPAddr))
-
-	loopbackToken, err := newLoopbackToken()
-	if err != nil {
-		ln.Close()
-		return err
-	}
-	saAuth, err := saTokens.authenticator(set)
-	if err != nil {
-		ln.Close()
-		return err
-	}
-	auth, err := s.newAuth(loopbackConfig(kubeconfigHost(ln.Addr().(*net.TCPAddr)), creds.CAPEM, loopbackToken), creds, set, saTokens.audiences, saAuth)
-	if err != nil {
-		ln.Close()
-		return err
-	}
-	var openapiHandler http.Handler
-	var converter managedfields.TypeConverter
-	var models map[string]*spec.Schema
-	var staticV2 *spec.Swagger
-	if docs, err := openapi.New(openapiResources(set), openapi.Info{Version: version.Kubernetes(), ServerSideApply: true}); err != nil {
-		log.Warn("OpenAPI documents unavailable; kubectl validation, explain and server-side apply will not work", "err", err)
-	} else {
-		openapiHandler, staticV2 = docs.Handler(), docs.Swagger()
-		if models, err = staticModels(docs); err == nil {
-			converter, err = managedfields.NewTypeConverter(models, false)
-		}
-		if err != nil {
-			log.Warn("server-side apply unavailable", "err", err)
-		}
-	}
-	// Served without OpenAPI documents, as an aggregated metrics-server.
-	metricsAPI, err := metricsAPIComponent(set, nodeTransport, cfg.MetricResolution, log)
-	if err != nil {
-		ln.Close()
-		return err
-	}
-	rc := loopbackConfig(kubeconfigHost(ln.Addr().(*net.TCPAddr)), creds.CAPEM, loopbackToken)
-	adm, err := s.newAdmission(rc, set.Namespaces, auth.authz)
-	if err != nil {
-		ln.Close()
-		return err
-	}
-	fc, err := newFlowControl(rc, cfg.MaxRequestsInFlight, log)
-	if err != nil {
-		ln.Close()
-		return err
-	}
-	// The default jwks_uri is on the address published in the kubernetes
-	// endpoints (kube-apiserver's external address), which pods reach.
-	external := advertised
-	if ip, err := publicIP(cfg); err == nil {
-		external = net.JoinHostPort(ip.String(), fmt.Sprint(ln.Addr().(*net.TCPAddr).Port))
-	}
-	issuerDiscovery := saTokens.issuerDiscovery(cfg.ServiceAccountJWKSURI, external, log)
-	agg, aggComp, err := newAggregator(rc, creds, set, log)
-	if err != nil {
-		ln.Close()
-		return err
-	}
-	crs, err := newCustomResources(rc, factory, models, log)
-	if err != nil {
-		ln.Close()
-		return err
-	}
-	if openapiHandler != nil {
-		openapiHandler = crs.serving.OpenAPI(openapiHandler, staticV2)
-	}
-	handler, err := apiserver.New(apiserver.Config{
-		Dynamic:        crs.serving,
-		Admission:      adm.chain,
-		Scheme:         sch,
-		Resources:      set.Resources,
-		Authenticator:  loopbackAuthenticator{token: loopbackToken, next: auth.authn},
-		Authorizer:     auth.authz,
-		OpenAPI:        openapiHandler,
-		TypeConverter:  converter,
-		Ready:          func() error { return readiness(ctx, client.Client) },
-		ServerAddress:  advertised,
-		Metrics:        cfg.Metrics,
-		MetricsHandler: promhttp.HandlerFor(prometheus.Gatherers{cfg.Gatherer, flowcontrol.Metrics()}, promhttp.HandlerOpts{}),
-		Profiling:      cfg.Profiling,
-		Logger:         log,
-
-		PriorityAndFairness: fc.wrap,
-		Aggregator:          agg,
-		IssuerDiscovery:     issuerDiscovery,
-	})
-	if err != nil {
-		ln.Close()
-		return err
-	}
-
-	cert, err := tls.X509KeyPair(creds.ServingCertPEM, creds.ServingKeyPEM)
-	if err != nil {
-		ln.Close()
-		return fmt.Errorf("server: serving certificate: %w", err)
-	}
-	pool := x509.NewCertPool()
-	pool.AddCert(creds.CA)
-	// Requests (watches above all) end when the server stops.
-	reqCtx, cancelRequests := context.WithCancel(context.WithoutCancel(ctx))
-	defer cancelRequests()
-	srv := &http.Server{
-		Handler:           handler,
-		BaseContext:       func(net.Listener) context.Context { return reqCtx },
-		ReadHeaderTimeout: 30 * time.Second,
-		TLSConfig: &tls.Config{
-			Certificates: []tls.Certificate{cert},
-			ClientAuth:   tls.VerifyClientCertIfGiven,
-			ClientCAs:    pool,
-			MinVersion:   tls.VersionTLS12,
-			NextProtos:   []string{"h2", "http/1.1"},
-		},
-		// As kube-apiserver's --http2-max-streams-per-connection: one
-		// client may hold many watches on one connection.
-		HTTP2: &http.HTTP2Config{MaxConcurrentStreams: 1000},
-	}
-
-	if err := bootstrapNamespaces(ctx, set); err != nil {
-		ln.Close()
-		return err
-	}
-	if err := bootstrapPriorityClasses(ctx, set); err != nil {
-		ln.Close()
-		return err
-	}
-	nsComp, err := newNamespaceController(rc, log)
-	if err != nil {
-		ln.Close()
-		return err
-	}
-	comps := []component{nsComp}
-	id := instanceID()
-	leaders := newLeaderMetrics()
-	comps = append(comps, adm.comps...)
-	comps = append(comps, fc.comp)
-	csrComp, err := certificatesComponent(rc, creds, log)
-	if err != nil {
-		ln.Close()
-		return err
-	}
-	repairComp, err := repairComponent(cfg.ServiceRepairInterval, rc, repairers)
-	if err != nil {
-		ln.Close()
-		return err
-	}
-	comps = append(comps, csrComp, auth.component(), repairComp, metricsAPI)
-	comps = append(comps, component{name: "default-service-cidr", run: dsc.run})
-	k8sSvc, err := kubernetesServiceComponent(cfg, factory, svcAlloc, rc, ln.Addr().(*net.TCPAddr).Port)
-	if err != nil {
-		ln.Close()
-		return err
-	}
-	comps = append(comps, k8sSvc, crs.component(), aggComp)
-	more, err := s.controlPlaneComponents(rc, id, leaders)
-	if err != nil {
-		ln.Close()
-		return err
-	}
-	comps = append(comps, more...)
-	if err := registerReplacing(cfg.Metrics, leaders); err != nil {
-		ln.Close()
-		return fmt.Errorf("server: metrics: %w", err)
-	}
-
+// serve serves f on ln with its components beside it, publishes the address
+// once the server is ready, and waits for ctx's end or a failure; then it
+// stops the components before the apiserver (releasing their Leases goes
+// through it).
+func (s *Server) serve(ctx context.Context, b *backend, f *frontEnd, ln net.Listener, addrFile, id string) error {
+	log := s.cfg.Logger
 	serveErr := make(chan error, 1)
-	go func() { serveErr <- srv.ServeTLS(ln, "", "") }()
+	go func() { serveErr <- f.srv.ServeTLS(ln, "", "") }()
 	defer func() {
-		cancelRequests()
-		auth.informers.Shutdown()
+		f.cancelRequests()
+		f.auth.informers.Shutdown()
 	}()
-	// The components stop before the apiserver does: releasing their
-	// Leases goes through it.
-	sup := startSupervisor(ctx, log, comps)
-	// Clients learn the address only once the default policy, the agent
-	// token's secret and the authorizers' caches are in place (writing the
-	// policy needs admission's caches, filled by the components).
+	sup := supervisor.New(ctx, supervisor.Config{StopTimeout: componentStopTimeout, Logger: log})
+	for _, c := range f.comps {
+		sup.Go(c.name, c.run)
+	}
 	local := kubeconfigHost(ln.Addr().(*net.TCPAddr))
-	if err := auth.start(ctx, reqCtx.Done()); err != nil {
-		sup.stop(componentStopTimeout)
-		srv.Close()
+	if err := s.publish(ctx, b, f, local, addrFile); err != nil {
+		sup.Stop()
+		f.srv.Close()
 		return err
-	}
-	if err := crs.waitSynced(ctx); err != nil {
-		sup.stop(componentStopTimeout)
-		srv.Close()
-		return err
-	}
-	if err := creds.WriteKubeconfig("https://" + local); err != nil {
-		sup.stop(componentStopTimeout)
-		srv.Close()
-		return err
-	}
-	if err := os.WriteFile(addrFile, []byte(local+"\n"), 0o644); err != nil {
-		sup.stop(componentStopTimeout)
-		srv.Close()
-		return fmt.Errorf("server: %w", err)
 	}
 	defer os.Remove(addrFile)
-	log.Info("berth server serving", "address", bound, "kubeconfig", creds.Path(pki.KubeconfigFile), "etcd", clientCfg.Endpoints, "identity", id)
+	log.Info("berth server serving", "address", ln.Addr().String(), "kubeconfig", b.creds.Path(pki.KubeconfigFile), "etcd", b.endpoints, "identity", id)
 
 	var memberErr <-chan error
-	if member != nil {
-		memberErr = member.Err()
+	if b.member != nil {
+		memberErr = b.member.Err()
 	}
 	var runErr error
 	select {
@@ -370,17 +126,38 @@ func (s *Server) Run(ctx context.Context) (err error) {
 		runErr = fmt.Errorf("server: serving: %w", err)
 	case err := <-memberErr:
 		runErr = fmt.Errorf("server: embedded etcd failed: %w", err)
-	case err := <-sup.failed:
-		runErr = fmt.Errorf("server: %w", err)
+	case <-sup.Failed():
+		runErr = fmt.Errorf("server: %w", sup.Err())
 	}
-	sup.stop(componentStopTimeout)
-	cancelRequests()
+	sup.Stop()
+	f.cancelRequests()
 	shutdownCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	if err := srv.Shutdown(shutdownCtx); err != nil {
-		srv.Close()
+	if err := f.srv.Shutdown(shutdownCtx); err != nil {
+		f.srv.Close()
 	}
 	return runErr
+}
+
+// publish tells local clients the address (the admin kubeconfig and
+// ListenAddressFile) once the server is ready for them: the default policy,
+// the agent token's secret and the authorizers' caches in place (writing the
+// policy needs admission's caches, filled by the components), the custom
+// resources served.
+func (s *Server) publish(ctx context.Context, b *backend, f *frontEnd, local, addrFile string) error {
+	if err := f.auth.start(ctx, f.requests.Done()); err != nil {
+		return err
+	}
+	if err := f.crs.waitSynced(ctx); err != nil {
+		return err
+	}
+	if err := b.creds.WriteKubeconfig("https://" + local); err != nil {
+		return err
+	}
+	if err := os.WriteFile(addrFile, []byte(local+"\n"), 0o644); err != nil {
+		return fmt.Errorf("server: %w", err)
+	}
+	return nil
 }
 
 // bootstrapNamespaces creates the namespaces that always exist.

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	metainternalversion "k8s.io/apimachinery/pkg/apis/meta/internalversion"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -146,17 +147,27 @@ func (sa *serviceAllocation) bind(cfg Config, set *resources.Set) (repairers, er
 }
 
 // repairAtStart makes sure of the default ServiceCIDR and repairs the
-// allocations once the services' watch cache is ready (as kube-apiserver
+// allocations once the watch caches they list from are ready (as kube-apiserver
 // does before it serves); stored Services of a berth that kept cluster IPs
 // in a bitmap get their IPAddresses here.
 func repairAtStart(ctx context.Context, set *resources.Set, dsc *defaultServiceCIDR, reps repairers) error {
-	store := set.ByGVR[corev1.SchemeGroupVersion.WithResource("services")].Store
-	if rc, ok := store.(interface{ ReadinessCheck() error }); ok {
+	// The repairs list services, IP addresses and service CIDRs: each
+	// store's watch cache must have initialized.
+	for _, gvr := range []schema.GroupVersionResource{corev1.SchemeGroupVersion.WithResource("services"),
+		networkingv1.SchemeGroupVersion.WithResource("ipaddresses"), networkingv1.SchemeGroupVersion.WithResource("servicecidrs")} {
+		res, ok := set.ByGVR[gvr]
+		if !ok {
+			continue
+		}
+		rc, ok := res.Store.(interface{ ReadinessCheck() error })
+		if !ok {
+			continue
+		}
 		err := wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, time.Minute, true, func(context.Context) (bool, error) {
 			return rc.ReadinessCheck() == nil, nil
 		})
 		if err != nil {
-			return fmt.Errorf("server: the services' storage is not ready: %w", err)
+			return fmt.Errorf("server: the %s storage is not ready: %w", gvr.Resource, err)
 		}
 	}
 	if err := dsc.sync(ctx); err != nil {

@@ -14,9 +14,9 @@ import (
 
 	"berth/cni"
 	"berth/cri"
-	"berth/internal/cluster"
 	"berth/internal/containerd"
 	"berth/internal/testimages"
+	"berth/up"
 )
 
 // runtimeEnv is the one containerd every side of the pod benchmarks runs
@@ -119,7 +119,7 @@ func (e *runtimeEnv) writeCNIConfig() error {
 }
 
 // removeAll stops and removes every pod on the runtime.
-func (e *runtimeEnv) removeAll() error { return cluster.RemoveAllPods(e.endpoint) }
+func (e *runtimeEnv) removeAll() error { return up.RemoveAllPods(e.endpoint) }
 
 // counts are the runtime's running containers and ready sandboxes.
 func (e *runtimeEnv) counts(ctx context.Context) (running, ready int, err error) {
@@ -150,7 +150,7 @@ func (e *runtimeEnv) stop() {
 	if e.registry != nil {
 		e.registry.Close()
 	}
-	if err := cluster.HostCleanup(e.dir, e.bridge); err != nil {
+	if err := up.HostCleanup(e.dir, e.bridge); err != nil {
 		fmt.Fprintln(os.Stderr, "bench: host cleanup:", err)
 	}
 }

@@ -21,8 +21,8 @@ import (
 	"path/filepath"
 	"syscall"
 
-	"berth/internal/cluster"
 	"berth/internal/containerd"
+	"berth/up"
 )
 
 func main() {
@@ -75,7 +75,7 @@ func run(dir, cniConfDir, cniBinDir, registriesFile, sandboxImage, bridge, unmou
 		return fmt.Errorf("containerd stopped while starting: %v", err)
 	case <-sig.Done():
 		cancelRun()
-		return errors.Join(<-done, cluster.HostCleanup(unmountUnder, bridge))
+		return errors.Join(<-done, up.HostCleanup(unmountUnder, bridge))
 	}
 	if err := os.WriteFile(filepath.Join(dir, "ready"), []byte(ctd.Endpoint()+"\n"), 0o644); err != nil {
 		return err
@@ -84,12 +84,12 @@ func run(dir, cniConfDir, cniBinDir, registriesFile, sandboxImage, bridge, unmou
 	var errs []error
 	select {
 	case <-sig.Done():
-		errs = append(errs, cluster.RemoveAllPods(ctd.Endpoint()))
+		errs = append(errs, up.RemoveAllPods(ctd.Endpoint()))
 		cancelRun()
 		errs = append(errs, <-done)
 	case err := <-done:
 		errs = append(errs, fmt.Errorf("containerd stopped: %v", err))
 	}
-	errs = append(errs, cluster.HostCleanup(unmountUnder, bridge))
+	errs = append(errs, up.HostCleanup(unmountUnder, bridge))
 	return errors.Join(errs...)
 }

@@ -29,22 +29,16 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"os"
 	"slices"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/rand"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/scheme"
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
-	"k8s.io/client-go/tools/leaderelection"
-	"k8s.io/client-go/tools/leaderelection/resourcelock"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/utils/clock"
 
@@ -72,6 +66,7 @@ import (
 	"berth/controlplane/controller/ttlafterfinished"
 	"berth/controlplane/controller/volume"
 	"berth/controlplane/controller/volume/ephemeral"
+	"berth/controlplane/leaderelect"
 	"berth/internal/errdefs"
 )
 
@@ -79,9 +74,6 @@ import (
 const (
 	DefaultLeaseNamespace = "kube-system"
 	DefaultLeaseName      = "berth-controller-manager"
-	DefaultLeaseDuration  = 15 * time.Second
-	DefaultRenewDeadline  = 10 * time.Second
-	DefaultRetryPeriod    = 2 * time.Second
 	// EventComponent is the source component of the controllers' Events.
 	EventComponent = "berth-controller-manager"
 )
@@ -111,14 +103,13 @@ type Config struct {
 	// Dynamic is the client the garbage collector watches every resource
 	// with; required when the garbage collector is enabled.
 	Dynamic dynamic.Interface
-	// Identity names this manager in the Lease; default "<hostname>_<random>".
+	// Identity names this manager in the Lease; default leaderelect.NewIdentity().
 	Identity string
 	// LeaseNamespace and LeaseName locate the Lease; defaults
 	// DefaultLeaseNamespace, DefaultLeaseName.
 	LeaseNamespace, LeaseName string
 	// LeaseDuration, RenewDeadline and RetryPeriod are client-go's leader
-	// election timings (defaults 15s, 10s, 2s; LeaseDuration > RenewDeadline
-	// > RetryPeriod).
+	// election timings (see leaderelect.Timing).
 	LeaseDuration, RenewDeadline, RetryPeriod time.Duration
 	// Controllers are the names (of Controllers) to run; empty runs all.
 	Controllers []string
@@ -149,8 +140,7 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("controller manager config: Client is required: %w", errdefs.ErrInvalidArgument)
 	}
 	if c.Identity == "" {
-		host, _ := os.Hostname()
-		c.Identity = host + "_" + rand.String(8)
+		c.Identity = leaderelect.NewIdentity()
 	}
 	if c.LeaseNamespace == "" {
 		c.LeaseNamespace = DefaultLeaseNamespace
@@ -158,18 +148,11 @@ func (c *Config) Validate() error {
 	if c.LeaseName == "" {
 		c.LeaseName = DefaultLeaseName
 	}
-	if c.LeaseDuration == 0 {
-		c.LeaseDuration = DefaultLeaseDuration
+	timing := leaderelect.Timing{LeaseDuration: c.LeaseDuration, RenewDeadline: c.RenewDeadline, RetryPeriod: c.RetryPeriod}
+	if err := timing.Validate(); err != nil {
+		return fmt.Errorf("controller manager config: %w", err)
 	}
-	if c.RenewDeadline == 0 {
-		c.RenewDeadline = DefaultRenewDeadline
-	}
-	if c.RetryPeriod == 0 {
-		c.RetryPeriod = DefaultRetryPeriod
-	}
-	if !(c.LeaseDuration > c.RenewDeadline && c.RenewDeadline > c.RetryPeriod && c.RetryPeriod > 0) {
-		return fmt.Errorf("controller manager config: want LeaseDuration (%s) > RenewDeadline (%s) > RetryPeriod (%s) > 0: %w", c.LeaseDuration, c.RenewDeadline, c.RetryPeriod, errdefs.ErrInvalidArgument)
-	}
+	c.LeaseDuration, c.RenewDeadline, c.RetryPeriod = timing.LeaseDuration, timing.RenewDeadline, timing.RetryPeriod
 	if len(c.Controllers) == 0 {
 		c.Controllers = slices.Clone(Controllers)
 		if len(c.RootCA) == 0 {
@@ -211,7 +194,8 @@ func (c *Config) Validate() error {
 // Manager runs the enabled controllers while it holds the Lease.
 type Manager struct {
 	cfg     Config
-	leading atomic.Bool
+	log     *slog.Logger
+	elector *leaderelect.Elector
 }
 
 // New validates cfg.
@@ -219,68 +203,29 @@ func New(cfg Config) (*Manager, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	return &Manager{cfg: cfg}, nil
+	log := cfg.Logger.With("component", "controller-manager")
+	elector, err := leaderelect.New(leaderelect.Config{
+		Client: cfg.Client, Namespace: cfg.LeaseNamespace, Name: cfg.LeaseName, Identity: cfg.Identity,
+		Timing: leaderelect.Timing{LeaseDuration: cfg.LeaseDuration, RenewDeadline: cfg.RenewDeadline, RetryPeriod: cfg.RetryPeriod},
+		Logger: log,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("controller manager config: %w", err)
+	}
+	return &Manager{cfg: cfg, log: log.With("identity", cfg.Identity), elector: elector}, nil
 }
 
-// Identity is this manager's identity in the Lease.
-func (m *Manager) Identity() string { return m.cfg.Identity }
-
 // Leading reports whether this manager currently runs the controllers.
-func (m *Manager) Leading() bool { return m.leading.Load() }
+func (m *Manager) Leading() bool { return m.elector.Leading() }
 
 // Run campaigns for the Lease until ctx ends; each time it leads it runs
 // the controllers until leadership is lost. On ctx's end the Lease is
 // released so another manager takes over at once.
 func (m *Manager) Run(ctx context.Context) error {
-	log := m.cfg.Logger.With("component", "controller-manager", "identity", m.cfg.Identity)
-	for ctx.Err() == nil {
-		var runErr error
-		// The elector runs OnStartedLeading in its own goroutine and does
-		// not wait for it: termDone does, so one term's controllers are
-		// gone before the next campaign.
-		termDone := make(chan struct{})
-		lock := &observedLock{Interface: &resourcelock.LeaseLock{
-			LeaseMeta:  metav1.ObjectMeta{Namespace: m.cfg.LeaseNamespace, Name: m.cfg.LeaseName},
-			Client:     m.cfg.Client.CoordinationV1(),
-			LockConfig: resourcelock.ResourceLockConfig{Identity: m.cfg.Identity},
-		}}
-		elector, err := leaderelection.NewLeaderElector(leaderelection.LeaderElectionConfig{
-			Lock:            lock,
-			LeaseDuration:   m.cfg.LeaseDuration,
-			RenewDeadline:   m.cfg.RenewDeadline,
-			RetryPeriod:     m.cfg.RetryPeriod,
-			ReleaseOnCancel: true,
-			Name:            m.cfg.LeaseName,
-			Callbacks: leaderelection.LeaderCallbacks{
-				OnStartedLeading: func(lctx context.Context) {
-					defer close(termDone)
-					log.Info("leading: starting controllers", "controllers", m.cfg.Controllers)
-					m.leading.Store(true)
-					runErr = m.runControllers(lctx, log)
-				},
-				OnStoppedLeading: func() {
-					m.leading.Store(false)
-					log.Info("not leading")
-				},
-				OnNewLeader: func(id string) {
-					if id != m.cfg.Identity {
-						log.Info("another manager leads", "leader", id)
-					}
-				},
-			},
-		})
-		if err != nil {
-			return fmt.Errorf("controller manager: leader election: %w", err)
-		}
-		elector.Run(ctx)
-		if lock.wrote.Load() { // it led, so OnStartedLeading was started
-			<-termDone
-		}
-		if runErr != nil {
-			return runErr
-		}
-	}
-	return nil
+	return m.elector.Run(ctx, func(ctx context.Context) error {
+		m.log.Info("leading: starting controllers", "controllers", m.cfg.Controllers)
+		return m.runControllers(ctx, m.log)
+	})
 }
 
 // runControllers builds and runs every enabled controller until ctx ends
@@ -384,28 +329,4 @@ func (m *Manager) build(name string, base controller.Config) (interface{ Run(con
 		return podautoscaler.New(podautoscaler.Config{Config: base})
 	}
 	return nil, fmt.Errorf("unknown controller %q: %w", name, errdefs.ErrInvalidArgument)
-}
-
-// observedLock records whether this manager ever wrote the Lease: only a
-// leader does (acquire, renew, release), and the elector starts
-// OnStartedLeading exactly when it acquired.
-type observedLock struct {
-	resourcelock.Interface
-	wrote atomic.Bool
-}
-
-func (l *observedLock) Create(ctx context.Context, r resourcelock.LeaderElectionRecord) error {
-	err := l.Interface.Create(ctx, r)
-	if err == nil {
-		l.wrote.Store(true)
-	}
-	return err
-}
-
-func (l *observedLock) Update(ctx context.Context, r resourcelock.LeaderElectionRecord) error {
-	err := l.Interface.Update(ctx, r)
-	if err == nil {
-		l.wrote.Store(true)
-	}
-	return err
 }

@@ -1,4 +1,4 @@
-package cluster
+package up
 
 import (
 	"errors"
@@ -13,6 +13,7 @@ import (
 
 	"berth/agent"
 	"berth/clusterdns"
+	"berth/internal/supervisor"
 )
 
 // clusterDNSAddr is where the cluster DNS serves: the pod bridge's gateway
@@ -25,7 +26,7 @@ func clusterDNSAddr(podCIDR string) netip.AddrPort {
 
 // startClusterDNS runs the cluster DNS on addr, forwarding other names to
 // the nameservers of resolvConf.
-func startClusterDNS(sup *supervisor, kubeconfig, resolvConf string, addr netip.AddrPort, log *slog.Logger) error {
+func startClusterDNS(sup *supervisor.Supervisor, kubeconfig, resolvConf string, addr netip.AddrPort, log *slog.Logger) error {
 	log = log.With("component", "cluster-dns")
 	upstreams, err := clusterdns.Upstreams(resolvConf, addr.Addr())
 	if errors.Is(err, fs.ErrNotExist) {
@@ -47,6 +48,6 @@ func startClusterDNS(sup *supervisor, kubeconfig, resolvConf string, addr netip.
 	if err != nil {
 		return fmt.Errorf("cluster: cluster DNS: %w", err)
 	}
-	sup.start("cluster-dns", s.Run)
+	sup.Go("cluster-dns", s.Run)
 	return nil
 }

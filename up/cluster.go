@@ -1,4 +1,4 @@
-package cluster
+package up
 
 import (
 	"context"
@@ -22,6 +22,7 @@ import (
 	"berth/cri"
 	"berth/internal/containerd"
 	"berth/internal/errdefs"
+	"berth/internal/supervisor"
 	"berth/internal/testimages"
 )
 
@@ -51,7 +52,6 @@ const startTimeout = 2 * time.Minute
 // returns the first failure, nil after a clean stop.
 func (c *Cluster) Run(ctx context.Context) (err error) {
 	cfg := c.cfg
-	log := cfg.Logger
 	for _, d := range []string{cfg.DataDir, cfg.ManifestDir(), cfg.CNIConfDir} {
 		if err := os.MkdirAll(d, 0o755); err != nil {
 			return fmt.Errorf("cluster: %w", err)
@@ -62,141 +62,61 @@ func (c *Cluster) Run(ctx context.Context) (err error) {
 		return err
 	}
 	defer unlock()
-	sup := newSupervisor(ctx)
-	var cleanups []func() error
-	defer func() {
-		// Components stop in reverse order, then the host cleanup runs.
-		stopErr := sup.stop()
-		for i := len(cleanups) - 1; i >= 0; i-- {
-			stopErr = errors.Join(stopErr, cleanups[i]())
-		}
-		err = errors.Join(err, stopErr)
-	}()
+	// Components stop in reverse order, the host cleanup at its place.
+	sup := supervisor.New(ctx, supervisor.Config{Order: supervisor.Reverse, MustRun: true, Logger: cfg.Logger})
+	defer func() { err = errors.Join(err, sup.Stop()) }()
 
-	info := Info{ManifestDir: cfg.ManifestDir(), RuntimeEndpoint: cfg.RuntimeEndpoint}
+	info := Info{ManifestDir: cfg.ManifestDir(), RuntimeEndpoint: cfg.RuntimeEndpoint,
+		Kubeconfig: filepath.Join(cfg.DataDir, pki.KubeconfigFile), NodeName: cfg.NodeName, PodCIDR: cfg.PodCIDR}
 	if cfg.RuntimeEndpoint == "" {
-		ctd, sandboxImage, closeRegistry, err := c.startContainerd(ctx, sup, func() {
-			// Once berth's containerd runs: after it stopped (cleanups run
-			// after the supervisor), unmount and delete the bridge.
-			cleanups = append(cleanups, func() error { return HostCleanup(cfg.DataDir, cfg.CNIBridge) })
-		})
-		if closeRegistry != nil {
-			cleanups = append(cleanups, closeRegistry)
-		}
-		if err != nil {
+		if err := c.startContainerd(ctx, sup, &info); err != nil {
 			return err
 		}
-		info.RuntimeEndpoint, info.OwnContainerd, info.SandboxImage = ctd.Endpoint(), true, sandboxImage
-		// Runs before containerd stops: registered as a stop hook just
-		// above containerd in the supervisor's stack.
-		sup.onStop(func() error { return RemoveAllPods(ctd.Endpoint()) })
 	}
-
-	// nodeipam hands the single node exactly PodCIDR.
-	podNet := netip.MustParsePrefix(cfg.PodCIDR)
-	srv, err := server.New(server.Config{
-		DataDir: cfg.DataDir, Listen: cfg.Listen, EncryptionProviderConfig: cfg.EncryptionProviderConfig,
-		Profiling:             cfg.Profiling,
-		NodeIPAM:              nodeipam.Options{ClusterCIDR: cfg.PodCIDR, NodeCIDRMaskSize: podNet.Bits()},
-		ServiceClusterIPRange: cfg.ServiceClusterIPRange, ServiceNodePortRange: cfg.ServiceNodePortRange,
-		Logger: log.With("component", "server"),
-	})
-	if err != nil {
+	if info.Server, err = c.startControlPlane(ctx, sup); err != nil {
 		return err
 	}
-	// A listen-address left by a run that was killed would be read as this
-	// run's before the server removes it: remove it first.
-	addrFile := filepath.Join(cfg.DataDir, server.ListenAddressFile)
-	if err := os.Remove(addrFile); err != nil && !errors.Is(err, os.ErrNotExist) {
-		return fmt.Errorf("cluster: %w", err)
-	}
-	serverDone := sup.start("server", srv.Run)
-	addr, err := waitFile(ctx, addrFile, serverDone)
-	if err != nil {
-		select {
-		case <-serverDone:
-			return sup.firstErr("the control plane stopped while starting")
-		default:
-		}
-		return fmt.Errorf("cluster: control plane: %w", err)
-	}
-	info.Server = addr
-	info.Kubeconfig = filepath.Join(cfg.DataDir, pki.KubeconfigFile)
-	info.NodeName, info.PodCIDR = cfg.NodeName, cfg.PodCIDR
 	if err := checkNodePodCIDR(ctx, info.Kubeconfig, cfg.NodeName, cfg.PodCIDR); err != nil {
 		return err
 	}
-
-	dnsAddr := clusterDNSAddr(cfg.PodCIDR)
-	if err := startClusterDNS(sup, info.Kubeconfig, cfg.ResolvConf, dnsAddr, log); err != nil {
+	if err := c.startNode(ctx, sup, info); err != nil {
 		return err
 	}
-	acfg, err := agentConfig(&cfg, addr, info.RuntimeEndpoint, []net.IP{dnsAddr.Addr().AsSlice()})
-	if err != nil {
-		return err
-	}
-	ag, err := agent.New(acfg)
-	if err != nil {
-		return err
-	}
-	agentDone := sup.start("agent", ag.Run)
-	if err := startLocalStorage(ctx, sup, cfg.DataDir, cfg.NodeName, info.Kubeconfig, log); err != nil {
-		return err
-	}
-	if err := waitNodeReady(ctx, info.Kubeconfig, cfg.NodeName, agentDone); err != nil {
-		select {
-		case <-agentDone:
-			return sup.firstErr("the agent stopped while starting")
-		default:
-		}
-		if ctx.Err() != nil {
-			return nil // stopped while starting: a clean stop
-		}
-		return fmt.Errorf("cluster: %w", err)
+	if ctx.Err() != nil {
+		return nil // stopped while starting: a clean stop
 	}
 	if !cfg.DisableIngress {
-		if info.IngressHTTP, info.IngressHTTPS, err = startIngress(ctx, sup, cfg, addr, info.Kubeconfig, log); err != nil {
+		if info.IngressHTTP, info.IngressHTTPS, err = startIngress(ctx, sup, cfg, info.Server, info.Kubeconfig, cfg.Logger); err != nil {
 			return err
 		}
 	}
 	if cfg.OnReady != nil {
 		cfg.OnReady(info)
 	}
-	return sup.wait()
+	return sup.Wait()
 }
 
-// startContainerd builds and serves the pause image, then starts berth's
-// containerd and waits until it can pull that image.
-// started is called once containerd has been started.
-func (c *Cluster) startContainerd(ctx context.Context, sup *supervisor, started func()) (*containerd.Containerd, string, func() error, error) {
-	cfg := c.cfg
-	log := cfg.Logger
-	bin, err := os.ReadFile(cfg.PauseBinary)
-	if err != nil {
-		return nil, "", nil, fmt.Errorf("cluster: pause binary (build it with CGO_ENABLED=0 go build -o %s ./cmd/pause, or give --pause-binary): %w", cfg.PauseBinary, err)
+// startFailed is the failure that ended a component while the cluster was
+// starting (the first one), or msg.
+func startFailed(sup *supervisor.Supervisor, msg string) error {
+	if err := sup.Err(); err != nil {
+		return err
 	}
-	img, err := testimages.PauseImage(bin)
-	if err != nil {
-		return nil, "", nil, fmt.Errorf("cluster: pause image from %s: %w", cfg.PauseBinary, err)
-	}
-	digest, err := img.Digest()
-	if err != nil {
-		return nil, "", nil, fmt.Errorf("cluster: pause image: %w", err)
-	}
-	// The tag follows the content, so a new pause binary is a new image
-	// while restarts (a new registry port each time) reuse the pulled one.
-	tag := digest.Hex[:12]
-	reg, err := testimages.StartRegistry(testimages.RegistryConfig{})
-	if err != nil {
-		return nil, "", nil, fmt.Errorf("cluster: pause image registry: %w", err)
-	}
-	if _, err := reg.Push(ctx, PauseRepository+":"+tag, img); err != nil {
-		return nil, "", reg.Close, fmt.Errorf("cluster: pause image: %w", err)
-	}
-	sandboxImage := PauseRegistryHost + "/" + PauseRepository + ":" + tag
+	return fmt.Errorf("cluster: %s: %w", msg, errdefs.ErrUnavailable)
+}
 
+// startContainerd serves the pause image, then starts berth's containerd
+// and waits until it can pull that image. Stopping the cluster removes every
+// pod before containerd stops, and once it stopped, unmounts what is left
+// under the data dir and deletes the bridge.
+func (c *Cluster) startContainerd(ctx context.Context, sup *supervisor.Supervisor, info *Info) error {
+	cfg := c.cfg
+	sandboxImage, registry, err := servePauseImage(ctx, sup, cfg.PauseBinary)
+	if err != nil {
+		return err
+	}
 	regs := cfg.Registries
-	regs.Mirrors = map[string]containerd.Mirror{PauseRegistryHost: {Endpoints: []string{"http://" + reg.Host()}}}
+	regs.Mirrors = map[string]containerd.Mirror{PauseRegistryHost: {Endpoints: []string{"http://" + registry}}}
 	for k, v := range cfg.Registries.Mirrors {
 		regs.Mirrors[k] = v
 	}
@@ -207,32 +127,135 @@ func (c *Cluster) startContainerd(ctx context.Context, sup *supervisor, started 
 		CNIBinDir:    cfg.CNIBinDir,
 		SandboxImage: sandboxImage,
 		Registries:   regs,
-		Logger:       log.With("component", "containerd"),
+		Logger:       cfg.Logger.With("component", "containerd"),
 	})
 	if err != nil {
-		return nil, "", reg.Close, err
+		return err
 	}
-	done := sup.start("containerd", ctd.Run)
-	started()
+	sup.OnStop(func() error { return HostCleanup(cfg.DataDir, cfg.CNIBridge) })
+	done := sup.Go("containerd", ctd.Run)
 	select {
 	case <-ctd.Ready():
 	case <-done:
-		return nil, "", reg.Close, sup.firstErr("containerd stopped while starting")
+		return startFailed(sup, "containerd stopped while starting")
 	case <-ctx.Done():
-		return nil, "", reg.Close, ctx.Err()
+		return ctx.Err()
 	}
 	client, err := cri.New(ctx, cri.Config{Endpoint: ctd.Endpoint()})
 	if err != nil {
-		return nil, "", reg.Close, fmt.Errorf("cluster: %w", err)
+		return fmt.Errorf("cluster: %w", err)
 	}
 	defer client.Close()
 	pullCtx, cancel := context.WithTimeout(ctx, startTimeout)
 	defer cancel()
 	if _, err := client.PullImage(pullCtx, sandboxImage, nil, nil); err != nil {
-		return nil, "", reg.Close, fmt.Errorf("cluster: pulling the pause image from the local registry: %w", err)
+		return fmt.Errorf("cluster: pulling the pause image from the local registry: %w", err)
 	}
-	log.Info("containerd ready with the pause image", "endpoint", ctd.Endpoint(), "version", ctd.Version(), "sandboxImage", sandboxImage)
-	return ctd, sandboxImage, reg.Close, nil
+	cfg.Logger.Info("containerd ready with the pause image", "endpoint", ctd.Endpoint(), "version", ctd.Version(), "sandboxImage", sandboxImage)
+	// Runs before containerd stops: nothing was started since containerd.
+	sup.OnStop(func() error { return RemoveAllPods(ctd.Endpoint()) })
+	info.RuntimeEndpoint, info.OwnContainerd, info.SandboxImage = ctd.Endpoint(), true, sandboxImage
+	return nil
+}
+
+// servePauseImage builds the pause image from the pause binary and serves it
+// from a registry on 127.0.0.1 (closed when the cluster stopped); it returns
+// the image's name and the registry's host:port.
+func servePauseImage(ctx context.Context, sup *supervisor.Supervisor, pauseBinary string) (string, string, error) {
+	bin, err := os.ReadFile(pauseBinary)
+	if err != nil {
+		return "", "", fmt.Errorf("cluster: pause binary (build it with CGO_ENABLED=0 go build -o %s ./cmd/pause, or give --pause-binary): %w", pauseBinary, err)
+	}
+	img, err := testimages.PauseImage(bin)
+	if err != nil {
+		return "", "", fmt.Errorf("cluster: pause image from %s: %w", pauseBinary, err)
+	}
+	digest, err := img.Digest()
+	if err != nil {
+		return "", "", fmt.Errorf("cluster: pause image: %w", err)
+	}
+	// The tag follows the content, so a new pause binary is a new image
+	// while restarts (a new registry port each time) reuse the pulled one.
+	tag := digest.Hex[:12]
+	reg, err := testimages.StartRegistry(testimages.RegistryConfig{})
+	if err != nil {
+		return "", "", fmt.Errorf("cluster: pause image registry: %w", err)
+	}
+	sup.OnStop(reg.Close)
+	if _, err := reg.Push(ctx, PauseRepository+":"+tag, img); err != nil {
+		return "", "", fmt.Errorf("cluster: pause image: %w", err)
+	}
+	return PauseRegistryHost + "/" + PauseRepository + ":" + tag, reg.Host(), nil
+}
+
+// startControlPlane starts the server and returns the address it serves at,
+// once it wrote it.
+func (c *Cluster) startControlPlane(ctx context.Context, sup *supervisor.Supervisor) (string, error) {
+	cfg := c.cfg
+	// nodeipam hands the single node exactly PodCIDR.
+	podNet := netip.MustParsePrefix(cfg.PodCIDR)
+	srv, err := server.New(server.Config{
+		DataDir: cfg.DataDir, Listen: cfg.Listen, EncryptionProviderConfig: cfg.EncryptionProviderConfig,
+		Profiling:             cfg.Profiling,
+		NodeIPAM:              nodeipam.Options{ClusterCIDR: cfg.PodCIDR, NodeCIDRMaskSize: podNet.Bits()},
+		ServiceClusterIPRange: cfg.ServiceClusterIPRange, ServiceNodePortRange: cfg.ServiceNodePortRange,
+		Logger: cfg.Logger.With("component", "server"),
+	})
+	if err != nil {
+		return "", err
+	}
+	// A listen-address left by a run that was killed would be read as this
+	// run's before the server removes it: remove it first.
+	addrFile := filepath.Join(cfg.DataDir, server.ListenAddressFile)
+	if err := os.Remove(addrFile); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return "", fmt.Errorf("cluster: %w", err)
+	}
+	serverDone := sup.Go("server", srv.Run)
+	addr, err := waitFile(ctx, addrFile, serverDone)
+	if err != nil {
+		select {
+		case <-serverDone:
+			return "", startFailed(sup, "the control plane stopped while starting")
+		default:
+		}
+		return "", fmt.Errorf("cluster: control plane: %w", err)
+	}
+	return addr, nil
+}
+
+// startNode starts the cluster DNS, the agent joined to the control plane at
+// info.Server and the local storage, and waits until the Node is Ready
+// (returning nil when ctx ended first).
+func (c *Cluster) startNode(ctx context.Context, sup *supervisor.Supervisor, info Info) error {
+	cfg := c.cfg
+	dnsAddr := clusterDNSAddr(cfg.PodCIDR)
+	if err := startClusterDNS(sup, info.Kubeconfig, cfg.ResolvConf, dnsAddr, cfg.Logger); err != nil {
+		return err
+	}
+	acfg, err := agentConfig(&cfg, info.Server, info.RuntimeEndpoint, []net.IP{dnsAddr.Addr().AsSlice()})
+	if err != nil {
+		return err
+	}
+	ag, err := agent.New(acfg)
+	if err != nil {
+		return err
+	}
+	agentDone := sup.Go("agent", ag.Run)
+	if err := startLocalStorage(ctx, sup, cfg.DataDir, cfg.NodeName, info.Kubeconfig, cfg.Logger); err != nil {
+		return err
+	}
+	if err := waitNodeReady(ctx, info.Kubeconfig, cfg.NodeName, agentDone); err != nil {
+		select {
+		case <-agentDone:
+			return startFailed(sup, "the agent stopped while starting")
+		default:
+		}
+		if ctx.Err() != nil {
+			return nil
+		}
+		return fmt.Errorf("cluster: %w", err)
+	}
+	return nil
 }
 
 // waitFile polls until path exists and returns its trimmed content, or

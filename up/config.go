@@ -1,4 +1,4 @@
-// Package cluster is the composition root of `berth up`: a single-node
+// Package up is the composition root of `berth up`: a single-node
 // cluster on this machine. It runs, under one Run(ctx):
 //
 //  1. its own containerd (internal/containerd) with a generated config —
@@ -42,7 +42,7 @@
 // end; the API objects stay in etcd and the pods come back on the next
 // start.) A containerd named by RuntimeEndpoint is not berth's: its pods are
 // left as the agent leaves them.
-package cluster
+package up
 
 import (
 	"fmt"
@@ -175,26 +175,74 @@ type Info struct {
 // Validate fills the defaults and checks the fields, naming the bad one;
 // errors wrap errdefs.ErrInvalidArgument.
 func (c *Config) Validate() error {
-	bad := func(field, format string, args ...any) error {
-		return fmt.Errorf("cluster config: %s: %s: %w", field, fmt.Sprintf(format, args...), errdefs.ErrInvalidArgument)
-	}
 	if c.DataDir == "" {
 		c.DataDir = DefaultDataDir
 	}
 	abs, err := filepath.Abs(c.DataDir)
 	if err != nil {
-		return bad("DataDir (--data-dir)", "%v", err)
+		return invalid("DataDir (--data-dir)", "%v", err)
 	}
 	c.DataDir = abs
+	if err := c.validateNetwork(); err != nil {
+		return err
+	}
+	if c.Listen == "" {
+		c.Listen = server.DefaultListen
+	}
+	if c.ReadOnlyAddress == "" {
+		c.ReadOnlyAddress = "127.0.0.1"
+	}
+	if c.NodeName == "" {
+		host, err := os.Hostname()
+		if err != nil {
+			return invalid("NodeName (--node-name)", "not set and the host name is unknown: %v", err)
+		}
+		c.NodeName = strings.ToLower(host)
+	}
+	if err := c.validatePorts(); err != nil {
+		return err
+	}
+	if err := c.Registries.Validate(); err != nil {
+		return fmt.Errorf("cluster config: Registries (--registries): %w", err)
+	}
+	if _, ok := c.Registries.Mirrors[PauseRegistryHost]; ok {
+		return invalid("Registries (--registries)", "mirrors[%q] is berth's own (the pause image); use another name", PauseRegistryHost)
+	}
+	if c.RuntimeEndpoint == "" && c.PauseBinary == "" {
+		exe, err := os.Executable()
+		if err != nil {
+			return invalid("PauseBinary (--pause-binary)", "not set and the executable's directory is unknown: %v", err)
+		}
+		c.PauseBinary = filepath.Join(filepath.Dir(exe), "pause")
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	if c.KubeletConfig != "" {
+		// Read now, so a bad file stops berth up before anything starts.
+		if _, err := agentConfig(c, "", "", nil); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// invalid is the error of a bad field.
+func invalid(field, format string, args ...any) error {
+	return fmt.Errorf("cluster config: %s: %s: %w", field, fmt.Sprintf(format, args...), errdefs.ErrInvalidArgument)
+}
+
+// validateNetwork fills and checks the pod network's fields.
+func (c *Config) validateNetwork() error {
 	if c.PodCIDR == "" {
 		c.PodCIDR = DefaultPodCIDR
 	}
 	p, err := netip.ParsePrefix(c.PodCIDR)
 	if err != nil || p.Masked() != p || !p.Addr().Is4() {
-		return bad("PodCIDR (--pod-cidr)", "%q is not an IPv4 network CIDR such as %s", c.PodCIDR, DefaultPodCIDR)
+		return invalid("PodCIDR (--pod-cidr)", "%q is not an IPv4 network CIDR such as %s", c.PodCIDR, DefaultPodCIDR)
 	}
 	if p.Bits() > 30 {
-		return bad("PodCIDR (--pod-cidr)", "%q is smaller than a /30", c.PodCIDR)
+		return invalid("PodCIDR (--pod-cidr)", "%q is smaller than a /30", c.PodCIDR)
 	}
 	if c.CNIBridge == "" {
 		c.CNIBridge = DefaultCNIBridge
@@ -203,46 +251,7 @@ func (c *Config) Validate() error {
 		c.ResolvConf = DefaultResolvConf
 	}
 	if len(c.CNIBridge) > 15 {
-		return bad("CNIBridge (--cni-bridge)", "%q is longer than an interface name's 15 bytes", c.CNIBridge)
-	}
-	if c.Listen == "" {
-		c.Listen = server.DefaultListen
-	}
-	if c.ReadOnlyAddress == "" {
-		c.ReadOnlyAddress = "127.0.0.1"
-	}
-	if c.ReadOnlyPort < 0 || c.ReadOnlyPort > 65535 {
-		return bad("ReadOnlyPort (--read-only-port)", "%d is not a port", c.ReadOnlyPort)
-	}
-	if c.NodeName == "" {
-		host, err := os.Hostname()
-		if err != nil {
-			return bad("NodeName (--node-name)", "not set and the host name is unknown: %v", err)
-		}
-		c.NodeName = strings.ToLower(host)
-	}
-	if c.KubeletPort == 0 {
-		c.KubeletPort = agent.DefaultKubeletPort
-	}
-	if c.KubeletPort < 0 || c.KubeletPort > 65535 {
-		return bad("KubeletPort (--kubelet-port)", "%d is not a port", c.KubeletPort)
-	}
-	if c.IngressHTTPPort == 0 {
-		c.IngressHTTPPort = DefaultIngressHTTPPort
-	}
-	if c.IngressHTTPSPort == 0 {
-		c.IngressHTTPSPort = DefaultIngressHTTPSPort
-	}
-	for _, p := range []struct {
-		field string
-		port  int
-	}{{"IngressHTTPPort (--ingress-http-port)", c.IngressHTTPPort}, {"IngressHTTPSPort (--ingress-https-port)", c.IngressHTTPSPort}} {
-		if p.port < 0 || p.port > 65535 {
-			return bad(p.field, "%d is not a port", p.port)
-		}
-	}
-	if c.IngressHTTPPort == c.IngressHTTPSPort {
-		return bad("IngressHTTPSPort (--ingress-https-port)", "%d is also the HTTP port", c.IngressHTTPSPort)
+		return invalid("CNIBridge (--cni-bridge)", "%q is longer than an interface name's 15 bytes", c.CNIBridge)
 	}
 	if c.CNIConfDir == "" {
 		if c.RuntimeEndpoint == "" {
@@ -259,30 +268,39 @@ func (c *Config) Validate() error {
 			}
 		}
 		if c.CNIBinDir == "" {
-			return bad("CNIBinDir (--cni-bin-dir)", "no CNI bridge plugin in %v (Debian: apt-get install containernetworking-plugins)", agent.DefaultCNIBinDirs)
+			return invalid("CNIBinDir (--cni-bin-dir)", "no CNI bridge plugin in %v (Debian: apt-get install containernetworking-plugins)", agent.DefaultCNIBinDirs)
 		}
 	}
-	if err := c.Registries.Validate(); err != nil {
-		return fmt.Errorf("cluster config: Registries (--registries): %w", err)
+	return nil
+}
+
+// validatePorts checks the agent's and the ingress controller's ports.
+func (c *Config) validatePorts() error {
+	if c.ReadOnlyPort < 0 || c.ReadOnlyPort > 65535 {
+		return invalid("ReadOnlyPort (--read-only-port)", "%d is not a port", c.ReadOnlyPort)
 	}
-	if _, ok := c.Registries.Mirrors[PauseRegistryHost]; ok {
-		return bad("Registries (--registries)", "mirrors[%q] is berth's own (the pause image); use another name", PauseRegistryHost)
+	if c.KubeletPort == 0 {
+		c.KubeletPort = agent.DefaultKubeletPort
 	}
-	if c.RuntimeEndpoint == "" && c.PauseBinary == "" {
-		exe, err := os.Executable()
-		if err != nil {
-			return bad("PauseBinary (--pause-binary)", "not set and the executable's directory is unknown: %v", err)
+	if c.KubeletPort < 0 || c.KubeletPort > 65535 {
+		return invalid("KubeletPort (--kubelet-port)", "%d is not a port", c.KubeletPort)
+	}
+	if c.IngressHTTPPort == 0 {
+		c.IngressHTTPPort = DefaultIngressHTTPPort
+	}
+	if c.IngressHTTPSPort == 0 {
+		c.IngressHTTPSPort = DefaultIngressHTTPSPort
+	}
+	for _, p := range []struct {
+		field string
+		port  int
+	}{{"IngressHTTPPort (--ingress-http-port)", c.IngressHTTPPort}, {"IngressHTTPSPort (--ingress-https-port)", c.IngressHTTPSPort}} {
+		if p.port < 0 || p.port > 65535 {
+			return invalid(p.field, "%d is not a port", p.port)
 		}
-		c.PauseBinary = filepath.Join(filepath.Dir(exe), "pause")
 	}
-	if c.Logger == nil {
-		c.Logger = slog.New(slog.DiscardHandler)
-	}
-	if c.KubeletConfig != "" {
-		// Read now, so a bad file stops berth up before anything starts.
-		if _, err := agentConfig(c, "", "", nil); err != nil {
-			return err
-		}
+	if c.IngressHTTPPort == c.IngressHTTPSPort {
+		return invalid("IngressHTTPSPort (--ingress-https-port)", "%d is also the HTTP port", c.IngressHTTPSPort)
 	}
 	return nil
 }

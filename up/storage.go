@@ -1,4 +1,4 @@
-package cluster
+package up
 
 import (
 	"context"
@@ -18,6 +18,7 @@ import (
 
 	"berth/csi/driver"
 	"berth/csi/provisioner"
+	"berth/internal/supervisor"
 )
 
 // LocalStorageClass is the default StorageClass `berth up` creates: volumes
@@ -30,7 +31,7 @@ const LocalStorageClass = "local"
 // and registers through the agent's plugin registry, the provisioner
 // (node mode) provisions claims of LocalStorageClass, which is created as
 // the cluster's default class if missing.
-func startLocalStorage(ctx context.Context, sup *supervisor, dataDir, nodeName, kubeconfig string, log *slog.Logger) error {
+func startLocalStorage(ctx context.Context, sup *supervisor.Supervisor, dataDir, nodeName, kubeconfig string, log *slog.Logger) error {
 	agentRoot := filepath.Join(dataDir, "agent")
 	log = log.With("component", "csi-local")
 	regDir := filepath.Join(agentRoot, "plugins_registry")
@@ -68,9 +69,9 @@ func startLocalStorage(ctx context.Context, sup *supervisor, dataDir, nodeName, 
 		conn.Close()
 		return fmt.Errorf("cluster: local storage: %w", err)
 	}
-	sup.start("csi-local", d.Run)
-	sup.onStop(conn.Close)
-	sup.start("csi-local provisioner", p.Run)
+	sup.Go("csi-local", d.Run)
+	sup.OnStop(conn.Close)
+	sup.Go("csi-local provisioner", p.Run)
 	if err := ensureLocalStorageClass(ctx, client, d.Name()); err != nil {
 		return fmt.Errorf("cluster: local storage: %w", err)
 	}

@@ -1,4 +1,4 @@
-package cluster
+package up
 
 import (
 	"context"
@@ -19,6 +19,7 @@ import (
 	"berth/controlplane/authorization/rbac/bootstrap"
 	"berth/controlplane/pki"
 	"berth/ingress"
+	"berth/internal/supervisor"
 )
 
 // ingressCredential is the ingress controller's client certificate in the
@@ -31,7 +32,7 @@ const ingressCredential = "ingress-controller"
 // ingress.DefaultClassName (marked the default class) if missing. Ports in
 // use do not stop the cluster: the controller is then left out, with a
 // warning, and "" returned for its addresses.
-func startIngress(ctx context.Context, sup *supervisor, cfg Config, server, kubeconfig string, log *slog.Logger) (httpAddr, httpsAddr string, err error) {
+func startIngress(ctx context.Context, sup *supervisor.Supervisor, cfg Config, server, kubeconfig string, log *slog.Logger) (httpAddr, httpsAddr string, err error) {
 	log = log.With("component", "ingress")
 	admin, err := adminClient(kubeconfig)
 	if err != nil {
@@ -68,7 +69,7 @@ func startIngress(ctx context.Context, sup *supervisor, cfg Config, server, kube
 	if err != nil {
 		return "", "", fmt.Errorf("cluster: %w", err)
 	}
-	sup.start("ingress", c.Run)
+	sup.Go("ingress", c.Run)
 	return c.HTTPAddr().String(), c.HTTPSAddr().String(), nil
 }
 
