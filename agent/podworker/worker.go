@@ -34,13 +34,13 @@ type worker struct {
 	// stoppedEvicted says the eviction is done.
 	evicted        *Eviction
 	stoppedEvicted bool
+	admitted       bool // the pod passed admission (admit.go): it holds the node's resources
 
 	failures     map[string]status.Failure // last start failure per container
 	failureCount int                       // start failures recorded (fail): did acting fail?
 	unpublished  map[string]bool           // containers whose failure (fail) no status showed yet
 	rejected     *status.Failure           // why the agent ended the pod (Failed), once it did
 	conditions   []v1.PodCondition         // pod conditions the agent set for its own reasons (an eviction's DisruptionTarget)
-	admitted     bool                      // the pod passed admission (admit.go)
 	seq          uint64
 
 	firstSeen time.Time // when the worker was made: the pod's start for metrics
