@@ -12,7 +12,11 @@
 //     containerd: a Deployment's pods from creation to Running (watch);
 //  3. scale: the control planes alone with fake nodes (Node objects whose
 //     Leases a driver renews) and pods created by a client-go driver at full
-//     speed and at fixed rates.
+//     speed and at fixed rates;
+//  4. controllers: a Job and a DaemonSet over fake nodes on `berth server`,
+//     with berth's controllers, then with kube-controller-manager's job and
+//     daemonset controllers instead (issue #15), the driver playing the
+//     nodes' kubelets.
 //
 // It prints markdown tables (also written to -out as results.md, with every
 // figure in results.json) and marks each goal of the issue met or missed.
@@ -60,7 +64,9 @@ type results struct {
 	Startup  []startupRound    `json:"startup,omitempty"`
 	E2E      []e2eRound        `json:"e2e,omitempty"`
 	Scale    []scaleRound      `json:"scale,omitempty"`
-	Goals    []goal            `json:"goals"`
+	// Controllers are the controller benchmark's rounds.
+	Controllers []controllersRound `json:"controllers,omitempty"`
+	Goals       []goal             `json:"goals"`
 }
 
 type machine struct {
@@ -78,6 +84,7 @@ func main() {
 		suites, ns, replicas, rates    string
 		reps, e2eReps                  int
 		nodes, pods, bigNodes, bigPods int
+		ctrl                           controllersPlan
 	)
 	flag.StringVar(&b.berth, "berth", filepath.Join(repo, "bin", "berth"), "the berth binary (make build; bin/pause beside it)")
 	flag.StringVar(&b.upstreamBin, "upstream-bin", "/var/cache/berth/conformance/bin", "upstream's binaries (hack/conformance/build.sh upstream-control-plane kubelet)")
@@ -87,7 +94,7 @@ func main() {
 	flag.StringVar(&b.podCIDR, "pod-cidr", "10.65.0.0/24", "the pods' subnet")
 	flag.StringVar(&b.clusterCIDR, "cluster-cidr", "10.65.0.0/16", "the scale benchmark's cluster CIDR (node IPAM, /29 per node)")
 	flag.StringVar(&b.svcCIDR, "service-cidr", "10.165.0.0/20", "the Services' cluster IP range")
-	flag.StringVar(&suites, "suites", "startup,e2e,scale", "what to run: startup, e2e, scale (comma-separated)")
+	flag.StringVar(&suites, "suites", "startup,e2e,scale,controllers", "what to run: startup, e2e, scale, controllers (comma-separated)")
 	flag.StringVar(&ns, "n", "1,10,30,100", "startup: pod counts")
 	flag.IntVar(&reps, "reps", 3, "startup: repetitions of each side per pod count, interleaved")
 	flag.StringVar(&replicas, "replicas", "30,100", "e2e: Deployment sizes")
@@ -97,6 +104,9 @@ func main() {
 	flag.StringVar(&rates, "rates", "0,50,100", "scale: creation rates in pods/s (0: full speed)")
 	flag.IntVar(&bigNodes, "big-nodes", 5000, "scale: fake nodes of the large phase (0: none)")
 	flag.IntVar(&bigPods, "big-pods", 10000, "scale: pods of the large phase, at full speed")
+	flag.IntVar(&ctrl.completions, "job-completions", 1000, "controllers: the Job's completions")
+	flag.IntVar(&ctrl.parallelism, "job-parallelism", 100, "controllers: the Job's parallelism")
+	flag.IntVar(&ctrl.nodes, "controller-nodes", 1000, "controllers: fake nodes (the DaemonSet's pods)")
 	agentArgs := flag.String("agent-args", "", "more flags for the berth agent of the startup benchmark, space-separated (e.g. \"--log-level debug\")")
 	sides := flag.String("sides", "all", "the sides to run, for diagnosis (comma-separated): startup agent, kubelet, floor; scale berth, upstream")
 	flag.Parse()
@@ -107,7 +117,7 @@ func main() {
 	}
 
 	if err := b.run(strings.Split(suites, ","), atoi(ns), reps, atoi(replicas), e2eReps,
-		scalePlan{nodes: nodes, pods: pods, rates: atoi(rates), bigNodes: bigNodes, bigPods: bigPods}); err != nil {
+		scalePlan{nodes: nodes, pods: pods, rates: atoi(rates), bigNodes: bigNodes, bigPods: bigPods}, ctrl); err != nil {
 		fmt.Fprintln(os.Stderr, "bench-upstream:", err)
 		os.Exit(1)
 	}
@@ -129,7 +139,7 @@ func atoi(list string) []int {
 	return out
 }
 
-func (b *bench) run(suites []string, ns []int, reps int, replicas []int, e2eReps int, plan scalePlan) error {
+func (b *bench) run(suites []string, ns []int, reps int, replicas []int, e2eReps int, plan scalePlan, ctrl controllersPlan) error {
 	if os.Geteuid() != 0 {
 		return fmt.Errorf("must run as root (containerd, CNI, cgroups)")
 	}
@@ -196,6 +206,9 @@ func (b *bench) run(suites []string, ns []int, reps int, replicas []int, e2eReps
 	}
 	if want["scale"] && ctx.Err() == nil {
 		errs = append(errs, b.scaleSuite(ctx, plan))
+	}
+	if want["controllers"] && ctx.Err() == nil {
+		errs = append(errs, b.controllersSuite(ctx, ctrl))
 	}
 	b.res.Machine.LoadAfter = readTrim("/proc/loadavg")
 	if err := b.report(); err != nil {
