@@ -385,11 +385,12 @@ func (a *Agent) evictionManager(run *supervisor, n *conn, p *pods, imageGC *imag
 		Kill: func(pod *v1.Pod, grace time.Duration, message string, condition *v1.PodCondition) bool {
 			return p.workers.Evict(pod.UID, podworker.Eviction{GracePeriod: grace, Reason: eviction.Reason, Message: message, Condition: condition})
 		},
-		Stopped:            p.workers.Stopped,
-		DeleteUnusedImages: imageGC.DeleteUnused,
-		DedicatedImageFs:   dedicatedImageFs(cfg.RootDir, n.client),
-		Registerer:         n.registry,
-		Logger:             cfg.Logger,
+		Stopped:                   p.workers.Stopped,
+		DeleteAllUnusedContainers: p.workers.DeleteAllUnusedContainers,
+		DeleteUnusedImages:        imageGC.DeleteUnused,
+		DedicatedImageFs:          dedicatedImageFs(cfg.RootDir, n.client),
+		Registerer:                n.registry,
+		Logger:                    cfg.Logger,
 	}
 	if p.events != nil {
 		ecfg.Recorder = p.events

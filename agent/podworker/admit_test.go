@@ -27,7 +27,9 @@ func TestForbiddenSysctlRejectsThePod(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h, events := newEventHarness(t, srv, func(cfg *Config) { cfg.Admit = func(p *v1.Pod, _ []*v1.Pod) (string, string, bool) { return allow.Admit(p) } })
+	h, events := newEventHarness(t, srv, func(cfg *Config) {
+		cfg.Admit = func(p *v1.Pod, _ []*v1.Pod) (string, string, bool) { return allow.Admit(p) }
+	})
 	bad := testPod("unsafe", v1.RestartPolicyNever, nil, "app")
 	bad.Spec.SecurityContext = &v1.PodSecurityContext{Sysctls: []v1.Sysctl{{Name: "kernel.shm_rmid_forced", Value: "1"}, {Name: "kernel.msgmax", Value: "10000"}}}
 	h.m.Update(bad)
