@@ -46,7 +46,7 @@ import (
 // bench is one run: its settings, the shared runtime and the results.
 type bench struct {
 	berth, upstreamBin, busybox string
-	work, logs, out             string
+	workParent, work, logs, out string
 	bridge, podCIDR, svcCIDR    string
 	clusterCIDR                 string
 	maxN                        int
@@ -89,6 +89,7 @@ func main() {
 	flag.StringVar(&b.berth, "berth", filepath.Join(repo, "bin", "berth"), "the berth binary (make build; bin/pause beside it)")
 	flag.StringVar(&b.upstreamBin, "upstream-bin", "/var/cache/berth/conformance/bin", "upstream's binaries (hack/conformance/build.sh upstream-control-plane kubelet)")
 	flag.StringVar(&b.busybox, "busybox", "/bin/busybox", "static busybox for the pods' image")
+	flag.StringVar(&b.workParent, "work-dir", "/var/tmp", "where the run's scratch directory (data dirs, etcd) is made; a tmpfs takes the disk out of the figures")
 	flag.StringVar(&b.out, "out", "", "results directory (default /var/cache/berth/bench-upstream/<UTC time>)")
 	flag.StringVar(&b.bridge, "bridge", "bbench0", "the pods' Linux bridge")
 	flag.StringVar(&b.podCIDR, "pod-cidr", "10.65.0.0/24", "the pods' subnet")
@@ -162,7 +163,7 @@ func (b *bench) run(suites []string, ns []int, reps int, replicas []int, e2eReps
 		b.out = filepath.Join("/var/cache/berth/bench-upstream", b.res.Started.Format("20060102T150405Z"))
 	}
 	var err error
-	if b.work, err = os.MkdirTemp("/var/tmp", "bbench-"); err != nil {
+	if b.work, err = os.MkdirTemp(b.workParent, "bbench-"); err != nil {
 		return err
 	}
 	defer func() {
