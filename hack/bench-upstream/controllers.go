@@ -193,6 +193,9 @@ func (b *bench) jobRound(ctx context.Context, c *controlPlane, side string, plan
 	}
 	created := time.Duration(0)
 	err = waitFor(30*time.Minute, 50*time.Millisecond, "the Job's Complete condition", func() (bool, error) {
+		if err := ctx.Err(); err != nil {
+			return false, err
+		}
 		select {
 		case <-pc.all:
 			if created == 0 {
@@ -248,6 +251,9 @@ func (b *bench) daemonSetRound(ctx context.Context, c *controlPlane, side string
 	created := time.Duration(0)
 	want := int32(plan.nodes)
 	err = waitFor(30*time.Minute, 50*time.Millisecond, "the DaemonSet's pods all available", func() (bool, error) {
+		if err := ctx.Err(); err != nil {
+			return false, err
+		}
 		select {
 		case <-pc.all:
 			if created == 0 {
@@ -271,7 +277,8 @@ func (b *bench) daemonSetRound(ctx context.Context, c *controlPlane, side string
 
 // fakeKubelet plays the fake nodes' kubelets: each pod bound to a node and
 // still Pending goes Running and Ready, or, under restartPolicy Never
-// (a Job's), Succeeded — one status write per pod, as a kubelet's.
+// (a Job's), Succeeded — one status write per pod, as a kubelet's — and a
+// Running pod marked not Ready is reported Ready again.
 type fakeKubelet struct {
 	client kubernetes.Interface
 	queue  workqueue.TypedInterface[*v1.Pod]
@@ -286,7 +293,7 @@ func (k *fakeKubelet) run(ctx context.Context) {
 		o.FieldSelector = fields.OneTermNotEqualSelector("spec.nodeName", "").String()
 	}))
 	handle := func(obj any) {
-		if p, ok := obj.(*v1.Pod); ok && p.Status.Phase == v1.PodPending && p.DeletionTimestamp == nil {
+		if p, ok := obj.(*v1.Pod); ok && needsReport(p) {
 			k.queue.Add(p)
 		}
 	}
@@ -316,8 +323,30 @@ func (k *fakeKubelet) worker(ctx context.Context) {
 	}
 }
 
+// needsReport reports whether p's status is not what its kubelet reports:
+// still Pending, or Running but not Ready (the node lifecycle controller
+// marks a node's pods not Ready when its Lease is late; a kubelet reports
+// them again).
+func needsReport(p *v1.Pod) bool {
+	if p.DeletionTimestamp != nil {
+		return false
+	}
+	switch p.Status.Phase {
+	case v1.PodPending:
+		return true
+	case v1.PodRunning:
+		for _, c := range p.Status.Conditions {
+			if c.Type == v1.PodReady {
+				return c.Status != v1.ConditionTrue
+			}
+		}
+		return true
+	}
+	return false
+}
+
 // start writes p's status as its kubelet would, retrying on a fresh copy
-// while the pod is still Pending.
+// while it still needs the report.
 func (k *fakeKubelet) start(ctx context.Context, p *v1.Pod) {
 	pods := k.client.CoreV1().Pods(p.Namespace)
 	for range 10 {
@@ -327,7 +356,7 @@ func (k *fakeKubelet) start(ctx context.Context, p *v1.Pod) {
 		if err == nil || ctx.Err() != nil {
 			return
 		}
-		if p, err = pods.Get(ctx, p.Name, metav1.GetOptions{}); err != nil || p.Status.Phase != v1.PodPending || p.DeletionTimestamp != nil {
+		if p, err = pods.Get(ctx, p.Name, metav1.GetOptions{}); err != nil || !needsReport(p) {
 			return
 		}
 	}
