@@ -54,9 +54,9 @@ bench: deps build
 	BERTH_BIN=$(BERTH) go test -run '^$$' -bench . -benchtime 1x ./...
 	$(MAKE) bench-upstream BENCH_UPSTREAM_ARGS='$(BENCH_UPSTREAM_SMALL)'
 
-## bench-upstream: berth against upstream Kubernetes v1.34 in one run on this machine (hack/bench-upstream): pod startup (agent vs kubelet vs a CRI floor), end to end (berth up vs upstream's control plane + kubelet), the control plane at scale; as root, offline; markdown tables, results.json under /var/cache/berth/bench-upstream/
+## bench-upstream: berth against upstream Kubernetes v1.34 in one run on this machine (hack/bench-upstream): pod startup (agent vs kubelet vs a CRI floor), end to end (berth up vs upstream's control plane + kubelet), the control plane at scale, the job and daemonset controllers vs kube-controller-manager's; as root, offline; markdown tables, results.json under /var/cache/berth/bench-upstream/
 BENCH_UPSTREAM_ARGS  ?=
-BENCH_UPSTREAM_SMALL := -n 1,10 -reps 1 -replicas 10 -nodes 100 -pods 500 -rates 0,50 -big-nodes 0
+BENCH_UPSTREAM_SMALL := -n 1,10 -reps 1 -replicas 10 -nodes 100 -pods 500 -rates 0,50 -big-nodes 0 -job-completions 100 -job-parallelism 10 -controller-nodes 100
 bench-upstream: deps build
 	./hack/conformance/build.sh upstream-control-plane kubelet
 	go build -o $(BIN)/bench-upstream ./hack/bench-upstream

@@ -31,6 +31,7 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"maps"
 	"net"
 	"os"
 	"path/filepath"
@@ -45,6 +46,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"google.golang.org/grpc"
 	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	kubescheme "k8s.io/client-go/kubernetes/scheme"
@@ -54,6 +56,7 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	statsapi "k8s.io/kubelet/pkg/apis/stats/v1alpha1"
 
+	"berth/agent/admission"
 	"berth/agent/apilb"
 	"berth/agent/backoff"
 	"berth/agent/bootstrap"
@@ -324,6 +327,9 @@ func (a *Agent) wire(ctx context.Context, run *supervisor.Supervisor, n *conn) (
 		return nil, err
 	}
 	wcfg.Env, wcfg.PodRuntimeHandler = envsource.New(envCfg), runtimeHandler // each pod's RuntimeClass's
+	if wcfg.Admit, err = a.admission(run, n); err != nil {
+		return nil, err
+	}
 	if p.workers, err = podworker.New(wcfg); err != nil {
 		return nil, fmt.Errorf("agent: %w", err)
 	}
@@ -380,11 +386,12 @@ func (a *Agent) evictionManager(run *supervisor.Supervisor, n *conn, p *pods, im
 		Kill: func(pod *v1.Pod, grace time.Duration, message string, condition *v1.PodCondition) bool {
 			return p.workers.Evict(pod.UID, podworker.Eviction{GracePeriod: grace, Reason: eviction.Reason, Message: message, Condition: condition})
 		},
-		Stopped:            p.workers.Stopped,
-		DeleteUnusedImages: imageGC.DeleteUnused,
-		DedicatedImageFs:   dedicatedImageFs(cfg.RootDir, n.client),
-		Registerer:         n.registry,
-		Logger:             cfg.Logger,
+		Stopped:                   p.workers.Stopped,
+		DeleteAllUnusedContainers: p.workers.DeleteAllUnusedContainers,
+		DeleteUnusedImages:        imageGC.DeleteUnused,
+		DedicatedImageFs:          dedicatedImageFs(cfg.RootDir, n.client),
+		Registerer:                n.registry,
+		Logger:                    cfg.Logger,
 	}
 	if p.events != nil {
 		ecfg.Recorder = p.events
@@ -415,6 +422,61 @@ func (a *Agent) admitUnderPressure(pod *v1.Pod) (reason, message string, ok bool
 		return m.Admit(pod)
 	}
 	return "", "", true
+}
+
+// admission is the node's admission of pods, the kubelet's handlers in
+// its order: the eviction manager's under pressure, the sysctl allowlist,
+// then the general predicates against the agent's Node (agent/admission).
+func (a *Agent) admission(run *supervisor.Supervisor, n *conn) (func(*v1.Pod, []*v1.Pod) (string, string, bool), error) {
+	cfg := &a.cfg
+	sysctls, err := sysctl.NewAllowlist(append(sysctl.Safe(kernelRelease()), cfg.AllowedUnsafeSysctls...))
+	if err != nil {
+		return nil, fmt.Errorf("agent: %w", err)
+	}
+	nodeObj := a.localNode
+	if n.kube != nil {
+		watch, err := admission.WatchNode(n.kube, cfg.NodeName, a.localNode)
+		if err != nil {
+			return nil, fmt.Errorf("agent: %w", err)
+		}
+		run.Go("admission node watch", watch.Run)
+		nodeObj = watch.Get
+	}
+	predicates := admission.New(nodeObj)
+	return func(pod *v1.Pod, others []*v1.Pod) (string, string, bool) {
+		if reason, message, ok := a.admitUnderPressure(pod); !ok {
+			return reason, message, false
+		}
+		if reason, message, ok := sysctls.Admit(pod); !ok {
+			return reason, message, false
+		}
+		return predicates.Admit(pod, others)
+	}, nil
+}
+
+// localNode is the Node the agent registers, as far as admission reads it
+// (labels, taints, allocatable): the kubelet's initialNode, for a
+// standalone agent or before the Node is watched.
+func (a *Agent) localNode() (*v1.Node, error) {
+	cfg := &a.cfg
+	machine, err := node.ReadMachine(cfg.RootDir)
+	if err != nil {
+		return nil, err
+	}
+	maxPods, evictionHard := cfg.MaxPods, cfg.EvictionHard
+	if maxPods == 0 {
+		maxPods = node.DefaultMaxPods
+	}
+	if evictionHard == nil {
+		evictionHard = node.DefaultEvictionHard()
+	}
+	labels := node.DefaultLabels(cfg.NodeName)
+	maps.Copy(labels, cfg.NodeLabels)
+	return &v1.Node{
+		ObjectMeta: metav1.ObjectMeta{Name: cfg.NodeName, Labels: labels},
+		Spec:       v1.NodeSpec{Taints: cfg.RegisterWithTaints},
+		Status:     v1.NodeStatus{Allocatable: node.Allocatable(node.Capacity(machine, maxPods), cfg.SystemReserved, cfg.KubeReserved, evictionHard)},
+	}, nil
 }
 
 // activePods are the pods the agent runs that have not ended: the
@@ -504,10 +566,6 @@ func (a *Agent) workerConfig(n *conn, p *pods, pullCreds func(context.Context, *
 	if err != nil {
 		return podworker.Config{}, fmt.Errorf("agent: %w", err)
 	}
-	sysctls, err := sysctl.NewAllowlist(append(sysctl.Safe(kernelRelease()), cfg.AllowedUnsafeSysctls...))
-	if err != nil {
-		return podworker.Config{}, fmt.Errorf("agent: %w", err)
-	}
 	mounts, err := cgroups.Mountpoints("/proc/self/mountinfo")
 	if err != nil {
 		cfg.Logger.Warn("cannot list cgroup hierarchies; pod cgroups will not be removed", "err", err)
@@ -522,12 +580,6 @@ func (a *Agent) workerConfig(n *conn, p *pods, pullCreds func(context.Context, *
 		ContainerOptions: containerconfig.Options{
 			NodeName: cfg.NodeName, HostIPs: []string{cfg.NodeIP}, MemoryCapacity: memory, CgroupV2: cgroupV2(),
 			NodeAllocatable: allocatable,
-		},
-		Admit: func(pod *v1.Pod) (string, string, bool) {
-			if reason, message, ok := sysctls.Admit(pod); !ok {
-				return reason, message, false
-			}
-			return a.admitUnderPressure(pod)
 		},
 		NetworkReady: a.networkReady,
 		PodCleanup: func(uid types.UID, _ *v1.Pod) error {

@@ -68,6 +68,9 @@ type Config struct {
 	// Kill ends a pod; Stopped reports when it is down.
 	Kill    Kill
 	Stopped func(uid types.UID) bool
+	// DeleteAllUnusedContainers removes the dead containers and sandboxes
+	// of the pods that finished (podworker); nil: they are not reclaimed.
+	DeleteAllUnusedContainers func(ctx context.Context) error
 	// DeleteUnusedImages removes every unused image old enough
 	// (agent/imagegc); nil: images are not reclaimed.
 	DeleteUnusedImages func(ctx context.Context) error
@@ -274,24 +277,20 @@ func (m *Manager) synchronize(ctx context.Context) *v1.Pod {
 	return nil
 }
 
-// reclaimNodeLevel frees what the node holds for signal (unused images
-// for the filesystem they live on), samples again and reports whether no
-// threshold is met any more, minimum reclaims counted.
+// reclaimNodeLevel frees what the node holds for signal — the finished
+// pods' containers, then the unused images, on the filesystem they live
+// on (upstream's buildSignalToNodeReclaimFuncs without a split container
+// filesystem) — samples again and reports whether no threshold is met any
+// more, minimum reclaims counted.
 func (m *Manager) reclaimNodeLevel(ctx context.Context, signal node.Signal) bool {
-	if m.cfg.DeleteUnusedImages == nil {
+	reclaims := m.nodeReclaims(ctx, signal)
+	if len(reclaims) == 0 {
 		return false
 	}
-	switch signal {
-	case node.SignalImageFsAvailable, node.SignalImageFsInodesFree:
-	case node.SignalNodeFsAvailable, node.SignalNodeFsInodesFree:
-		if m.dedicatedImageFs(ctx) {
-			return false // the images are elsewhere
+	for _, reclaim := range reclaims {
+		if err := reclaim(ctx); err != nil {
+			m.cfg.Logger.Info("eviction manager: unexpected error when attempting to reduce resource pressure", "signal", signal, "err", err)
 		}
-	default:
-		return false
-	}
-	if err := m.cfg.DeleteUnusedImages(ctx); err != nil {
-		m.cfg.Logger.Info("eviction manager: unexpected error when attempting to reduce resource pressure", "signal", signal, "err", err)
 	}
 	if err := m.cfg.Refresh(ctx); err != nil {
 		m.cfg.Logger.Error("eviction manager: failed to get summary stats after resource reclaim", "err", err)
@@ -302,6 +301,29 @@ func (m *Manager) reclaimNodeLevel(ctx context.Context, signal node.Signal) bool
 		return false
 	}
 	return len(Met(m.cfg.Thresholds, Observe(summary), true)) == 0
+}
+
+// nodeReclaims are the reclaim functions for signal: for imagefs signals,
+// and for nodefs signals when the images share the node's filesystem, the
+// finished pods' containers, then the unused images; none otherwise (with
+// a dedicated image filesystem, nodefs pressure only evicts).
+func (m *Manager) nodeReclaims(ctx context.Context, signal node.Signal) []func(context.Context) error {
+	switch signal {
+	case node.SignalImageFsAvailable, node.SignalImageFsInodesFree:
+	case node.SignalNodeFsAvailable, node.SignalNodeFsInodesFree:
+		if m.dedicatedImageFs(ctx) {
+			return nil
+		}
+	default:
+		return nil
+	}
+	var out []func(context.Context) error
+	for _, f := range []func(context.Context) error{m.cfg.DeleteAllUnusedContainers, m.cfg.DeleteUnusedImages} {
+		if f != nil {
+			out = append(out, f)
+		}
+	}
+	return out
 }
 
 func (m *Manager) dedicatedImageFs(ctx context.Context) bool {

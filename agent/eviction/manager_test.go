@@ -2,6 +2,7 @@ package eviction
 
 import (
 	"context"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -47,8 +48,14 @@ type harness struct {
 	pods    []*v1.Pod
 	killed  []killed
 	images  int // DeleteUnusedImages calls
-	freed   uint64
-	rec     *recorder
+	// reclaims are the node-level reclaims in call order: "containers"
+	// (DeleteAllUnusedContainers), "images".
+	reclaims []string
+	freed    uint64 // bytes the next image collection frees
+	// freedByContainers: the next container collection's.
+	freedByContainers uint64
+	dedicated         bool // the images have a filesystem of their own
+	rec               *recorder
 }
 
 func newHarness(t *testing.T, hard, soft, grace string) *harness {
@@ -77,11 +84,18 @@ func newHarness(t *testing.T, hard, soft, grace string) *harness {
 			return true
 		},
 		Stopped: func(types.UID) bool { return true },
+		DeleteAllUnusedContainers: func(context.Context) error {
+			h.reclaims = append(h.reclaims, "containers")
+			*h.summary.Node.Fs.AvailableBytes += h.freedByContainers
+			return nil
+		},
 		DeleteUnusedImages: func(context.Context) error {
 			h.images++
+			h.reclaims = append(h.reclaims, "images")
 			*h.summary.Node.Fs.AvailableBytes += h.freed
 			return nil
 		},
+		DedicatedImageFs: func(context.Context) (bool, error) { return h.dedicated, nil },
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -134,8 +148,8 @@ func TestManagerEvictsOnePodRankedAndAdmits(t *testing.T) {
 	if got := h.m.synchronize(ctx); got == nil || got.Name != "hog" {
 		t.Fatalf("evicted %v, want the hog", got)
 	}
-	if h.images != 0 {
-		t.Errorf("memory pressure reclaimed images")
+	if len(h.reclaims) != 0 {
+		t.Errorf("memory pressure reclaimed %v", h.reclaims)
 	}
 	k := h.killed[0]
 	wantMsg := "The node was low on resource: memory. Threshold quantity: 1Gi, available: 900Mi. Container c was using 600Mi, request is 0, has larger consumption of memory. "
@@ -211,7 +225,45 @@ func TestManagerReclaimsImagesBeforeEvicting(t *testing.T) {
 	if got := h.m.synchronize(ctx); got == nil || h.images != 2 {
 		t.Fatalf("evicted %v after %d image collections, want the writer after 2", got, h.images)
 	}
+	if want := []string{"containers", "images", "containers", "images"}; !slices.Equal(h.reclaims, want) {
+		t.Errorf("reclaimed %v, want %v (the finished pods' containers, then images)", h.reclaims, want)
+	}
 	if !strings.HasPrefix(h.killed[0].message, "The node was low on resource: ephemeral-storage. Threshold quantity: 10Gi, available: 9Gi. ") {
 		t.Errorf("message %q", h.killed[0].message)
+	}
+}
+
+// The finished pods' containers are reclaimed first, as upstream's
+// DeleteAllUnusedContainers: when they free enough no image goes and no
+// pod is evicted.
+func TestManagerReclaimsDeadContainersFirst(t *testing.T) {
+	h := newHarness(t, "nodefs.available<10%", "", "")
+	h.pods = []*v1.Pod{withUID(pod("writer", 0, "", ""))}
+	h.freedByContainers, h.freed = 2<<30, 2<<30
+	h.sample(4<<30, 9<<30, nil)
+	if got := h.m.synchronize(context.Background()); got != nil {
+		t.Fatalf("evicted %v", got.Name)
+	}
+	// Images are still collected in the same pass (upstream runs every
+	// reclaim function of the signal, then looks again).
+	if want := []string{"containers", "images"}; !slices.Equal(h.reclaims, want) {
+		t.Errorf("reclaimed %v, want %v", h.reclaims, want)
+	}
+}
+
+// With a dedicated image filesystem, nodefs pressure reclaims nothing (the
+// containers' layers and the images are elsewhere) and evicts; imagefs
+// pressure reclaims containers and images.
+func TestManagerDedicatedImageFsReclaimsOnlyForImageFs(t *testing.T) {
+	h := newHarness(t, "nodefs.available<10%", "", "")
+	h.dedicated = true
+	h.pods = []*v1.Pod{withUID(pod("writer", 0, "", ""))}
+	h.freedByContainers, h.freed = 2<<30, 2<<30
+	h.sample(4<<30, 9<<30, nil)
+	if got := h.m.synchronize(context.Background()); got == nil || len(h.reclaims) != 0 {
+		t.Fatalf("evicted %v after reclaiming %v, want the writer after none", got, h.reclaims)
+	}
+	if got := h.m.nodeReclaims(context.Background(), node.SignalImageFsAvailable); len(got) != 2 {
+		t.Errorf("imagefs pressure reclaims %d ways, want containers and images", len(got))
 	}
 }

@@ -7,7 +7,10 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"berth/agent/admission"
 	"berth/agent/containerconfig"
 	"berth/agent/lifecycle"
 	"berth/agent/sysctl"
@@ -24,7 +27,9 @@ func TestForbiddenSysctlRejectsThePod(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h, events := newEventHarness(t, srv, func(cfg *Config) { cfg.Admit = allow.Admit })
+	h, events := newEventHarness(t, srv, func(cfg *Config) {
+		cfg.Admit = func(p *v1.Pod, _ []*v1.Pod) (string, string, bool) { return allow.Admit(p) }
+	})
 	bad := testPod("unsafe", v1.RestartPolicyNever, nil, "app")
 	bad.Spec.SecurityContext = &v1.PodSecurityContext{Sysctls: []v1.Sysctl{{Name: "kernel.shm_rmid_forced", Value: "1"}, {Name: "kernel.msgmax", Value: "10000"}}}
 	h.m.Update(bad)
@@ -156,4 +161,60 @@ func TestActiveDeadlineOfAFinishedPod(t *testing.T) {
 	if events.has("Normal DeadlineExceeded") {
 		t.Errorf("DeadlineExceeded recorded for a pod that finished in time")
 	}
+}
+
+// TestAdmissionCountsTheAdmittedPods: the node's admission sees the pods
+// admitted before and not finished — a pod wanting a host port a running
+// pod holds is Failed/NodePorts with upstream's message and never started
+// (the StatefulSet conformance spec "Should recreate evicted statefulset"),
+// of pods arriving together wanting one port exactly one runs, and once
+// the holder is removed the port is free again.
+func TestAdmissionCountsTheAdmittedPods(t *testing.T) {
+	srv := critest.NewServer(t)
+	srv.AddImage("busybox")
+	node := &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node1"}, Status: v1.NodeStatus{Allocatable: v1.ResourceList{v1.ResourcePods: resource.MustParse("110")}}}
+	predicates := admission.New(func() (*v1.Node, error) { return node, nil })
+	h, events := newEventHarness(t, srv, func(cfg *Config) { cfg.Admit = predicates.Admit })
+	withPort := func(name string, port int32) *v1.Pod {
+		p := testPod(name, v1.RestartPolicyAlways, nil, "app")
+		p.Spec.Containers[0].Ports = []v1.ContainerPort{{ContainerPort: port, HostPort: port, Protocol: v1.ProtocolTCP}}
+		return p
+	}
+	holder := withPort("holder", 21017)
+	h.m.Update(holder)
+	eventually(t, "the holder Running", func() (bool, string) {
+		return h.podStatus(holder.UID).Phase == v1.PodRunning, fmt.Sprintf("%+v", h.podStatus(holder.UID))
+	})
+
+	conflicting := withPort("conflicting", 21017)
+	h.m.Update(conflicting)
+	const msg = "Predicate NodePorts failed: node(s) didn't have free ports for the requested pod ports"
+	waitEvent(t, events, "Warning NodePorts "+msg)
+	eventually(t, "the conflicting pod Failed", func() (bool, string) {
+		st := h.podStatus(conflicting.UID)
+		return st.Phase == v1.PodFailed && st.Reason == "NodePorts" && st.Message == "Pod was rejected: "+msg, fmt.Sprintf("%+v", st)
+	})
+	if sbs := h.sandboxes(conflicting.UID); len(sbs) != 0 {
+		t.Fatalf("a rejected pod got sandboxes %v", sbs)
+	}
+
+	racers := []*v1.Pod{withPort("racer-a", 9000), withPort("racer-b", 9000), withPort("racer-c", 9000)}
+	for _, p := range racers {
+		h.m.Update(p)
+	}
+	eventually(t, "one racer Running, the others Failed", func() (bool, string) {
+		phases := map[v1.PodPhase]int{}
+		for _, p := range racers {
+			phases[h.podStatus(p.UID).Phase]++
+		}
+		return phases[v1.PodRunning] == 1 && phases[v1.PodFailed] == 2, fmt.Sprint(phases)
+	})
+
+	h.m.Remove(holder.UID)
+	eventually(t, "the holder gone", func() (bool, string) { return !h.m.Known(holder.UID), "" })
+	successor := withPort("successor", 21017)
+	h.m.Update(successor)
+	eventually(t, "the successor Running on the freed port", func() (bool, string) {
+		return h.podStatus(successor.UID).Phase == v1.PodRunning, fmt.Sprintf("%+v", h.podStatus(successor.UID))
+	})
 }

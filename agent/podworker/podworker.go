@@ -79,9 +79,12 @@ type Config struct {
 	// …); the worker sets the per-container fields.
 	ContainerOptions containerconfig.Options
 	// Admit is the node's admission of a pod it has not started yet
-	// (agent/sysctl's allowlist); a pod it refuses is Failed with reason
-	// and "Pod was rejected: <message>", and never started. Nil admits all.
-	Admit func(pod *v1.Pod) (reason, message string, ok bool)
+	// (agent/admission's predicates, agent/sysctl's allowlist, the
+	// eviction manager's), given the other pods the node has admitted and
+	// not finished; calls are serial. A pod it refuses is Failed with
+	// reason and "Pod was rejected: <message>", and never started. Nil
+	// admits all.
+	Admit func(pod *v1.Pod, others []*v1.Pod) (reason, message string, ok bool)
 	// Env resolves each container's ConfigMap, Secret and Service variables
 	// into its options (agent/envsource) before its config is built; a
 	// failure is a CreateContainerConfigError, retried. Nil: none resolved.
@@ -203,6 +206,8 @@ type Manager struct {
 	gate        *startGate
 	ctx         context.Context
 	ready       chan struct{}
+
+	admitMu sync.Mutex // admissions are serial (admit.go)
 
 	mu      sync.Mutex
 	workers map[types.UID]*worker

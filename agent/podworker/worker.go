@@ -34,13 +34,15 @@ type worker struct {
 	// stoppedEvicted says the eviction is done.
 	evicted        *Eviction
 	stoppedEvicted bool
+	admitted       bool // the pod passed admission (admit.go): it holds the node's resources
+	// reclaims are DeleteAllUnusedContainers' requests (reclaim.go).
+	reclaims []chan error
 
 	failures     map[string]status.Failure // last start failure per container
 	failureCount int                       // start failures recorded (fail): did acting fail?
 	unpublished  map[string]bool           // containers whose failure (fail) no status showed yet
 	rejected     *status.Failure           // why the agent ended the pod (Failed), once it did
 	conditions   []v1.PodCondition         // pod conditions the agent set for its own reasons (an eviction's DisruptionTarget)
-	admitted     bool                      // the pod passed admission (admit.go)
 	seq          uint64
 
 	firstSeen time.Time // when the worker was made: the pod's start for metrics
@@ -182,6 +184,13 @@ func (w *worker) sync(ctx context.Context, pod *v1.Pod) time.Duration {
 	if err != nil {
 		log.Warn("reading the pod's runtime state failed", "err", err)
 		return time.Second
+	}
+	if w.reclaim(ctx, log, pod, rt) {
+		w.lastWrite = time.Now()
+		return 0
+	}
+	if w.gone(pod, rt) {
+		return cfg.Resync // finished, its runtime reclaimed: the last status stands
 	}
 	if e := w.eviction(); e != nil {
 		return w.syncEvicted(ctx, log, pod, rt, e)

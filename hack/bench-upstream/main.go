@@ -15,6 +15,10 @@
 //     speed and at fixed rates;
 //  4. crd: the control planes alone with CustomResourceDefinitions installed
 //     and custom objects created (issue #16's memory figure).
+//  5. controllers: a Job and a DaemonSet over fake nodes on `berth server`,
+//     with berth's controllers, then with kube-controller-manager's job and
+//     daemonset controllers instead (issue #15), the driver playing the
+//     nodes' kubelets.
 //
 // It prints markdown tables (also written to -out as results.md, with every
 // figure in results.json) and marks each goal of the issue met or missed.
@@ -44,7 +48,7 @@ import (
 // bench is one run: its settings, the shared runtime and the results.
 type bench struct {
 	berth, upstreamBin, busybox string
-	work, logs, out             string
+	workParent, work, logs, out string
 	bridge, podCIDR, svcCIDR    string
 	clusterCIDR                 string
 	maxN                        int
@@ -63,7 +67,9 @@ type results struct {
 	E2E      []e2eRound        `json:"e2e,omitempty"`
 	Scale    []scaleRound      `json:"scale,omitempty"`
 	CRD      []crdRound        `json:"crd,omitempty"`
-	Goals    []goal            `json:"goals"`
+	// Controllers are the controller benchmark's rounds.
+	Controllers []controllersRound `json:"controllers,omitempty"`
+	Goals       []goal             `json:"goals"`
 }
 
 type machine struct {
@@ -82,16 +88,18 @@ func main() {
 		reps, e2eReps                  int
 		nodes, pods, bigNodes, bigPods int
 		crds                           crdPlan
+		ctrl                           controllersPlan
 	)
 	flag.StringVar(&b.berth, "berth", filepath.Join(repo, "bin", "berth"), "the berth binary (make build; bin/pause beside it)")
 	flag.StringVar(&b.upstreamBin, "upstream-bin", "/var/cache/berth/conformance/bin", "upstream's binaries (hack/conformance/build.sh upstream-control-plane kubelet)")
 	flag.StringVar(&b.busybox, "busybox", "/bin/busybox", "static busybox for the pods' image")
+	flag.StringVar(&b.workParent, "work-dir", "/var/tmp", "where the run's scratch directory (data dirs, etcd) is made; a tmpfs takes the disk out of the figures")
 	flag.StringVar(&b.out, "out", "", "results directory (default /var/cache/berth/bench-upstream/<UTC time>)")
 	flag.StringVar(&b.bridge, "bridge", "bbench0", "the pods' Linux bridge")
 	flag.StringVar(&b.podCIDR, "pod-cidr", "10.65.0.0/24", "the pods' subnet")
 	flag.StringVar(&b.clusterCIDR, "cluster-cidr", "10.65.0.0/16", "the scale benchmark's cluster CIDR (node IPAM, /29 per node)")
 	flag.StringVar(&b.svcCIDR, "service-cidr", "10.165.0.0/20", "the Services' cluster IP range")
-	flag.StringVar(&suites, "suites", "startup,e2e,scale,crd", "what to run: startup, e2e, scale, crd (comma-separated)")
+	flag.StringVar(&suites, "suites", "startup,e2e,scale,crd,controllers", "what to run: startup, e2e, scale, crd, controllers (comma-separated)")
 	flag.StringVar(&ns, "n", "1,10,30,100", "startup: pod counts")
 	flag.IntVar(&reps, "reps", 3, "startup: repetitions of each side per pod count, interleaved")
 	flag.StringVar(&replicas, "replicas", "30,100", "e2e: Deployment sizes")
@@ -103,6 +111,9 @@ func main() {
 	flag.IntVar(&bigPods, "big-pods", 10000, "scale: pods of the large phase, at full speed")
 	flag.IntVar(&crds.crds, "crds", 50, "crd: CustomResourceDefinitions")
 	flag.IntVar(&crds.objects, "crd-objects", 10000, "crd: custom objects, spread evenly over the CRDs")
+	flag.IntVar(&ctrl.completions, "job-completions", 1000, "controllers: the Job's completions")
+	flag.IntVar(&ctrl.parallelism, "job-parallelism", 100, "controllers: the Job's parallelism")
+	flag.IntVar(&ctrl.nodes, "controller-nodes", 1000, "controllers: fake nodes (the DaemonSet's pods)")
 	agentArgs := flag.String("agent-args", "", "more flags for the berth agent of the startup benchmark, space-separated (e.g. \"--log-level debug\")")
 	sides := flag.String("sides", "all", "the sides to run, for diagnosis (comma-separated): startup agent, kubelet, floor; scale and crd berth, upstream")
 	flag.Parse()
@@ -113,7 +124,7 @@ func main() {
 	}
 
 	if err := b.run(strings.Split(suites, ","), atoi(ns), reps, atoi(replicas), e2eReps,
-		scalePlan{nodes: nodes, pods: pods, rates: atoi(rates), bigNodes: bigNodes, bigPods: bigPods}, crds); err != nil {
+		scalePlan{nodes: nodes, pods: pods, rates: atoi(rates), bigNodes: bigNodes, bigPods: bigPods}, crds, ctrl); err != nil {
 		fmt.Fprintln(os.Stderr, "bench-upstream:", err)
 		os.Exit(1)
 	}
@@ -135,7 +146,7 @@ func atoi(list string) []int {
 	return out
 }
 
-func (b *bench) run(suites []string, ns []int, reps int, replicas []int, e2eReps int, plan scalePlan, crds crdPlan) error {
+func (b *bench) run(suites []string, ns []int, reps int, replicas []int, e2eReps int, plan scalePlan, crds crdPlan, ctrl controllersPlan) error {
 	if os.Geteuid() != 0 {
 		return fmt.Errorf("must run as root (containerd, CNI, cgroups)")
 	}
@@ -158,7 +169,7 @@ func (b *bench) run(suites []string, ns []int, reps int, replicas []int, e2eReps
 		b.out = filepath.Join("/var/cache/berth/bench-upstream", b.res.Started.Format("20060102T150405Z"))
 	}
 	var err error
-	if b.work, err = os.MkdirTemp("/var/tmp", "bbench-"); err != nil {
+	if b.work, err = os.MkdirTemp(b.workParent, "bbench-"); err != nil {
 		return err
 	}
 	defer func() {
@@ -205,6 +216,9 @@ func (b *bench) run(suites []string, ns []int, reps int, replicas []int, e2eReps
 	}
 	if want["crd"] && ctx.Err() == nil {
 		errs = append(errs, b.crdSuite(ctx, crds))
+	}
+	if want["controllers"] && ctx.Err() == nil {
+		errs = append(errs, b.controllersSuite(ctx, ctrl))
 	}
 	b.res.Machine.LoadAfter = readTrim("/proc/loadavg")
 	if err := b.report(); err != nil {

@@ -19,6 +19,7 @@ func (b *bench) markdown() string {
 	s.WriteString(b.e2eMarkdown())
 	s.WriteString(b.scaleMarkdown())
 	s.WriteString(b.crdMarkdown())
+	s.WriteString(b.controllersMarkdown())
 	b.res.Goals = append(append(b.startupGoals(), b.e2eGoals()...), b.scaleGoals()...)
 	if len(b.res.Goals) > 0 {
 		s.WriteString("\n### Goals of issue #20\n\n| goal | measured | target | |\n|---|---|---|---|\n")

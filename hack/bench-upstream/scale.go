@@ -460,11 +460,13 @@ func (b *bench) startControlPlane(ctx context.Context, suite, side string) (*con
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, nil, err
 	}
-	start := b.startUpstream
+	var c *controlPlane
+	var err error
 	if side == scaleBerth {
-		start = b.startBerthServer
+		c, err = b.startBerthServer(ctx, dir)
+	} else {
+		c, err = b.startUpstream(ctx, dir)
 	}
-	c, err := start(ctx, dir)
 	if err != nil {
 		os.RemoveAll(dir)
 		return nil, nil, err

@@ -199,18 +199,19 @@ func firstIP(cidr string) net.IP {
 }
 
 // startBerthServer runs `berth server` (embedded etcd, controllers,
-// scheduler) under dir and waits until it serves and has created the
-// default ServiceAccount.
-func (b *bench) startBerthServer(ctx context.Context, dir string) (_ *controlPlane, err error) {
+// scheduler) under dir, with more flags extra, and waits until it serves
+// and has created the default ServiceAccount.
+func (b *bench) startBerthServer(ctx context.Context, dir string, extra ...string) (_ *controlPlane, err error) {
 	c := &controlPlane{name: "berth"}
 	defer func() {
 		if err != nil {
 			c.stop()
 		}
 	}()
-	pr, err := startProc("berth server", filepath.Join(b.logs, "berth-server.log"), b.berth, "server", "--data-dir", dir,
+	args := append([]string{"server", "--data-dir", dir,
 		"--listen", "127.0.0.1:0", "--service-cluster-ip-range", b.svcCIDR,
-		"--cluster-cidr", b.clusterCIDR, "--node-cidr-mask-size", "29")
+		"--cluster-cidr", b.clusterCIDR, "--node-cidr-mask-size", "29"}, extra...)
+	pr, err := startProc("berth server", filepath.Join(b.logs, filepath.Base(dir)+".log"), b.berth, args...)
 	if err != nil {
 		return nil, err
 	}

@@ -60,6 +60,19 @@ spec:
       limits: {cpu: 10m, memory: 16Mi, ephemeral-storage: 8Mi}
 `
 
+// startNode runs a server and an agent for node on root, sampling every
+// second, with the hard eviction threshold evictionHard and a 15 s
+// pressure transition period.
+func startNode(t *testing.T, node, root, evictionHard string) *harness.Cluster {
+	env := nodeenv.Current()
+	c := harness.StartServer(t, harness.ServerOptions{})
+	c.Env, c.Node, c.AgentRootDir = env, node, root
+	c.Agent, c.KubeletPort = c.StartAgent(t, env, c.Node, root, "/berth-"+env.BridgeName,
+		"--housekeeping-interval", "1s", "--node-status-update-frequency", "1s",
+		"--eviction-hard", evictionHard, "--eviction-pressure-transition-period", "15s")
+	return c
+}
+
 // tmpfsDir mounts a tmpfs of size bytes on a new directory, unmounted when
 // the test ends (after everything registered later, the agent included).
 func tmpfsDir(t *testing.T, size int) string {
@@ -98,14 +111,8 @@ func hasTaint(n *v1.Node, key string) bool {
 
 func TestDiskPressureEvictsTheBestEffortPod(t *testing.T) {
 	env := nodeenv.Current()
-	c := harness.StartServer(t, harness.ServerOptions{})
-	c.Env, c.Node = env, "eviction-node"
-	root := tmpfsDir(t, 64<<20)
-	c.AgentRootDir = root
-	c.Agent, c.KubeletPort = c.StartAgent(t, env, c.Node, root, "/berth-"+env.BridgeName,
-		"--housekeeping-interval", "1s", "--node-status-update-frequency", "1s",
-		// 40 % of 64 MiB: the filler's 40 MiB crosses it, nothing else does.
-		"--eviction-hard", "nodefs.available<40%", "--eviction-pressure-transition-period", "15s")
+	// 40 % of 64 MiB: the filler's 40 MiB crosses it, nothing else does.
+	c := startNode(t, "eviction-node", tmpfsDir(t, 64<<20), "nodefs.available<40%")
 	ctx := context.Background()
 	c.MustKubectl(t, fmt.Sprintf(pods, env.BusyboxImage), "apply", "-f", "-")
 	// Deleted before the agent stops, so their volumes are gone from the tmpfs.

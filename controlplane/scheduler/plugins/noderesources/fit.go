@@ -39,39 +39,54 @@ func NewFit() *Fit { return &Fit{} }
 // Name returns FitName.
 func (*Fit) Name() string { return FitName }
 
-// InsufficientReasons lists why node cannot take a pod requesting req:
-// "Too many pods" and "Insufficient <resource>" for cpu, memory,
-// ephemeral-storage and each scalar resource, in that order.
-func InsufficientReasons(req fw.Resource, node *fw.NodeInfo) []string {
-	var reasons []string
+// InsufficientResource is a resource a node lacks for a pod: what the pod
+// requests, what the node's pods already request and its allocatable.
+type InsufficientResource struct {
+	ResourceName v1.ResourceName
+	// Reason is the filter's reason ("Too many pods", "Insufficient cpu").
+	Reason    string
+	Requested int64
+	Used      int64
+	Capacity  int64
+}
+
+// Insufficient lists the resources node lacks for a pod requesting req, as
+// upstream's fitsRequest: the pod count first, then cpu, memory,
+// ephemeral-storage and each scalar resource by name.
+func Insufficient(req fw.Resource, node *fw.NodeInfo) []InsufficientResource {
+	var out []InsufficientResource
 	if int64(len(node.Pods))+1 > node.Allocatable.AllowedPodNumber {
-		reasons = append(reasons, ErrReasonTooManyPods)
+		out = append(out, InsufficientResource{v1.ResourcePods, ErrReasonTooManyPods, 1, int64(len(node.Pods)), node.Allocatable.AllowedPodNumber})
 	}
 	if req.IsZero() {
-		return reasons
+		return out
 	}
 	alloc, used := &node.Allocatable, &node.Requested
-	if req.MilliCPU > 0 && req.MilliCPU > alloc.MilliCPU-used.MilliCPU {
-		reasons = append(reasons, "Insufficient cpu")
-	}
-	if req.Memory > 0 && req.Memory > alloc.Memory-used.Memory {
-		reasons = append(reasons, "Insufficient memory")
-	}
-	if req.EphemeralStorage > 0 && req.EphemeralStorage > alloc.EphemeralStorage-used.EphemeralStorage {
-		reasons = append(reasons, "Insufficient ephemeral-storage")
-	}
-	if len(req.Scalar) > 0 {
-		names := make([]string, 0, len(req.Scalar))
-		for n := range req.Scalar {
-			names = append(names, string(n))
+	check := func(name v1.ResourceName, want, allocatable, requested int64) {
+		if want > 0 && want > allocatable-requested {
+			out = append(out, InsufficientResource{name, "Insufficient " + string(name), want, requested, allocatable})
 		}
-		sort.Strings(names)
-		for _, n := range names {
-			q := req.Scalar[v1.ResourceName(n)]
-			if q > 0 && q > alloc.Scalar[v1.ResourceName(n)]-used.Scalar[v1.ResourceName(n)] {
-				reasons = append(reasons, "Insufficient "+n)
-			}
-		}
+	}
+	check(v1.ResourceCPU, req.MilliCPU, alloc.MilliCPU, used.MilliCPU)
+	check(v1.ResourceMemory, req.Memory, alloc.Memory, used.Memory)
+	check(v1.ResourceEphemeralStorage, req.EphemeralStorage, alloc.EphemeralStorage, used.EphemeralStorage)
+	names := make([]string, 0, len(req.Scalar))
+	for n := range req.Scalar {
+		names = append(names, string(n))
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		name := v1.ResourceName(n)
+		check(name, req.Scalar[name], alloc.Scalar[name], used.Scalar[name])
+	}
+	return out
+}
+
+// InsufficientReasons lists the reasons of Insufficient(req, node).
+func InsufficientReasons(req fw.Resource, node *fw.NodeInfo) []string {
+	var reasons []string
+	for _, r := range Insufficient(req, node) {
+		reasons = append(reasons, r.Reason)
 	}
 	return reasons
 }
