@@ -196,7 +196,7 @@ func (c *Cluster) startControlPlane(ctx context.Context, sup *supervisor.Supervi
 	podNet := netip.MustParsePrefix(cfg.PodCIDR)
 	srv, err := server.New(server.Config{
 		DataDir: cfg.DataDir, Listen: cfg.Listen, EncryptionProviderConfig: cfg.EncryptionProviderConfig,
-		Profiling:             cfg.Profiling,
+		Profiling: cfg.Profiling, EtcdCompactionInterval: cfg.EtcdCompactionInterval,
 		NodeIPAM:              nodeipam.Options{ClusterCIDR: cfg.PodCIDR, NodeCIDRMaskSize: podNet.Bits()},
 		ServiceClusterIPRange: cfg.ServiceClusterIPRange, ServiceNodePortRange: cfg.ServiceNodePortRange,
 		Logger: cfg.Logger.With("component", "server"),

@@ -51,6 +51,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"berth/agent"
 	"berth/controlplane/server"
@@ -117,6 +118,10 @@ type Config struct {
 	EncryptionProviderConfig string
 	// Profiling serves /debug/pprof on the apiserver (server.Config.Profiling).
 	Profiling bool
+	// EtcdCompactionInterval is how often the control plane compacts old
+	// etcd revisions (server.Config.EtcdCompactionInterval); default
+	// server.DefaultCompactionInterval.
+	EtcdCompactionInterval time.Duration
 	// NodeName names the node; default the host name.
 	NodeName string
 	// ReadOnlyPort is the agent's read-only API port (0 disables it);
@@ -188,6 +193,12 @@ func (c *Config) Validate() error {
 	}
 	if c.Listen == "" {
 		c.Listen = server.DefaultListen
+	}
+	if c.EtcdCompactionInterval < 0 {
+		return invalid("EtcdCompactionInterval (--etcd-compaction-interval)", "%s is negative", c.EtcdCompactionInterval)
+	}
+	if c.EtcdCompactionInterval == 0 {
+		c.EtcdCompactionInterval = server.DefaultCompactionInterval
 	}
 	if c.ReadOnlyAddress == "" {
 		c.ReadOnlyAddress = "127.0.0.1"

@@ -7,7 +7,9 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
+	"berth/controlplane/server"
 	"berth/internal/containerd"
 	"berth/internal/errdefs"
 )
@@ -23,6 +25,7 @@ func TestConfigValidateNamesTheField(t *testing.T) {
 		{"pod cidr ipv6", func(c *Config) { c.PodCIDR = "fd00::/64" }, "PodCIDR (--pod-cidr)"},
 		{"pod cidr too small", func(c *Config) { c.PodCIDR = "10.42.0.0/31" }, "PodCIDR (--pod-cidr)"},
 		{"bad kubelet port", func(c *Config) { c.KubeletPort = -1 }, "KubeletPort (--kubelet-port)"},
+		{"negative compaction interval", func(c *Config) { c.EtcdCompactionInterval = -time.Minute }, "EtcdCompactionInterval (--etcd-compaction-interval)"},
 		{"bridge too long", func(c *Config) { c.CNIBridge = "a-very-long-bridge-name" }, "CNIBridge (--cni-bridge)"},
 		{"bad port", func(c *Config) { c.ReadOnlyPort = 70000 }, "ReadOnlyPort (--read-only-port)"},
 		{"bad ingress port", func(c *Config) { c.IngressHTTPPort = 65536 }, "IngressHTTPPort (--ingress-http-port)"},
@@ -66,6 +69,9 @@ func TestConfigDefaults(t *testing.T) {
 	}
 	if cfg.CNIConfDir != filepath.Join(dir, "cni", "net.d") || cfg.ManifestDir() != filepath.Join(dir, "manifests") {
 		t.Errorf("dirs: cni %q manifests %q", cfg.CNIConfDir, cfg.ManifestDir())
+	}
+	if cfg.EtcdCompactionInterval != server.DefaultCompactionInterval {
+		t.Errorf("EtcdCompactionInterval = %s, want the server's default %s (0 would never compact)", cfg.EtcdCompactionInterval, server.DefaultCompactionInterval)
 	}
 	if cfg.IngressHTTPPort != 80 || cfg.IngressHTTPSPort != 443 {
 		t.Errorf("ingress ports %d %d, want 80 443", cfg.IngressHTTPPort, cfg.IngressHTTPSPort)

@@ -95,6 +95,7 @@ func registerUpFlags(f *pflag.FlagSet, cfg *up.Config, registriesFile, logLevel 
 	f.StringVar(&cfg.CNIBinDir, "cni-bin-dir", "", "directory of the CNI plugins (default /usr/lib/cni or /opt/cni/bin)")
 	f.StringVar(&cfg.Listen, "listen", "", "apiserver listen address host:port (default 0.0.0.0:6443; port 0 picks a free one)")
 	f.StringVar(&cfg.EncryptionProviderConfig, "encryption-provider-config", "", "EncryptionConfiguration file: encrypt the resources it lists in etcd (see berth server --help)")
+	f.DurationVar(&cfg.EtcdCompactionInterval, "etcd-compaction-interval", server.DefaultCompactionInterval, "how often the control plane compacts old etcd revisions")
 	f.BoolVar(&cfg.Profiling, "profiling", true, "serve the Go runtime's profiles at the apiserver's /debug/pprof/ to callers authorized for that path (see berth server --help)")
 	f.StringVar(&cfg.NodeName, "node-name", "", "name of the node (default: the host name)")
 	f.IntVar(&cfg.KubeletPort, "kubelet-port", 10250, "port of the agent's authenticated API (kubectl logs, exec and port-forward go through it)")
