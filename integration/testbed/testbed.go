@@ -581,10 +581,20 @@ func removeAllPods(endpoint string) error {
 	}
 	var errs []error
 	for _, s := range sandboxes {
-		if err := c.StopPodSandbox(ctx, s.Id); err != nil {
-			errs = append(errs, err)
+		// A shim that exits while containerd stops its container fails the
+		// stop with "ttrpc: closed"; containerd then sees the task gone, so
+		// the stop is tried again before it counts.
+		var err error
+		for attempt := 0; attempt < 3; attempt++ {
+			if err = c.StopPodSandbox(ctx, s.Id); err == nil {
+				err = c.RemovePodSandbox(ctx, s.Id)
+			}
+			if err == nil {
+				break
+			}
+			time.Sleep(time.Second)
 		}
-		if err := c.RemovePodSandbox(ctx, s.Id); err != nil {
+		if err != nil {
 			errs = append(errs, err)
 		}
 	}
