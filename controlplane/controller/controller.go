@@ -79,10 +79,12 @@ func (c *Config) Validate(name string, defaultWorkers int) error {
 // RateLimited returns a rate-limited work queue of keys of type K
 // (upstream's default controller rate limiter: per-item exponential
 // back-off 5ms..1000s combined with an overall 10 qps/100 burst bucket).
-func RateLimited[K comparable](name string, clk clock.WithTicker) workqueue.TypedRateLimitingInterface[K] {
+// Queues are unnamed: a named queue updates its workqueue metrics twice a
+// second, and berth serves none of them (an idle cluster's wake-ups).
+func RateLimited[K comparable](clk clock.WithTicker) workqueue.TypedRateLimitingInterface[K] {
 	return workqueue.NewTypedRateLimitingQueueWithConfig(
 		workqueue.DefaultTypedControllerRateLimiter[K](),
-		workqueue.TypedRateLimitingQueueConfig[K]{Name: name, Clock: clk},
+		workqueue.TypedRateLimitingQueueConfig[K]{Clock: clk},
 	)
 }
 

@@ -24,7 +24,7 @@ type Queue struct {
 // NewQueue returns the queue of the controller called name, configured by
 // cfg (validated: its Logger, Workers and Clock are used).
 func NewQueue(name string, cfg *Config) *Queue {
-	return &Queue{TypedRateLimitingInterface: RateLimited[string](name, cfg.Clock), name: name, cfg: *cfg}
+	return &Queue{TypedRateLimitingInterface: RateLimited[string](cfg.Clock), name: name, cfg: *cfg}
 }
 
 // Watch registers h (none when nil) with inf, whose cache Run then waits for.

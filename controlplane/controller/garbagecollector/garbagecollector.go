@@ -132,7 +132,7 @@ func New(cfg Config) (*Collector, error) {
 	}
 	return &Collector{
 		cfg:        cfg,
-		queue:      controller.RateLimited[types.UID](Name, cfg.Clock),
+		queue:      controller.RateLimited[types.UID](cfg.Clock),
 		factory:    dynamicinformer.NewDynamicSharedInformerFactory(cfg.Dynamic, 0),
 		nodes:      map[types.UID]*node{},
 		dependents: map[types.UID]map[types.UID]bool{},

@@ -86,7 +86,7 @@ func New(cfg Config) (*Controller, error) {
 			workqueue.NewTypedMaxOfRateLimiter(
 				workqueue.NewTypedItemExponentialFailureRateLimiter[string](5*time.Millisecond, time.Minute),
 				&workqueue.TypedBucketRateLimiter[string]{Limiter: rate.NewLimiter(rate.Limit(10), 100)}),
-			workqueue.TypedRateLimitingQueueConfig[string]{Name: Name, Clock: cfg.Clock}),
+			workqueue.TypedRateLimitingQueueConfig[string]{Clock: cfg.Clock}),
 	}
 	enqueue := func(obj any) {
 		if ns, ok := obj.(*corev1.Namespace); ok && ns.DeletionTimestamp != nil {
