@@ -15,6 +15,7 @@ import (
 
 	"berth/integration/harness"
 	"berth/integration/nodeenv"
+	"berth/internal/prereq"
 )
 
 const memoryPods = `apiVersion: v1
@@ -99,7 +100,7 @@ func TestMemoryPressureEvictsTheBestEffortHog(t *testing.T) {
 	env := nodeenv.Current()
 	available := nodeMemoryAvailable(t)
 	if available < margin+fill {
-		t.Skipf("the machine has %d MiB available; the test needs %d", available>>20, (margin+fill)>>20)
+		prereq.Missing(t, "the machine has %d MiB available; the test needs %d", available>>20, (margin+fill)>>20)
 	}
 	c := startNode(t, "memory-eviction-node", t.TempDir(), fmt.Sprintf("memory.available<%dMi", (available-margin)>>20))
 	ctx := context.Background()
