@@ -199,18 +199,7 @@ func (b *bench) jobRound(ctx context.Context, c *controlPlane, side string, plan
 	if _, err := client.BatchV1().Jobs(ns).Create(ctx, j, metav1.CreateOptions{}); err != nil {
 		return r, err
 	}
-	created := time.Duration(0)
-	err = waitFor(30*time.Minute, 50*time.Millisecond, "the Job's Complete condition", func() (bool, error) {
-		if err := ctx.Err(); err != nil {
-			return false, err
-		}
-		select {
-		case <-pc.all:
-			if created == 0 {
-				created = time.Since(start)
-			}
-		default:
-		}
+	err = pc.waitDone(ctx, &r, start, "the Job's Complete condition", func() (bool, error) {
 		got, err := client.BatchV1().Jobs(ns).Get(ctx, "bench", metav1.GetOptions{})
 		if err != nil {
 			return false, c.alive()
@@ -225,10 +214,6 @@ func (b *bench) jobRound(ctx context.Context, c *controlPlane, side string, plan
 		}
 		return false, c.alive()
 	})
-	r.DoneSec, r.PodsCreatedSec = time.Since(start).Seconds(), created.Seconds()
-	if created == 0 { // the last creation and the condition in one poll
-		r.PodsCreatedSec = r.DoneSec
-	}
 	return r, err
 }
 
@@ -256,9 +241,23 @@ func (b *bench) daemonSetRound(ctx context.Context, c *controlPlane, side string
 	if _, err := client.AppsV1().DaemonSets(ns).Create(ctx, ds, metav1.CreateOptions{}); err != nil {
 		return r, err
 	}
-	created := time.Duration(0)
 	want := int32(plan.nodes)
-	err = waitFor(30*time.Minute, 50*time.Millisecond, "the DaemonSet's pods all available", func() (bool, error) {
+	err = pc.waitDone(ctx, &r, start, "the DaemonSet's pods all available", func() (bool, error) {
+		got, err := client.AppsV1().DaemonSets(ns).Get(ctx, "agent", metav1.GetOptions{})
+		if err != nil {
+			return false, c.alive()
+		}
+		st := got.Status
+		return st.ObservedGeneration == got.Generation && st.DesiredNumberScheduled == want && st.UpdatedNumberScheduled == want && st.NumberAvailable == want, c.alive()
+	})
+	return r, err
+}
+
+// waitDone polls done until it holds, recording in r when every pod had been
+// created (the counter's all) and when the workload was done, both from start.
+func (pc *podCounter) waitDone(ctx context.Context, r *controllersRound, start time.Time, what string, done func() (bool, error)) error {
+	created := time.Duration(0)
+	err := waitFor(30*time.Minute, 50*time.Millisecond, what, func() (bool, error) {
 		if err := ctx.Err(); err != nil {
 			return false, err
 		}
@@ -269,18 +268,13 @@ func (b *bench) daemonSetRound(ctx context.Context, c *controlPlane, side string
 			}
 		default:
 		}
-		got, err := client.AppsV1().DaemonSets(ns).Get(ctx, "agent", metav1.GetOptions{})
-		if err != nil {
-			return false, c.alive()
-		}
-		st := got.Status
-		return st.ObservedGeneration == got.Generation && st.DesiredNumberScheduled == want && st.UpdatedNumberScheduled == want && st.NumberAvailable == want, c.alive()
+		return done()
 	})
 	r.DoneSec, r.PodsCreatedSec = time.Since(start).Seconds(), created.Seconds()
-	if created == 0 {
+	if created == 0 { // the last creation and the end in one poll
 		r.PodsCreatedSec = r.DoneSec
 	}
-	return r, err
+	return err
 }
 
 // fakeKubelet plays the fake nodes' kubelets: each pod bound to a node and
